@@ -1,0 +1,237 @@
+/**
+ * The one error hierarchy of gitops-broker.
+ *
+ * Every failure is a BaseError subclass with `name === code`. Errors that reach an
+ * OSB client carry their HTTP status and are turned into the OSB error body by the
+ * single error middleware in src/broker (see `toOsbBody`). Nothing else writes error
+ * bodies.
+ */
+
+export interface ErrorOptions {
+  cause?: unknown;
+  data?: Record<string, unknown>;
+}
+
+export class BaseError extends Error {
+  readonly code: string;
+  readonly data: Record<string, unknown>;
+
+  constructor(code: string, message: string, options: ErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.name = code;
+    this.data = options.data ?? {};
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      code: this.code,
+      message: this.message,
+      data: this.data,
+      ...(this.cause instanceof Error ? { cause: serializeCause(this.cause) } : {}),
+    };
+  }
+}
+
+function serializeCause(cause: Error): Record<string, unknown> {
+  return cause instanceof BaseError ? cause.toJSON() : { name: cause.name, message: cause.message };
+}
+
+// ---------------------------------------------------------------------------
+// OSB errors: carry an HTTP status and (optionally) an OSB error code.
+// ---------------------------------------------------------------------------
+
+export interface OsbErrorOptions extends ErrorOptions {
+  /** OSB `instance_usable` (only meaningful for failed update/deprovision). */
+  instanceUsable?: boolean;
+  /** OSB `update_repeatable`. */
+  updateRepeatable?: boolean;
+  /** Seconds for a Retry-After header. */
+  retryAfter?: number;
+}
+
+export class OsbError extends BaseError {
+  readonly status: number;
+  /** The OSB `error` field (e.g. AsyncRequired); undefined for errors with only a description. */
+  readonly osbCode: string | undefined;
+  readonly instanceUsable: boolean | undefined;
+  readonly updateRepeatable: boolean | undefined;
+  readonly retryAfter: number | undefined;
+
+  constructor(
+    code: string,
+    status: number,
+    osbCode: string | undefined,
+    description: string,
+    options: OsbErrorOptions = {},
+  ) {
+    super(code, description, options);
+    this.status = status;
+    this.osbCode = osbCode;
+    this.instanceUsable = options.instanceUsable;
+    this.updateRepeatable = options.updateRepeatable;
+    this.retryAfter = options.retryAfter;
+  }
+}
+
+/** 400: malformed request, unknown ids, parameters failing the plan schema. */
+export class BadRequestError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("BadRequestError", 400, "BadRequest", description, options);
+  }
+}
+
+/** 400 with a specific OSB-ish code: a template could not be rendered for this request. */
+export class RenderError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("RenderError", 400, "RenderFailed", description, options);
+  }
+}
+
+export class UnauthorizedError extends OsbError {
+  constructor(description = "authentication required") {
+    super("UnauthorizedError", 401, undefined, description);
+  }
+}
+
+export class NotFoundError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("NotFoundError", 404, undefined, description, options);
+  }
+}
+
+export class ConflictError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("ConflictError", 409, undefined, description, options);
+  }
+}
+
+export class GoneError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("GoneError", 410, undefined, description, options);
+  }
+}
+
+export class PreconditionFailedError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("PreconditionFailedError", 412, undefined, description, options);
+  }
+}
+
+export class AsyncRequiredError extends OsbError {
+  constructor(description = "This service plan requires client support for asynchronous service operations.") {
+    super("AsyncRequiredError", 422, "AsyncRequired", description);
+  }
+}
+
+export class ConcurrencyError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("ConcurrencyError", 422, "ConcurrencyError", description, options);
+  }
+}
+
+export class MaintenanceInfoConflictError extends OsbError {
+  constructor(description: string) {
+    super("MaintenanceInfoConflictError", 422, "MaintenanceInfoConflict", description);
+  }
+}
+
+export class RequiresAppError extends OsbError {
+  constructor(description = "This service supports generation of credentials through binding an application only.") {
+    super("RequiresAppError", 422, "RequiresApp", description);
+  }
+}
+
+/** 422 without a spec code: the request is well-formed but cannot be carried out (e.g. plan not updateable). */
+export class UnprocessableEntityError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("UnprocessableEntityError", 422, undefined, description, options);
+  }
+}
+
+/** 422: no cluster can take a new instance (none registered, all drained, all full, no selector match). */
+export class SchedulingError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("SchedulingError", 422, undefined, description, options);
+  }
+}
+
+/** 503: the Git remote did not accept the change in time; nothing was acknowledged. */
+export class ServiceUnavailableError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("ServiceUnavailableError", 503, undefined, description, { retryAfter: 5, ...options });
+  }
+}
+
+/** 500: a broker bug. The description never leaks internals beyond the message. */
+export class InternalError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("InternalError", 500, undefined, description, options);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Component errors (never sent as-is; wrapped into an OsbError where they reach HTTP).
+// ---------------------------------------------------------------------------
+
+/** One problem in a configuration or repository file, located by a JSON-pointer-like path. */
+export interface Problem {
+  /** File (repo-relative) or "config"/"env". */
+  file: string;
+  /** Path inside the document, e.g. `spec.templates[2].content` ("" for the whole file). */
+  path: string;
+  message: string;
+}
+
+export function formatProblem(p: Problem): string {
+  return p.path ? `${p.file}: ${p.path}: ${p.message}` : `${p.file}: ${p.message}`;
+}
+
+export class ConfigError extends BaseError {
+  readonly problems: Problem[];
+  constructor(problems: Problem[], options?: ErrorOptions) {
+    super("ConfigError", `invalid configuration:\n${problems.map(formatProblem).join("\n")}`, options);
+    this.problems = problems;
+  }
+}
+
+export class CatalogError extends BaseError {
+  readonly problems: Problem[];
+  constructor(problems: Problem[], options?: ErrorOptions) {
+    super("CatalogError", `invalid catalog:\n${problems.map(formatProblem).join("\n")}`, options);
+    this.problems = problems;
+  }
+}
+
+/** A Git remote refused a push (non-fast-forward, hook) or could not be reached. */
+export class GitRemoteError extends BaseError {
+  /** `rejected`: non-fast-forward (someone else pushed); `hook`: refused by a server hook; `unreachable`. */
+  readonly kind: "rejected" | "hook" | "unreachable";
+  /** What the remote said (stderr of git, `remote:` lines), for logs and OSB descriptions. */
+  readonly remoteMessage: string;
+  constructor(kind: "rejected" | "hook" | "unreachable", remoteMessage: string, options?: ErrorOptions) {
+    super("GitRemoteError", `git remote ${kind}: ${remoteMessage}`, options);
+    this.kind = kind;
+    this.remoteMessage = remoteMessage;
+  }
+}
+
+export function isOsbError(e: unknown): e is OsbError {
+  return e instanceof OsbError;
+}
+
+/** The OSB error body: `{error?, description, instance_usable?, update_repeatable?}`. */
+export interface OsbErrorBody {
+  error?: string;
+  description: string;
+  instance_usable?: boolean;
+  update_repeatable?: boolean;
+}
+
+export function toOsbBody(e: OsbError): OsbErrorBody {
+  const body: OsbErrorBody = { description: e.message };
+  if (e.osbCode !== undefined) body.error = e.osbCode;
+  if (e.instanceUsable !== undefined) body.instance_usable = e.instanceUsable;
+  if (e.updateRepeatable !== undefined) body.update_repeatable = e.updateRepeatable;
+  return body;
+}
