@@ -1,0 +1,179 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import path from "node:path";
+import { parse, stringify } from "yaml";
+import { ConfigError } from "../errors/index.js";
+import type { Logger } from "../log/index.js";
+import { CATALOG_DIR, clusterNamespacePath, clusterRegistryPath, isDns1123Label } from "../repo/layout.js";
+import { ensureDataDir } from "./data-dir.js";
+
+/** The bare repository serving as remote when `git.remote` is null. */
+export const EMBEDDED_REMOTE_DIR = "remote.git";
+export const SEED_MESSAGE = "seed: sample catalog and cluster local";
+const SEED_CLUSTER = "local";
+const DEFAULT_NAMESPACE = "gitops-broker-instances";
+
+export interface PrepareEmbeddedOptions {
+  dataDir: string;
+  /** Directory whose files become `catalog/` (examples/catalog). */
+  catalogSource: string;
+  /** Directory holding `clusters/local.yaml` (examples/registry). */
+  registrySource: string;
+  branch: string;
+  author: { name: string; email: string };
+  /** Clock for the seed commit's dates. */
+  now?: () => Date;
+  log: Pick<Logger, "info">;
+}
+
+/**
+ * Make sure the embedded remote `<dataDir>/remote.git` exists. A new one is a bare repository with
+ * one commit on `branch`: the sample catalog, cluster `local` in the registry and that cluster's
+ * namespace manifest. An existing one is left untouched, so restarts keep their state.
+ *
+ * The seed is built with Git plumbing (hash-object, update-index on a throw-away index,
+ * write-tree, commit-tree) in a temporary bare repository that is renamed into place: there is
+ * never a working tree in the data dir, and a crash leaves no half-seeded remote behind.
+ */
+export async function prepareEmbedded(options: PrepareEmbeddedOptions): Promise<{ remoteDir: string }> {
+  const { dataDir, branch, log } = options;
+  const remoteDir = path.join(dataDir, EMBEDDED_REMOTE_DIR);
+  await ensureDataDir(dataDir);
+
+  if (await exists(remoteDir)) {
+    await assertBare(remoteDir);
+    log.info({ remoteDir }, "embedded remote exists, keeping it");
+    return { remoteDir };
+  }
+
+  const files = await seedFiles(options);
+  const tmp = await mkdtemp(path.join(dataDir, `.${EMBEDDED_REMOTE_DIR}-`));
+  try {
+    const commit = await seed(tmp, files, options);
+    await rename(tmp, remoteDir);
+    log.info({ remoteDir, branch, commit, files: files.size }, "embedded remote seeded");
+  } catch (e: unknown) {
+    // A broker starting at the same time won the rename: its remote is as good as ours.
+    if (!(await exists(remoteDir))) {
+      throw new ConfigError([{ file: remoteDir, path: "", message: `cannot create the embedded remote: ${errorMessage(e)}` }], { cause: e });
+    }
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+  return { remoteDir };
+}
+
+async function assertBare(remoteDir: string): Promise<void> {
+  const problem = { file: remoteDir, path: "", message: "exists but is not a bare Git repository" };
+  let answer: string;
+  try {
+    answer = await git(remoteDir, ["rev-parse", "--is-bare-repository"]);
+  } catch (e: unknown) {
+    throw new ConfigError([problem], { cause: e });
+  }
+  if (answer !== "true") throw new ConfigError([problem]);
+}
+
+/** Repo path -> content of every file of the seed commit. */
+async function seedFiles({ catalogSource, registrySource }: PrepareEmbeddedOptions): Promise<Map<string, Buffer>> {
+  const files = new Map<string, Buffer>();
+  for (const rel of await readSource(catalogSource, () => listFiles(catalogSource))) {
+    const file = path.join(catalogSource, ...rel.split("/"));
+    files.set(`${CATALOG_DIR}/${rel}`, await readSource(file, () => readFile(file)));
+  }
+
+  const clusterFile = path.join(registrySource, "clusters", `${SEED_CLUSTER}.yaml`);
+  const cluster = await readSource(clusterFile, () => readFile(clusterFile));
+  files.set(clusterRegistryPath(SEED_CLUSTER), cluster);
+
+  let namespace: unknown;
+  try {
+    namespace = (parse(cluster.toString("utf8")) as { spec?: { namespace?: unknown } } | null)?.spec?.namespace ?? DEFAULT_NAMESPACE;
+  } catch (e: unknown) {
+    throw new ConfigError([{ file: clusterFile, path: "", message: "is not valid YAML" }], { cause: e });
+  }
+  if (typeof namespace !== "string" || !isDns1123Label(namespace)) {
+    throw new ConfigError([{ file: clusterFile, path: "spec.namespace", message: "must be a DNS-1123 label" }]);
+  }
+  const manifest = {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: namespace, labels: { "app.kubernetes.io/managed-by": "gitops-broker" } },
+  };
+  files.set(clusterNamespacePath(SEED_CLUSTER), Buffer.from(stringify(manifest, { lineWidth: 0 })));
+  return files;
+}
+
+async function readSource<T>(file: string, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (e: unknown) {
+    throw new ConfigError([{ file, path: "", message: `cannot be read for the embedded seed: ${errorMessage(e)}` }], { cause: e });
+  }
+}
+
+/** Regular files below `dir` (symlinks are skipped), `/`-separated and relative to it, sorted. */
+async function listFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join("/"))
+    .sort();
+}
+
+/** Initialise a bare repository in `gitDir` and commit `files` to `branch`; returns the commit id. */
+async function seed(gitDir: string, files: Map<string, Buffer>, options: PrepareEmbeddedOptions): Promise<string> {
+  const { branch, author, now = () => new Date() } = options;
+  await git(gitDir, ["init", "--quiet", "--bare", `--initial-branch=${branch}`, gitDir]);
+
+  const index: string[] = [];
+  for (const [file, content] of files) {
+    const oid = await git(gitDir, ["hash-object", "-w", "--stdin"], { input: content });
+    index.push(`100644 ${oid}\t${file}`);
+  }
+  const indexEnv = { GIT_INDEX_FILE: path.join(gitDir, "seed.index") };
+  await git(gitDir, ["update-index", "--add", "--index-info"], { input: `${index.join("\n")}\n`, env: indexEnv });
+  const tree = await git(gitDir, ["write-tree"], { env: indexEnv });
+  await rm(indexEnv.GIT_INDEX_FILE);
+
+  const date = `${Math.floor(now().getTime() / 1000)} +0000`;
+  const commit = await git(gitDir, ["commit-tree", "--no-gpg-sign", "-m", SEED_MESSAGE, tree], {
+    env: {
+      GIT_AUTHOR_NAME: author.name,
+      GIT_AUTHOR_EMAIL: author.email,
+      GIT_AUTHOR_DATE: date,
+      GIT_COMMITTER_NAME: author.name,
+      GIT_COMMITTER_EMAIL: author.email,
+      GIT_COMMITTER_DATE: date,
+    },
+  });
+  await git(gitDir, ["update-ref", `refs/heads/${branch}`, commit]);
+  return commit;
+}
+
+/** Run git against `gitDir`; resolves with trimmed stdout, rejects with execFile's error (command and stderr). */
+function git(gitDir: string, args: string[], opts: { input?: string | Buffer; env?: Record<string, string> } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      "git",
+      args,
+      { env: { ...process.env, ...opts.env, GIT_DIR: gitDir }, encoding: "utf8" },
+      (error, stdout) => (error ? reject(error) : resolve(stdout.trim())),
+    );
+    child.stdin?.end(opts.input ?? "");
+  });
+}
+
+async function exists(p: string): Promise<boolean> {
+  return stat(p).then(
+    () => true,
+    (e: unknown) => {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return false;
+      throw e;
+    },
+  );
+}
+
+function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message.trim() : String(e);
+}

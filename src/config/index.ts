@@ -1,0 +1,8 @@
+export { loadConfig } from "./load-config.js";
+export type { LoadConfigOptions } from "./load-config.js";
+export { ensureDataDir } from "./data-dir.js";
+export { EMBEDDED_REMOTE_DIR, SEED_MESSAGE, prepareEmbedded } from "./embedded.js";
+export type { PrepareEmbeddedOptions } from "./embedded.js";
+export { GENERATED_PASSWORD_FILE, ensurePassword } from "./password.js";
+export type { Credentials } from "./password.js";
+export type { AuthConfig, Config, GitConfig, ListenAddress, LogLevel, TlsConfig } from "./types.js";

@@ -1,0 +1,263 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ConfigError, type Problem } from "../errors/index.js";
+import { loadConfig, type Config } from "./index.js";
+
+let tmp: string;
+beforeEach(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), "gitops-broker-config-"));
+});
+afterEach(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+async function write(rel: string, content: string): Promise<string> {
+  const file = path.join(tmp, rel);
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, content);
+  return file;
+}
+
+async function problemsOf(promise: Promise<unknown>): Promise<Problem[]> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ConfigError);
+  return (error as ConfigError).problems;
+}
+
+describe("loadConfig", () => {
+  it("fills every key with its default", async () => {
+    const config = await loadConfig({ env: {}, argv: [], cwd: tmp });
+    expect(config).toEqual<Config>({
+      listen: { host: "127.0.0.1", port: 8080 },
+      dataDir: path.join(tmp, ".gitops-broker"),
+      git: {
+        remote: null,
+        branch: "main",
+        author: { name: "gitops-broker", email: "gitops-broker@localhost" },
+        pushTimeoutSeconds: 30,
+        pollIntervalSeconds: 30,
+      },
+      auth: { username: "broker", password: null, passwordFile: null },
+      tls: null,
+      log: { level: "info" },
+      status: { mode: "commit" },
+      scheduler: { type: "single" },
+    });
+  });
+
+  it("applies defaults < config file < environment < flags", async () => {
+    await write(
+      "etc/broker.yaml",
+      [
+        "listen: 0.0.0.0:9000",
+        "dataDir: data",
+        "git:",
+        "  remote: https://git.example.com/ops.git",
+        "  branch: from-file",
+        "  pollIntervalSeconds: 5",
+        "  tokenFile: token",
+        "log:",
+        "  level: debug",
+        "auth:",
+        "  passwordFile: secrets/password",
+      ].join("\n"),
+    );
+    const config = await loadConfig({
+      cwd: tmp,
+      env: {
+        GITOPS_BROKER_LISTEN: "127.0.0.2:9001",
+        GITOPS_BROKER_GIT_BRANCH: "from-env",
+        GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS: "2.5",
+        GITOPS_BROKER_USERNAME: "osb",
+        GITOPS_BROKER_LOG_LEVEL: "",
+      },
+      argv: ["--config", "etc/broker.yaml", "--listen=[::1]:9002"],
+    });
+    expect(config.listen).toEqual({ host: "::1", port: 9002 });
+    // Paths in the config file are relative to the file.
+    expect(config.dataDir).toBe(path.join(tmp, "etc", "data"));
+    expect(config.git).toEqual({
+      remote: "https://git.example.com/ops.git",
+      branch: "from-env",
+      author: { name: "gitops-broker", email: "gitops-broker@localhost" },
+      pushTimeoutSeconds: 2.5,
+      pollIntervalSeconds: 5,
+      tokenFile: path.join(tmp, "etc", "token"),
+    });
+    expect(config.auth).toEqual({ username: "osb", password: null, passwordFile: path.join(tmp, "etc", "secrets", "password") });
+    // An empty variable counts as unset.
+    expect(config.log.level).toBe("debug");
+  });
+
+  it("lets the data dir flag beat the variable, and resolves both against the cwd", async () => {
+    await write("broker.yaml", "dataDir: /from/file\n");
+    const env = { GITOPS_BROKER_DATA_DIR: "env-data" };
+    const fromEnv = await loadConfig({ cwd: tmp, env, argv: ["--config", "broker.yaml"] });
+    expect(fromEnv.dataDir).toBe(path.join(tmp, "env-data"));
+    const fromFlag = await loadConfig({ cwd: tmp, env, argv: ["--config", "broker.yaml", "--data-dir", "flag-data"] });
+    expect(fromFlag.dataDir).toBe(path.join(tmp, "flag-data"));
+  });
+
+  it("lets a password variable replace a passwordFile from the file, and the reverse", async () => {
+    await write("a.yaml", "auth:\n  passwordFile: /run/secrets/pw\n");
+    await write("b.yaml", "auth:\n  password: from-file\n");
+    const a = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_PASSWORD: "from-env" }, argv: ["--config", "a.yaml"] });
+    expect(a.auth).toEqual({ username: "broker", password: "from-env", passwordFile: null });
+    const b = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_PASSWORD_FILE: "pw" }, argv: ["--config", "b.yaml"] });
+    expect(b.auth).toEqual({ username: "broker", password: null, passwordFile: path.join(tmp, "pw") });
+  });
+
+  it("accepts TLS files that exist, from the file or from both variables", async () => {
+    const cert = await write("tls/cert.pem", "CERT");
+    const key = await write("tls/key.pem", "KEY");
+    await write("broker.yaml", "tls:\n  cert: tls/cert.pem\n  key: tls/key.pem\n");
+    expect((await loadConfig({ cwd: tmp, env: {}, argv: ["--config", "broker.yaml"] })).tls).toEqual({ cert, key });
+    const env = { GITOPS_BROKER_TLS_CERT: "tls/cert.pem", GITOPS_BROKER_TLS_KEY: "tls/key.pem" };
+    expect((await loadConfig({ cwd: tmp, env })).tls).toEqual({ cert, key });
+  });
+
+  it("keeps defaults for an empty mapping and an empty file", async () => {
+    await write("empty.yaml", "");
+    await write("git.yaml", "git: {}\n");
+    const defaults = await loadConfig({ cwd: tmp, env: {} });
+    expect(await loadConfig({ cwd: tmp, env: {}, argv: ["--config", "empty.yaml"] })).toEqual(defaults);
+    expect(await loadConfig({ cwd: tmp, env: {}, argv: ["--config", "git.yaml"] })).toEqual(defaults);
+  });
+});
+
+describe("loadConfig errors", () => {
+  it("names unknown keys, wrong types and bad values of the config file by their path", async () => {
+    await write(
+      "broker.yaml",
+      [
+        "listen: x",
+        "catalog:",
+        "  reloadIntervalSeconds: 5",
+        "git:",
+        "  brnach: main",
+        "  branch: 3",
+        "  pushTimeoutSeconds: 0",
+        "  author:",
+        "    name: null",
+        "log:",
+        "  level: verbose",
+        "status:",
+        "  mode: live",
+      ].join("\n"),
+    );
+    const problems = await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "broker.yaml"] }));
+    expect(problems).toEqual<Problem[]>([
+      { file: "broker.yaml", path: "listen", message: '"x" is not HOST:PORT' },
+      { file: "broker.yaml", path: "catalog", message: "unknown key" },
+      { file: "broker.yaml", path: "git.brnach", message: "unknown key" },
+      { file: "broker.yaml", path: "git.branch", message: "must be string" },
+      { file: "broker.yaml", path: "git.author.name", message: "must be string" },
+      { file: "broker.yaml", path: "git.pushTimeoutSeconds", message: "must be > 0" },
+      { file: "broker.yaml", path: "log.level", message: "must be one of fatal, error, warn, info, debug, trace" },
+      { file: "broker.yaml", path: "status.mode", message: "must be one of commit" },
+    ]);
+  });
+
+  it("reports a half-set and an unreadable tls section at the keys", async () => {
+    await write("key.pem", "KEY");
+    await write("half.yaml", "tls:\n  cert: cert.pem\n");
+    await write("missing.yaml", "tls:\n  cert: nowhere/cert.pem\n  key: key.pem\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "half.yaml"] }))).toEqual<Problem[]>([
+      { file: "half.yaml", path: "tls.key", message: "is required" },
+      { file: "half.yaml", path: "tls.cert", message: `cannot read ${JSON.stringify(path.join(tmp, "cert.pem"))} (ENOENT)` },
+    ]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "missing.yaml"] }))).toEqual<Problem[]>([
+      { file: "missing.yaml", path: "tls.cert", message: `cannot read ${JSON.stringify(path.join(tmp, "nowhere/cert.pem"))} (ENOENT)` },
+    ]);
+  });
+
+  it("names the environment variable behind a problem", async () => {
+    const problems = await problemsOf(
+      loadConfig({
+        cwd: tmp,
+        env: {
+          GITOPS_BROKER_LISTEN: "localhost",
+          GITOPS_BROKER_LOG_LEVEL: "loud",
+          GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS: "often",
+          GITOPS_BROKER_TLS_CERT: "cert.pem",
+          GITOPS_BROKER_PASSWORD: "hunter2-secret",
+          GITOPS_BROKER_PASSWORD_FILE: "pw",
+        },
+      }),
+    );
+    expect(problems).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_LISTEN", message: '"localhost" is not HOST:PORT' },
+      { file: "env", path: "GITOPS_BROKER_PASSWORD_FILE", message: "conflicts with GITOPS_BROKER_PASSWORD: set only one" },
+      { file: "env", path: "GITOPS_BROKER_TLS_CERT", message: "needs GITOPS_BROKER_TLS_KEY as well (set both or neither)" },
+      { file: "env", path: "GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS", message: "must be number" },
+      { file: "env", path: "GITOPS_BROKER_LOG_LEVEL", message: "must be one of fatal, error, warn, info, debug, trace" },
+    ]);
+  });
+
+  it("names an out-of-range port by the variable and a missing TLS file by its variable", async () => {
+    await write("cert.pem", "CERT");
+    const problems = await problemsOf(
+      loadConfig({ cwd: tmp, env: { GITOPS_BROKER_LISTEN: "0.0.0.0:70000", GITOPS_BROKER_TLS_CERT: "cert.pem", GITOPS_BROKER_TLS_KEY: "key.pem" } }),
+    );
+    expect(problems).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_LISTEN", message: "must be <= 65535" },
+      { file: "env", path: "GITOPS_BROKER_TLS_KEY", message: `cannot read ${JSON.stringify(path.join(tmp, "key.pem"))} (ENOENT)` },
+    ]);
+  });
+
+  it("names bad flags, and reports them with the other sources' problems", async () => {
+    const problems = await problemsOf(
+      loadConfig({ cwd: tmp, env: { GITOPS_BROKER_LOG_LEVEL: "loud" }, argv: ["--listen", "nope", "--verbose", "extra", "--data-dir", "--config"] }),
+    );
+    // Problems found while reading the sources come first, then those of the schema.
+    expect(problems).toEqual<Problem[]>([
+      { file: "flags", path: "--verbose", message: "unknown flag" },
+      { file: "flags", path: "extra", message: "unexpected argument" },
+      { file: "flags", path: "--data-dir", message: "needs a value" },
+      { file: "flags", path: "--config", message: "needs a value" },
+      { file: "flags", path: "--listen", message: '"nope" is not HOST:PORT' },
+      { file: "env", path: "GITOPS_BROKER_LOG_LEVEL", message: "must be one of fatal, error, warn, info, debug, trace" },
+    ]);
+  });
+
+  it("reports a missing config file, a non-mapping and password plus passwordFile", async () => {
+    await write("list.yaml", "- a\n- b\n");
+    await write("both.yaml", "auth:\n  password: x\n  passwordFile: /pw\n");
+    const missing = await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "nope.yaml"] }));
+    expect(missing).toEqual<Problem[]>([{ file: "nope.yaml", path: "", message: "cannot read config file (ENOENT)" }]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "list.yaml"] }))).toEqual<Problem[]>([
+      { file: "list.yaml", path: "", message: "must be a mapping of config keys" },
+    ]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "both.yaml"] }))).toEqual<Problem[]>([
+      { file: "both.yaml", path: "auth.passwordFile", message: "auth.password and auth.passwordFile exclude each other: set one" },
+    ]);
+  });
+
+  it("never puts a password into an error", async () => {
+    const secret = "s3cret-Pa55word";
+    // yaml's default ("pretty") errors would quote the offending line.
+    await write("syntax.yaml", `auth:\n  password: ${secret}: x\n`);
+    await write("type.yaml", `auth:\n  password: [${secret}]\n`);
+    for (const file of ["syntax.yaml", "type.yaml"]) {
+      const error = await loadConfig({ cwd: tmp, env: {}, argv: ["--config", file] }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ConfigError);
+      const text = JSON.stringify((error as ConfigError).toJSON());
+      expect(text).toContain(file);
+      expect(text).not.toContain(secret);
+    }
+  });
+
+  it("locates YAML syntax errors by line and column", async () => {
+    await write("dup.yaml", "log:\n  level: info\nlog:\n  level: debug\n");
+    const problems = await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "dup.yaml"] }));
+    expect(problems).toEqual<Problem[]>([{ file: "dup.yaml", path: "", message: "line 3, column 1: Map keys must be unique" }]);
+  });
+});

@@ -1,0 +1,162 @@
+import { readFile as fsReadFile } from "node:fs/promises";
+import path from "node:path";
+import { Ajv, type ErrorObject } from "ajv";
+import { ConfigError, type Problem } from "../errors/index.js";
+import schema from "./config.schema.json" with { type: "json" };
+import { envSource, fileSource, flagsSource, isPlainObject, type Assignment, type Origin, type SourceResult } from "./sources.js";
+import type { Config } from "./types.js";
+
+export interface LoadConfigOptions {
+  env?: Record<string, string | undefined>;
+  /** The arguments after `serve`: `[--config FILE] [--data-dir DIR] [--listen HOST:PORT]`. */
+  argv?: readonly string[];
+  cwd?: string;
+  /** Reads the config file and checks the TLS files (UTF-8). */
+  readFile?: (file: string) => Promise<string>;
+}
+
+const validate = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile<Config>(schema);
+
+function defaults(cwd: string): Config {
+  return {
+    listen: { host: "127.0.0.1", port: 8080 },
+    dataDir: path.join(cwd, ".gitops-broker"),
+    git: {
+      remote: null,
+      branch: "main",
+      author: { name: "gitops-broker", email: "gitops-broker@localhost" },
+      pushTimeoutSeconds: 30,
+      pollIntervalSeconds: 30,
+    },
+    auth: { username: "broker", password: null, passwordFile: null },
+    tls: null,
+    log: { level: "info" },
+    status: { mode: "commit" },
+    scheduler: { type: "single" },
+  };
+}
+
+/**
+ * Build the configuration: defaults < config file (YAML, may be partial) < environment < flags,
+ * validated once against config.schema.json. Throws one ConfigError listing every problem, each
+ * located by config key, environment variable or flag. Values never appear in messages except
+ * for `listen`, so a misplaced password cannot leak into logs.
+ */
+export async function loadConfig(options: LoadConfigOptions = {}): Promise<Config> {
+  const { env = process.env, argv = [], readFile = (f: string) => fsReadFile(f, "utf8") } = options;
+  const cwd = path.resolve(options.cwd ?? process.cwd());
+
+  const flags = flagsSource(argv, cwd);
+  const sources: SourceResult[] = [];
+  if (flags.configFile !== undefined) sources.push(await readConfigFile(flags.configFile, cwd, readFile));
+  sources.push(envSource(env, cwd), flags);
+
+  const merged: Record<string, unknown> = { ...defaults(cwd) };
+  const origins = new Map<string, Origin>();
+  for (const source of sources) for (const a of source.assignments) assign(merged, origins, a);
+
+  const problems = sources.flatMap((s) => s.problems);
+  const causes = sources.flatMap((s) => s.causes);
+  if (!validate(merged)) {
+    problems.push(...dedupe((validate.errors ?? []).map((e) => toProblem(e, origins))));
+  } else {
+    problems.push(...exclusivePassword(merged, origins));
+  }
+  const tls = merged.tls;
+  if (isPlainObject(tls)) {
+    for (const key of ["cert", "key"] as const) {
+      const file = tls[key];
+      if (typeof file !== "string" || file === "") continue;
+      try {
+        await readFile(file);
+      } catch (e: unknown) {
+        problems.push(locate(["tls", key], origins, `cannot read ${JSON.stringify(file)} (${errorCode(e)})`));
+        causes.push(e);
+      }
+    }
+  }
+
+  if (problems.length > 0) {
+    const cause = causes.length > 1 ? new AggregateError(causes, "several underlying errors") : causes[0];
+    throw new ConfigError(problems, cause === undefined ? undefined : { cause });
+  }
+  return merged as unknown as Config;
+}
+
+async function readConfigFile(label: string, cwd: string, readFile: (file: string) => Promise<string>): Promise<SourceResult> {
+  const absPath = path.resolve(cwd, label);
+  let text: string;
+  try {
+    text = await readFile(absPath);
+  } catch (e: unknown) {
+    return { assignments: [], problems: [{ file: label, path: "", message: `cannot read config file (${errorCode(e)})` }], causes: [e] };
+  }
+  return fileSource(label, absPath, text);
+}
+
+/**
+ * Set one leaf, creating missing (or null) parents. A non-object in the way came from an earlier
+ * source and is invalid: it stays, so that its error is reported instead of being papered over.
+ */
+function assign(root: Record<string, unknown>, origins: Map<string, Origin>, { path: key, value, origin }: Assignment): void {
+  let node = root;
+  for (let i = 0; i < key.length - 1; i++) {
+    const k = key[i]!;
+    let next = node[k];
+    if (next === undefined || next === null) {
+      next = node[k] = {};
+      origins.set(key.slice(0, i + 1).join("."), origin);
+    }
+    if (!isPlainObject(next)) return;
+    node = next;
+  }
+  const last = key[key.length - 1]!;
+  // An empty mapping (`git: {}`) keeps what is there; it only stands for an object where there was none.
+  if (isPlainObject(value) && Object.keys(value).length === 0 && isPlainObject(node[last])) return;
+  node[last] = value;
+  origins.set(key.join("."), origin);
+}
+
+/** The problem for a config key, located at the source that set it (or its nearest parent). */
+function locate(key: string[], origins: Map<string, Origin>, message: string): Problem {
+  for (let i = key.length; i > 0; i--) {
+    const origin = origins.get(key.slice(0, i).join("."));
+    if (origin) return { file: origin.file, path: origin.name ?? key.join("."), message };
+  }
+  return { file: "config", path: key.join("."), message };
+}
+
+function toProblem(e: ErrorObject, origins: Map<string, Origin>): Problem {
+  const key = e.instancePath === "" ? [] : e.instancePath.slice(1).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+  switch (e.keyword) {
+    case "additionalProperties":
+      return locate([...key, String(e.params.additionalProperty)], origins, "unknown key");
+    case "required":
+      return locate([...key, String(e.params.missingProperty)], origins, "is required");
+    case "enum":
+      return locate(key, origins, `must be one of ${(e.params.allowedValues as unknown[]).join(", ")}`);
+    case "type":
+      return locate(key, origins, `must be ${String(e.params.type).split(",").join(" or ")}`);
+    default:
+      return locate(key, origins, e.message ?? e.keyword);
+  }
+}
+
+function exclusivePassword(config: Config, origins: Map<string, Origin>): Problem[] {
+  return config.auth.password !== null && config.auth.passwordFile !== null
+    ? [locate(["auth", "passwordFile"], origins, "auth.password and auth.passwordFile exclude each other: set one")]
+    : [];
+}
+
+function dedupe(problems: Problem[]): Problem[] {
+  const seen = new Set<string>();
+  return problems.filter((p) => {
+    const id = `${p.file}\0${p.path}\0${p.message}`;
+    return seen.has(id) ? false : (seen.add(id), true);
+  });
+}
+
+function errorCode(e: unknown): string {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,52 @@
+/**
+ * The broker's configuration after `loadConfig`: complete, validated, paths absolute.
+ * Every key is documented in docs/configuration.md and src/config/config.schema.json.
+ */
+
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace";
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+export interface GitConfig {
+  /** null: the embedded remote `<dataDir>/remote.git` (see prepareEmbedded). */
+  remote: string | null;
+  branch: string;
+  author: { name: string; email: string };
+  /** How long a request waits for an unreachable remote (then 503). */
+  pushTimeoutSeconds: number;
+  /** Interval of fetching the remote to notice others' commits. */
+  pollIntervalSeconds: number;
+  /** GIT_SSH_COMMAND for ssh deploy keys. */
+  sshCommand?: string;
+  /** Absolute path of a file holding the https token. */
+  tokenFile?: string;
+}
+
+export interface AuthConfig {
+  username: string;
+  /** At most one of password and passwordFile is set; neither: see ensurePassword. */
+  password: string | null;
+  /** Absolute path. */
+  passwordFile: string | null;
+}
+
+export interface TlsConfig {
+  /** Absolute paths of PEM files, readable at load time. */
+  cert: string;
+  key: string;
+}
+
+export interface Config {
+  listen: ListenAddress;
+  /** Absolute. */
+  dataDir: string;
+  git: GitConfig;
+  auth: AuthConfig;
+  tls: TlsConfig | null;
+  log: { level: LogLevel };
+  status: { mode: "commit" };
+  scheduler: { type: "single" };
+}
