@@ -1,0 +1,12 @@
+/**
+ * The catalog component: reads services, plans and the cluster registry from the GitOps repo
+ * (through a TreeReader), validates them against repo-layout/schemas, serves the OSB catalog
+ * body and validates request parameters against plan schemas.
+ */
+export { loadCatalog } from "./load-catalog.js";
+export { loadClusters, DEFAULT_INSTANCE_NAMESPACE } from "./load-clusters.js";
+export type { ClusterEntry, KubeconfigRef } from "./load-clusters.js";
+export { toOsbCatalog, parseApiVersion } from "./osb-catalog.js";
+export { validateParameters } from "./parameters.js";
+export type { ParametersSchemaKey } from "./parameters.js";
+export type { Catalog, Service, Plan, PlanTemplate, ApiVersion, MaintenanceInfo } from "./types.js";

@@ -1,0 +1,283 @@
+import type { Problem } from "../errors/index.js";
+import type { TreeReader } from "../gitwriter/types.js";
+import { CATALOG_DIR } from "../repo/layout.js";
+import { isRecord, listYamlFiles, parseYamlFile, schemaProblems, trimDot, type YamlDocument } from "./documents.js";
+import { compileParametersSchema, parametersSchemaOf, PARAMETERS_SCHEMA_KEYS } from "./parameters.js";
+import { documentValidators, type DocumentValidators } from "./repo-schemas.js";
+import type { Catalog, MaintenanceInfo, Plan, PlanTemplate, Service } from "./types.js";
+
+const SERVICE_KINDS = new Set(["SFService", "Service"]);
+const PLAN_KINDS = new Set(["SFPlan", "Plan"]);
+
+/** A service or plan with where it was declared, for cross-file problems. */
+interface Located<T> {
+  value: T;
+  file: string;
+  /** Path prefix of its document (see YamlDocument.at). */
+  at: string;
+}
+
+interface LoadedFile {
+  file: string;
+  services: Located<Omit<Service, "plans">>[];
+  plans: Located<Plan>[];
+  problems: Problem[];
+  /** Template files that plans of this file name in `path` (whether or not the plans are valid). */
+  templatePaths: string[];
+}
+
+/**
+ * Reads the catalog from `catalog/**\/*.{yaml,yml}`. A file with any problem is left out as a
+ * whole; the problems say why. Cross-file rules (unique ids and names, every plan's service
+ * present, every service with a plan) are applied to the files that are otherwise fine, and
+ * repeated until no file is left out any more, since leaving one out can break another.
+ */
+export async function loadCatalog(tree: TreeReader): Promise<{ catalog: Catalog; problems: Problem[] }> {
+  const validators = await documentValidators();
+  const files = await listYamlFiles(tree, CATALOG_DIR, true);
+  const loaded = await Promise.all(files.map((file) => loadFile(tree, file, validators)));
+
+  // A template given by `path` may well end in .yaml: what fails to load as catalog documents
+  // there is a template, not a problem.
+  const templates = new Set(loaded.flatMap((l) => l.templatePaths));
+  const candidates = loaded.filter((l) => !(templates.has(l.file) && l.problems.length > 0));
+
+  const problems = candidates.flatMap((l) => l.problems);
+  let live = candidates.filter((l) => l.problems.length === 0);
+  for (;;) {
+    const found = crossFileProblems(live);
+    if (found.length === 0) break;
+    problems.push(...found);
+    const bad = new Set(found.map((p) => p.file));
+    live = live.filter((l) => !bad.has(l.file));
+  }
+  return { catalog: assemble(live), problems };
+}
+
+async function loadFile(tree: TreeReader, file: string, validators: DocumentValidators): Promise<LoadedFile> {
+  const out: LoadedFile = { file, services: [], plans: [], problems: [], templatePaths: [] };
+  const text = await tree.readText(file);
+  if (text === null) {
+    out.problems.push({ file, path: "", message: "cannot be read" });
+    return out;
+  }
+  const { docs, problems } = parseYamlFile(file, text);
+  out.problems.push(...problems);
+  for (const doc of docs) {
+    if (!isRecord(doc.value)) {
+      out.problems.push({ file, path: trimDot(doc.at), message: "must be a mapping (a Service or Plan document)" });
+      continue;
+    }
+    const kind = typeof doc.value.kind === "string" ? doc.value.kind : undefined;
+    if (kind !== undefined && SERVICE_KINDS.has(kind)) {
+      const found = schemaProblems(validators.service, doc, file);
+      out.problems.push(...found);
+      if (found.length === 0) out.services.push(toService(doc, file, out.problems));
+    } else if (kind !== undefined && PLAN_KINDS.has(kind)) {
+      out.templatePaths.push(...templatePathsOf(doc.value));
+      const found = schemaProblems(validators.plan, doc, file);
+      out.problems.push(...found);
+      if (found.length === 0) out.plans.push(await toPlan(tree, doc, file, out.problems));
+    } else {
+      out.problems.push({
+        file,
+        path: `${doc.at}kind`,
+        message: `${JSON.stringify(doc.value.kind ?? null)} is not a catalog document (expected SFService, Service, SFPlan or Plan)`,
+      });
+    }
+  }
+  return out;
+}
+
+/** `spec` of a document that passed its schema. */
+function specOf(doc: YamlDocument): Record<string, unknown> {
+  return (doc.value as { spec: Record<string, unknown> }).spec;
+}
+
+/**
+ * The value of the first present spelling of a field (camelCase, Service Fabrik's, OSB's) of
+ * `obj`, which sits at `at` (e.g. `spec.`). Two spellings at once are a problem: which one wins
+ * would be a guess.
+ */
+function pick<T>(obj: Record<string, unknown>, names: string[], at: string, file: string, problems: Problem[]): T | undefined {
+  const present = names.filter((n) => obj[n] !== undefined);
+  for (const other of present.slice(1)) {
+    problems.push({ file, path: `${at}${other}`, message: `same field as ${at}${present[0]}: use one spelling` });
+  }
+  return present[0] === undefined ? undefined : (obj[present[0]] as T);
+}
+
+function toService(doc: YamlDocument, file: string, problems: Problem[]): Located<Omit<Service, "plans">> {
+  const spec = specOf(doc);
+  const get = <T>(...names: string[]) => pick<T>(spec, names, `${doc.at}spec.`, file, problems);
+  const dashboardAt = `${doc.at}spec.${spec.dashboardClient === undefined ? "dashboard_client" : "dashboardClient"}.`;
+  const dashboard = get<Record<string, unknown>>("dashboardClient", "dashboard_client");
+  const value: Omit<Service, "plans"> = {
+    id: spec.id as string,
+    name: spec.name as string,
+    description: spec.description as string,
+    tags: spec.tags as string[] | undefined,
+    requires: spec.requires as string[] | undefined,
+    bindable: spec.bindable as boolean,
+    instancesRetrievable: get<boolean>("instancesRetrievable", "instanceRetrievable", "instances_retrievable") ?? false,
+    bindingsRetrievable: get<boolean>("bindingsRetrievable", "bindingRetrievable", "bindings_retrievable") ?? false,
+    allowContextUpdates: get<boolean>("allowContextUpdates", "allow_context_updates"),
+    planUpdateable: get<boolean>("planUpdatable", "planUpdateable", "plan_updateable") ?? false,
+    metadata: spec.metadata as Record<string, unknown> | undefined,
+    dashboardClient: dashboard && {
+      id: dashboard.id as string,
+      secret: dashboard.secret as string,
+      redirect_uri: pick<string>(dashboard, ["redirectUri", "redirect_uri"], dashboardAt, file, problems),
+    },
+    file,
+    raw: doc.value as Record<string, unknown>,
+  };
+  return { value, file, at: doc.at };
+}
+
+async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problems: Problem[]): Promise<Located<Plan>> {
+  const spec = specOf(doc);
+  const get = <T>(...names: string[]) => pick<T>(spec, names, `${doc.at}spec.`, file, problems);
+  const manager = (spec.manager ?? {}) as { async?: boolean; asyncBinding?: boolean };
+  const schemas = spec.schemas as Record<string, unknown> | undefined;
+  for (const key of PARAMETERS_SCHEMA_KEYS) {
+    const schema = parametersSchemaOf(schemas, key);
+    if (schema === undefined) continue;
+    const compiled = compileParametersSchema(schema);
+    if ("error" in compiled) {
+      problems.push({ file, path: `${doc.at}spec.schemas.${key}.parameters`, message: compiled.error });
+    }
+  }
+  const value: Plan = {
+    id: spec.id as string,
+    name: spec.name as string,
+    description: spec.description as string,
+    serviceId: spec.serviceId as string,
+    metadata: spec.metadata as Record<string, unknown> | undefined,
+    free: spec.free as boolean | undefined,
+    bindable: spec.bindable as boolean | undefined,
+    planUpdateable: get<boolean>("planUpdatable", "planUpdateable", "plan_updateable"),
+    schemas,
+    maintenanceInfo: get<MaintenanceInfo>("maintenanceInfo", "maintenance_info"),
+    maximumPollingDuration: get<number>("maximumPollingDuration", "maximum_polling_duration"),
+    async: manager.async ?? false,
+    asyncBinding: manager.asyncBinding ?? false,
+    context: (spec.context ?? {}) as Record<string, unknown>,
+    templates: await resolveTemplates(tree, spec.templates as RawTemplate[], doc, file, problems),
+    file,
+    raw: doc.value as Record<string, unknown>,
+  };
+  return { value, file, at: doc.at };
+}
+
+interface RawTemplate {
+  action: string;
+  type: string;
+  content?: string;
+  contentEncoded?: string;
+  path?: string;
+}
+
+function templatePathsOf(doc: Record<string, unknown>): string[] {
+  const templates = isRecord(doc.spec) ? doc.spec.templates : undefined;
+  if (!Array.isArray(templates)) return [];
+  return templates.flatMap((t: unknown) => (isRecord(t) && typeof t.path === "string" ? [t.path] : []));
+}
+
+async function resolveTemplates(
+  tree: TreeReader,
+  templates: RawTemplate[],
+  doc: YamlDocument,
+  file: string,
+  problems: Problem[],
+): Promise<PlanTemplate[]> {
+  const resolved: PlanTemplate[] = [];
+  for (const [i, t] of templates.entries()) {
+    const at = `${doc.at}spec.templates[${i}]`;
+    let content: string | null;
+    let source = `${file}#${at}`;
+    if (t.path !== undefined) {
+      content = await tree.readText(t.path);
+      source = t.path;
+      if (content === null) problems.push({ file, path: `${at}.path`, message: `no file ${JSON.stringify(t.path)} in the repository` });
+    } else if (t.contentEncoded !== undefined) {
+      content = Buffer.from(t.contentEncoded, "base64").toString("utf8");
+    } else {
+      content = t.content ?? "";
+    }
+    if (content !== null) resolved.push({ action: t.action, type: t.type, content, source });
+  }
+  return resolved;
+}
+
+function crossFileProblems(live: LoadedFile[]): Problem[] {
+  const services = live.flatMap((l) => l.services);
+  const plans = live.flatMap((l) => l.plans);
+  const problems = [
+    ...duplicates(services, (s) => s.id, "spec.id", "service id"),
+    ...duplicates(services, (s) => s.name, "spec.name", "service name"),
+    ...duplicates(plans, (p) => p.id, "spec.id", "plan id"),
+    // OSB: plan names are unique within their service.
+    ...duplicates(plans, (p) => JSON.stringify([p.serviceId, p.name]), "spec.name", "plan name", (p) =>
+      `${JSON.stringify(p.name)} in service ${JSON.stringify(p.serviceId)}`,
+    ),
+  ];
+  const serviceIds = new Set(services.map((s) => s.value.id));
+  for (const p of plans) {
+    if (!serviceIds.has(p.value.serviceId)) {
+      problems.push({
+        file: p.file,
+        path: `${p.at}spec.serviceId`,
+        message: `no service with id ${JSON.stringify(p.value.serviceId)} in the catalog`,
+      });
+    }
+  }
+  const withPlans = new Set(plans.map((p) => p.value.serviceId));
+  for (const s of services) {
+    if (!withPlans.has(s.value.id)) {
+      problems.push({
+        file: s.file,
+        path: `${s.at}spec.id`,
+        message: `service ${JSON.stringify(s.value.name)} has no plans (OSB requires at least one; a plan names it in spec.serviceId)`,
+      });
+    }
+  }
+  return problems;
+}
+
+function duplicates<T>(
+  items: Located<T>[],
+  key: (v: T) => string,
+  path: string,
+  what: string,
+  label: (v: T) => string = (v) => JSON.stringify(key(v)),
+): Problem[] {
+  const groups = new Map<string, Located<T>[]>();
+  for (const item of items) {
+    const k = key(item.value);
+    groups.set(k, [...(groups.get(k) ?? []), item]);
+  }
+  const problems: Problem[] = [];
+  for (const group of groups.values()) {
+    if (group.length < 2) continue;
+    for (const item of group) {
+      const others = group.filter((o) => o !== item).map((o) => (o.at ? `${o.file}#${trimDot(o.at)}` : o.file));
+      problems.push({
+        file: item.file,
+        path: `${item.at}${path}`,
+        message: `duplicate ${what} ${label(item.value)} (also in ${others.join(", ")})`,
+      });
+    }
+  }
+  return problems;
+}
+
+function assemble(live: LoadedFile[]): Catalog {
+  const plans = live.flatMap((l) => l.plans.map((p) => p.value));
+  const services = live.flatMap((l) =>
+    l.services.map((s) => ({ ...s.value, plans: plans.filter((p) => p.serviceId === s.value.id) })),
+  );
+  const serviceIndex = new Map(services.map((s) => [s.id, s]));
+  const planIndex = new Map(plans.map((p) => [p.id, p]));
+  return { services, serviceById: (id) => serviceIndex.get(id), planById: (id) => planIndex.get(id) };
+}

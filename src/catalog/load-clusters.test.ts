@@ -1,0 +1,128 @@
+import * as fs from "node:fs/promises";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
+import { loadClusters } from "./index.js";
+
+const SF = fileURLToPath(new URL("./testdata/service-fabrik/", import.meta.url));
+const EXAMPLE_LOCAL = fileURLToPath(new URL("../../examples/registry/clusters/local.yaml", import.meta.url));
+
+let repo: TempDirTree;
+beforeEach(async () => {
+  repo = await tempDirTree("clusters-");
+});
+afterEach(async () => {
+  await repo.remove();
+});
+
+const cluster = (name: string, spec?: Record<string, unknown>) =>
+  JSON.stringify({ apiVersion: "gitops-broker.io/v1alpha1", kind: "Cluster", metadata: { name }, ...(spec ? { spec } : {}) });
+
+describe("loadClusters", () => {
+  it("loads the example cluster `local`", async () => {
+    await repo.write({ "registry/clusters/local.yaml": await fs.readFile(EXAMPLE_LOCAL) });
+    const { clusters, problems } = await loadClusters(repo.tree);
+
+    expect(problems).toEqual([]);
+    expect(clusters).toEqual([
+      {
+        id: "local",
+        namespace: "gitops-broker-instances",
+        schedulable: true,
+        labels: { environment: "development" },
+        file: "registry/clusters/local.yaml",
+        raw: expect.objectContaining({ kind: "Cluster" }),
+      },
+    ]);
+  });
+
+  it("loads a Service Fabrik SFCluster unchanged: its kubeconfig is the referenced Secret", async () => {
+    await repo.write({ "registry/clusters/1.yaml": await fs.readFile(path.join(SF, "sfcluster-1.yaml")) });
+    const { clusters, problems } = await loadClusters(repo.tree);
+
+    expect(problems).toEqual([]);
+    expect(clusters).toEqual([
+      {
+        id: "1",
+        namespace: "gitops-broker-instances",
+        schedulable: true,
+        labels: {},
+        kubeconfig: { secretRef: { name: "1-kubeconfig", key: "kubeconfig", namespace: "interoperator" } },
+        file: "registry/clusters/1.yaml",
+        raw: expect.objectContaining({ kind: "SFCluster" }),
+      },
+    ]);
+  });
+
+  it("applies defaults and reads every field of our Cluster", async () => {
+    await repo.write({
+      "registry/clusters/b.yaml": cluster("b"),
+      "registry/clusters/a.yml": JSON.stringify({
+        apiVersion: "gitops-broker.io/v1alpha1",
+        kind: "Cluster",
+        metadata: { name: "a", labels: { region: "eu", tier: "x" } },
+        spec: {
+          namespace: "dbs",
+          schedulable: false,
+          labels: { tier: "gold" },
+          capacity: { maxInstances: 40 },
+          kubeconfig: { secretRef: { name: "a-kubeconfig", namespace: "gitops-broker" } },
+        },
+      }),
+    });
+    const { clusters, problems } = await loadClusters(repo.tree);
+
+    expect(problems).toEqual([]);
+    expect(clusters.map(({ raw: _raw, ...c }) => c)).toEqual([
+      {
+        id: "a",
+        namespace: "dbs",
+        schedulable: false,
+        labels: { region: "eu", tier: "gold" },
+        capacity: { maxInstances: 40 },
+        kubeconfig: { secretRef: { name: "a-kubeconfig", key: "kubeconfig", namespace: "gitops-broker" } },
+        file: "registry/clusters/a.yml",
+      },
+      { id: "b", namespace: "gitops-broker-instances", schedulable: true, labels: {}, file: "registry/clusters/b.yaml" },
+    ]);
+  });
+
+  it("reports invalid entries by file and path and keeps the valid ones", async () => {
+    await repo.write({
+      "registry/clusters/ok.yaml": cluster("ok", { kubeconfig: { path: "/etc/gitops-broker/ok.kubeconfig" } }),
+      "registry/clusters/Bad.yaml": cluster("Bad"),
+      "registry/clusters/ns.yaml": cluster("ns", { namespace: "Not_A_Label", kubeconfig: { path: "/k", secretRef: { name: "s" } } }),
+      "registry/clusters/other.yaml": cluster("renamed"),
+      "registry/clusters/secret.yaml": await fs.readFile(path.join(SF, "sfcluster-1-kubeconfig-secret.yaml")),
+      "registry/clusters/two.yaml": `${cluster("two")}\n---\n${cluster("two")}\n`,
+    });
+    const { clusters, problems } = await loadClusters(repo.tree);
+
+    const dns = "must be a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)";
+    expect(problems).toEqual([
+      { file: "registry/clusters/Bad.yaml", path: "metadata.name", message: dns },
+      { file: "registry/clusters/ns.yaml", path: "spec.namespace", message: dns },
+      { file: "registry/clusters/ns.yaml", path: "spec.kubeconfig", message: "must have exactly one of 'path', 'secretRef'" },
+      { file: "registry/clusters/other.yaml", path: "metadata.name", message: "must equal the file name (other): the file is registry/clusters/<cluster-id>.yaml" },
+      { file: "registry/clusters/secret.yaml", path: "kind", message: '"Secret" is not a cluster registry entry (expected Cluster or SFCluster)' },
+      { file: "registry/clusters/two.yaml", path: "", message: "must hold exactly one cluster document" },
+    ]);
+    expect(clusters.map((c) => [c.id, c.kubeconfig])).toEqual([["ok", { path: "/etc/gitops-broker/ok.kubeconfig" }]]);
+  });
+
+  it("reports a cluster id declared by two files and leaves both out", async () => {
+    await repo.write({ "registry/clusters/x.yaml": cluster("x"), "registry/clusters/x.yml": cluster("x") });
+    const { clusters, problems } = await loadClusters(repo.tree);
+
+    expect(problems).toEqual([
+      { file: "registry/clusters/x.yaml", path: "metadata.name", message: 'duplicate cluster id "x" (also in registry/clusters/x.yml)' },
+      { file: "registry/clusters/x.yml", path: "metadata.name", message: 'duplicate cluster id "x" (also in registry/clusters/x.yaml)' },
+    ]);
+    expect(clusters).toEqual([]);
+  });
+
+  it("returns no clusters when the registry directory is missing", async () => {
+    expect(await loadClusters(repo.tree)).toEqual({ clusters: [], problems: [] });
+  });
+});

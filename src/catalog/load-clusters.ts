@@ -1,0 +1,134 @@
+import type { Problem } from "../errors/index.js";
+import type { TreeReader } from "../gitwriter/types.js";
+import { CLUSTER_REGISTRY_DIR } from "../repo/layout.js";
+import { isRecord, listYamlFiles, parseYamlFile, schemaProblems, type YamlDocument } from "./documents.js";
+import { documentValidators } from "./repo-schemas.js";
+
+export const DEFAULT_INSTANCE_NAMESPACE = "gitops-broker-instances";
+
+/** How the broker reaches a cluster's API (to watch status). Never a kubeconfig stored in Git. */
+export type KubeconfigRef =
+  /** A file on the broker's host (e.g. a mounted Secret). */
+  | { path: string }
+  /** A Secret the broker reads from its own cluster; `namespace` undefined: the broker's namespace. */
+  | { secretRef: { name: string; key: string; namespace?: string } };
+
+/** One cluster of the registry (registry/clusters/<id>.yaml). */
+export interface ClusterEntry {
+  /** metadata.name: a DNS-1123 label, also the file name and the clusters/<id>/ directory. */
+  id: string;
+  /** Namespace the instances' resources go into. */
+  namespace: string;
+  /** False: no new instances are placed on it (existing ones stay). */
+  schedulable: boolean;
+  /** metadata.labels with spec.labels merged over them, for cluster selection. */
+  labels: Record<string, string>;
+  capacity?: { maxInstances?: number };
+  kubeconfig?: KubeconfigRef;
+  /** Repo-relative file it was loaded from. */
+  file: string;
+  /** The document as written. */
+  raw: Record<string, unknown>;
+}
+
+/**
+ * Reads `registry/clusters/*.{yaml,yml}`: one `Cluster` (gitops-broker.io/v1alpha1) or
+ * Service Fabrik `SFCluster` per file, named after its id. Files with problems are left out.
+ * Result in id order.
+ */
+export async function loadClusters(tree: TreeReader): Promise<{ clusters: ClusterEntry[]; problems: Problem[] }> {
+  const files = await listYamlFiles(tree, CLUSTER_REGISTRY_DIR, false);
+  const loaded = await Promise.all(files.map((file) => loadClusterFile(tree, file)));
+  const problems = loaded.flatMap((l) => l.problems);
+  const clusters = loaded.flatMap((l) => (l.cluster && l.problems.length === 0 ? [l.cluster] : []));
+
+  const byId = new Map<string, ClusterEntry[]>();
+  for (const c of clusters) byId.set(c.id, [...(byId.get(c.id) ?? []), c]);
+  const duplicated = new Set<string>();
+  for (const [id, group] of byId) {
+    if (group.length < 2) continue;
+    duplicated.add(id);
+    for (const c of group) {
+      const others = group.filter((o) => o !== c).map((o) => o.file);
+      problems.push({ file: c.file, path: "metadata.name", message: `duplicate cluster id "${id}" (also in ${others.join(", ")})` });
+    }
+  }
+  return {
+    clusters: clusters.filter((c) => !duplicated.has(c.id)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+    problems,
+  };
+}
+
+async function loadClusterFile(tree: TreeReader, file: string): Promise<{ cluster?: ClusterEntry; problems: Problem[] }> {
+  const text = await tree.readText(file);
+  if (text === null) return { problems: [{ file, path: "", message: "cannot be read" }] };
+  const { docs, problems } = parseYamlFile(file, text);
+  if (problems.length > 0) return { problems };
+  const [doc, ...rest] = docs;
+  if (!doc) return { problems: [{ file, path: "", message: "is empty (expected a Cluster document)" }] };
+  if (rest.length > 0) return { problems: [{ file, path: "", message: "must hold exactly one cluster document" }] };
+  if (!isRecord(doc.value)) return { problems: [{ file, path: "", message: "must be a mapping (a Cluster document)" }] };
+
+  const validators = await documentValidators();
+  const kind = doc.value.kind;
+  const validate = kind === "Cluster" ? validators.cluster : kind === "SFCluster" ? validators.sfCluster : undefined;
+  if (!validate) {
+    return {
+      problems: [{ file, path: "kind", message: `${JSON.stringify(kind ?? null)} is not a cluster registry entry (expected Cluster or SFCluster)` }],
+    };
+  }
+  const found = schemaProblems(validate, doc, file);
+  if (found.length > 0) return { problems: found };
+
+  const cluster = kind === "Cluster" ? fromCluster(doc, file) : fromSfCluster(doc, file);
+  const base = file.slice(file.lastIndexOf("/") + 1).replace(/\.ya?ml$/, "");
+  if (base !== cluster.id) {
+    return { problems: [{ file, path: "metadata.name", message: `must equal the file name (${base}): the file is registry/clusters/<cluster-id>.yaml` }] };
+  }
+  return { cluster, problems: [] };
+}
+
+interface ClusterDoc {
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: {
+    namespace?: string;
+    schedulable?: boolean;
+    labels?: Record<string, string>;
+    capacity?: { maxInstances?: number };
+    kubeconfig?: { path?: string; secretRef?: { name: string; key?: string; namespace?: string } };
+    secretRef?: string;
+  };
+}
+
+function fromCluster(doc: YamlDocument, file: string): ClusterEntry {
+  const { metadata, spec = {} } = doc.value as ClusterDoc;
+  const entry: ClusterEntry = {
+    id: metadata.name,
+    namespace: spec.namespace ?? DEFAULT_INSTANCE_NAMESPACE,
+    schedulable: spec.schedulable ?? true,
+    labels: { ...metadata.labels, ...spec.labels },
+    file,
+    raw: doc.value as Record<string, unknown>,
+  };
+  if (spec.capacity) entry.capacity = { ...spec.capacity };
+  const k = spec.kubeconfig;
+  if (k?.path !== undefined) entry.kubeconfig = { path: k.path };
+  else if (k?.secretRef) entry.kubeconfig = { secretRef: { key: "kubeconfig", ...k.secretRef } };
+  return entry;
+}
+
+/** Service Fabrik: the kubeconfig is key `kubeconfig` of Secret spec.secretRef in the SFCluster's namespace. */
+function fromSfCluster(doc: YamlDocument, file: string): ClusterEntry {
+  const { metadata, spec } = doc.value as ClusterDoc & { spec: { secretRef: string } };
+  const secretRef: { name: string; key: string; namespace?: string } = { name: spec.secretRef, key: "kubeconfig" };
+  if (metadata.namespace !== undefined) secretRef.namespace = metadata.namespace;
+  return {
+    id: metadata.name,
+    namespace: DEFAULT_INSTANCE_NAMESPACE,
+    schedulable: true,
+    labels: { ...metadata.labels },
+    kubeconfig: { secretRef },
+    file,
+    raw: doc.value as Record<string, unknown>,
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * Catalog model. The catalog is read from `catalog/` in the GitOps repo: Service Fabrik
+ * `SFService` / `SFPlan` documents (apiVersion osb.servicefabrik.io/v1alpha1) as is, or the same
+ * shape under our own apiVersion `gitops-broker.io/v1alpha1` (kinds `Service` / `Plan`).
+ */
+
+/** One template of a plan, resolved: `content` is always filled (inline or read from `path`). */
+export interface PlanTemplate {
+  /** OSB action or helper action: provision, update, bind, unbind, deprovision, sources, status, clusterSelector, ... */
+  action: string;
+  /** Engine: `handlebars` (native), `gotemplate` (Service Fabrik; not supported yet), or anything else (rejected at render time). */
+  type: string;
+  content: string;
+  /** Where the template text came from, for error messages: `catalog/plans/x.yaml#spec.templates[2]` or `catalog/templates/pg.hbs`. */
+  source: string;
+}
+
+export interface MaintenanceInfo {
+  version: string;
+  description?: string;
+}
+
+/** A plan as the broker uses it. `raw` is the document as written (SFPlan-shaped), exposed to templates as `plan`. */
+export interface Plan {
+  id: string;
+  name: string;
+  description: string;
+  serviceId: string;
+  metadata?: Record<string, unknown>;
+  free?: boolean;
+  /** Undefined: inherits the service's `bindable`. */
+  bindable?: boolean;
+  /** Undefined: inherits the service's `planUpdateable`. */
+  planUpdateable?: boolean;
+  /** OSB `schemas` object (service_instance.create/update.parameters, service_binding.create.parameters). */
+  schemas?: Record<string, unknown>;
+  maintenanceInfo?: MaintenanceInfo;
+  maximumPollingDuration?: number;
+  /** Service Fabrik `manager.async`: provision/update/deprovision are asynchronous. */
+  async: boolean;
+  /** Service Fabrik `manager.asyncBinding`: bind/unbind are asynchronous. */
+  asyncBinding: boolean;
+  /** Service Fabrik `context` (free-form, for templates). */
+  context: Record<string, unknown>;
+  templates: PlanTemplate[];
+  /** Repo-relative file the plan was loaded from. */
+  file: string;
+  /** The whole document (apiVersion, kind, metadata, spec), for templates. */
+  raw: Record<string, unknown>;
+}
+
+export interface Service {
+  id: string;
+  name: string;
+  description: string;
+  tags?: string[];
+  requires?: string[];
+  bindable: boolean;
+  instancesRetrievable: boolean;
+  bindingsRetrievable: boolean;
+  allowContextUpdates?: boolean;
+  planUpdateable: boolean;
+  metadata?: Record<string, unknown>;
+  dashboardClient?: { id: string; secret: string; redirect_uri?: string };
+  plans: Plan[];
+  file: string;
+  raw: Record<string, unknown>;
+}
+
+export interface Catalog {
+  services: Service[];
+  serviceById(id: string): Service | undefined;
+  planById(id: string): Plan | undefined;
+}
+
+/** OSB API version of a request, e.g. {major: 2, minor: 17}. */
+export interface ApiVersion {
+  major: number;
+  minor: number;
+}
