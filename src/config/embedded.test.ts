@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../errors/index.js";
 import { silentLogger } from "../log/index.js";
+import { namespaceManifest } from "../repo/index.js";
 import { prepareEmbedded, SEED_MESSAGE, type PrepareEmbeddedOptions } from "./index.js";
 
 const run = promisify(execFile);
@@ -66,16 +67,7 @@ describe("prepareEmbedded", () => {
     ]);
     expect(await git(remoteDir, "show", "trunk:catalog/templates/postgres.hbs")).toBe("{{instance.metadata.name}}");
     expect(await git(remoteDir, "show", "trunk:registry/clusters/local.yaml")).toBe("kind: Cluster\nspec:\n  namespace: sample-instances");
-    expect(await git(remoteDir, "show", "trunk:clusters/local/namespace.yaml")).toBe(
-      [
-        "apiVersion: v1",
-        "kind: Namespace",
-        "metadata:",
-        "  name: sample-instances",
-        "  labels:",
-        "    app.kubernetes.io/managed-by: gitops-broker",
-      ].join("\n"),
-    );
+    expect(`${await git(remoteDir, "show", "trunk:clusters/local/namespace.yaml")}\n`).toBe(namespaceManifest("sample-instances"));
   });
 
   it("builds the same commit from the same input and clock", async () => {

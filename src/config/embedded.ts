@@ -1,10 +1,11 @@
 import { execFile } from "node:child_process";
 import { mkdtemp, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { parse, stringify } from "yaml";
+import { parse } from "yaml";
 import { ConfigError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
 import { CATALOG_DIR, clusterNamespacePath, clusterRegistryPath, isDns1123Label } from "../repo/layout.js";
+import { namespaceManifest } from "../repo/manifests.js";
 import { ensureDataDir } from "./data-dir.js";
 
 /** The bare repository serving as remote when `git.remote` is null. */
@@ -95,12 +96,7 @@ async function seedFiles({ catalogSource, registrySource }: PrepareEmbeddedOptio
   if (typeof namespace !== "string" || !isDns1123Label(namespace)) {
     throw new ConfigError([{ file: clusterFile, path: "spec.namespace", message: "must be a DNS-1123 label" }]);
   }
-  const manifest = {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: namespace, labels: { "app.kubernetes.io/managed-by": "gitops-broker" } },
-  };
-  files.set(clusterNamespacePath(SEED_CLUSTER), Buffer.from(stringify(manifest, { lineWidth: 0 })));
+  files.set(clusterNamespacePath(SEED_CLUSTER), Buffer.from(namespaceManifest(namespace)));
   return files;
 }
 
@@ -160,6 +156,9 @@ function git(gitDir: string, args: string[], opts: { input?: string | Buffer; en
       { env: { ...process.env, ...opts.env, GIT_DIR: gitDir }, encoding: "utf8" },
       (error, stdout) => (error ? reject(error) : resolve(stdout.trim())),
     );
+    // A git that exits before reading its input closes the pipe: the exit status reports the
+    // failure, so the EPIPE on stdin is not an error of its own.
+    child.stdin?.on("error", () => undefined);
     child.stdin?.end(opts.input ?? "");
   });
 }

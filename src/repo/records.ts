@@ -1,0 +1,136 @@
+import { parse, stringify } from "yaml";
+import type { TreeReader, Draft } from "../gitwriter/index.js";
+import { bindingRecordPath, instanceRecordDir, instanceRecordPath, keyOf } from "./layout.js";
+
+/**
+ * Instance and binding records: what Service Fabrik kept as SFServiceInstance / SFServiceBinding.
+ * They hold the OSB request as received, the cluster the instance was placed on, and the history
+ * of operations. Schemas: repo-layout/schemas/instance-record.schema.json, binding-record.schema.json.
+ */
+
+export const RECORD_API_VERSION = "gitops-broker.io/v1alpha1";
+
+export type InstanceAction = "provision" | "update" | "deprovision";
+export type BindingAction = "bind" | "unbind";
+
+export interface OriginatingIdentity {
+  platform: string;
+  value: Record<string, unknown>;
+}
+
+export interface MaintenanceInfoRecord {
+  version: string;
+  description?: string;
+}
+
+export interface OperationEntry<A extends string = string> {
+  id: string;
+  action: A;
+  /** RFC 3339 time the broker accepted the request. */
+  at: string;
+  planId?: string;
+  parameters?: Record<string, unknown>;
+  context?: Record<string, unknown>;
+  maintenanceInfo?: MaintenanceInfoRecord;
+  requestIdentity?: string;
+  originatingIdentity?: OriginatingIdentity;
+}
+
+export interface InstanceRecord {
+  apiVersion: typeof RECORD_API_VERSION;
+  kind: "ServiceInstance";
+  metadata: { name: string; namespace: string };
+  spec: {
+    instanceId: string;
+    serviceId: string;
+    planId: string;
+    clusterId: string;
+    organizationGuid?: string;
+    spaceGuid?: string;
+    context?: Record<string, unknown>;
+    parameters?: Record<string, unknown>;
+    maintenanceInfo?: MaintenanceInfoRecord;
+    originatingIdentity?: OriginatingIdentity;
+  };
+  status: {
+    deleted?: boolean;
+    operations: OperationEntry<InstanceAction>[];
+  };
+}
+
+export interface BindingRecord {
+  apiVersion: typeof RECORD_API_VERSION;
+  kind: "ServiceBinding";
+  metadata: { name: string; namespace: string };
+  spec: {
+    bindingId: string;
+    instanceId: string;
+    serviceId: string;
+    planId: string;
+    context?: Record<string, unknown>;
+    parameters?: Record<string, unknown>;
+    bindResource?: Record<string, unknown>;
+    appGuid?: string;
+    originatingIdentity?: OriginatingIdentity;
+  };
+  status: {
+    deleted?: boolean;
+    operations: OperationEntry<BindingAction>[];
+  };
+}
+
+/** Parsed records by blob oid: records are immutable per oid, so the cache never goes stale. */
+const parsed = new Map<string, unknown>();
+const PARSE_CACHE_LIMIT = 50_000;
+
+async function readRecord<T>(tree: TreeReader, path: string): Promise<T | null> {
+  const oid = await tree.oid(path);
+  if (oid === null) return null;
+  const hit = parsed.get(oid);
+  if (hit !== undefined) return structuredClone(hit) as T;
+  const text = await tree.readText(path);
+  if (text === null) return null;
+  const value = parse(text) as T;
+  if (parsed.size >= PARSE_CACHE_LIMIT) parsed.clear();
+  parsed.set(oid, value);
+  return structuredClone(value);
+}
+
+export function readInstance(tree: TreeReader, instanceId: string): Promise<InstanceRecord | null> {
+  return readRecord<InstanceRecord>(tree, instanceRecordPath(instanceId));
+}
+
+export function readBinding(tree: TreeReader, instanceId: string, bindingId: string): Promise<BindingRecord | null> {
+  return readRecord<BindingRecord>(tree, bindingRecordPath(instanceId, bindingId));
+}
+
+/** Binding records of an instance that are not deleted, sorted by binding key. */
+export async function readLiveBindings(tree: TreeReader, instanceId: string): Promise<BindingRecord[]> {
+  const dir = `${instanceRecordDir(instanceId)}/bindings`;
+  const entries = (await tree.list(dir)) ?? [];
+  const out: BindingRecord[] = [];
+  for (const e of entries) {
+    if (e.type !== "blob" || !e.name.endsWith(".yaml")) continue;
+    const rec = await readRecord<BindingRecord>(tree, `${dir}/${e.name}`);
+    if (rec && !rec.status.deleted) out.push(rec);
+  }
+  return out;
+}
+
+export function recordYaml(record: InstanceRecord | BindingRecord): string {
+  return stringify(record, { lineWidth: 0, aliasDuplicateObjects: false, sortMapEntries: false });
+}
+
+export function writeInstance(draft: Draft, record: InstanceRecord): void {
+  draft.write(instanceRecordPath(record.spec.instanceId), recordYaml(record));
+}
+
+export function writeBinding(draft: Draft, record: BindingRecord): void {
+  draft.write(bindingRecordPath(record.spec.instanceId, record.spec.bindingId), recordYaml(record));
+}
+
+export function latestOperation<A extends string>(ops: OperationEntry<A>[]): OperationEntry<A> | undefined {
+  return ops[ops.length - 1];
+}
+
+export { keyOf };
