@@ -1,0 +1,245 @@
+import { randomUUID } from "node:crypto";
+import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from "express";
+import { toOsbCatalog } from "../catalog/index.js";
+import {
+  BadRequestError,
+  GitRemoteError,
+  InternalError,
+  NotFoundError,
+  OsbError,
+  ServiceUnavailableError,
+  toOsbBody,
+} from "../errors/index.js";
+import { basicAuth } from "./auth.js";
+import * as bindings from "./bindings.js";
+import type { BrokerDeps, Ctx, OsbResponse, ReadinessCheck } from "./context.js";
+import { echoRequestIdentity, osbHeaders, type OsbRequestInfo } from "./headers.js";
+import * as instances from "./instances.js";
+import {
+  acceptsIncomplete,
+  optionalQueryString,
+  parseBindBody,
+  parseProvisionBody,
+  parseUpdateBody,
+  requiredQueryIds,
+} from "./request-body.js";
+
+const MAX_ID_LENGTH = 255;
+
+function pathId(req: Request, name: "instance_id" | "binding_id"): string {
+  const id = req.params[name];
+  if (typeof id !== "string" || id.length === 0) throw new BadRequestError(`${name} is required`);
+  if (id.length > MAX_ID_LENGTH) throw new BadRequestError(`${name} is longer than ${MAX_ID_LENGTH} characters`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(id)) throw new BadRequestError(`${name} contains control characters`);
+  return id;
+}
+
+function osbInfo(res: Response): OsbRequestInfo {
+  return res.locals.osb as OsbRequestInfo;
+}
+
+function send(res: Response, out: OsbResponse): void {
+  if (out.retryAfter !== undefined) res.setHeader("Retry-After", String(out.retryAfter));
+  res.status(out.status).json(out.body);
+}
+
+/** Wrap an async handler so its rejection reaches the error middleware (express 5 does too; explicit for clarity). */
+function route(fn: (req: Request, res: Response) => Promise<OsbResponse> | OsbResponse): RequestHandler {
+  return (req, res, next) => {
+    Promise.resolve()
+      .then(() => fn(req, res))
+      .then((out) => send(res, out))
+      .catch(next);
+  };
+}
+
+/** Map what is not an OsbError to one. The only place errors become HTTP bodies is `errorHandler`. */
+function asOsbError(err: unknown): OsbError {
+  if (err instanceof OsbError) return err;
+  if (err instanceof GitRemoteError) {
+    return new ServiceUnavailableError(
+      err.kind === "hook"
+        ? `the Git remote refused the change: ${err.remoteMessage}`
+        : `the Git remote could not be reached; nothing was changed, retry later: ${err.remoteMessage}`,
+      { cause: err },
+    );
+  }
+  // body-parser errors carry `type` and `status` (e.g. entity.parse.failed, entity.too.large).
+  if (typeof err === "object" && err !== null && "type" in err && "status" in err) {
+    const e = err as { type: string; status: number; message: string };
+    if (e.status >= 400 && e.status < 500) {
+      return new BadRequestError(
+        e.type === "entity.parse.failed" ? `the request body is not valid JSON: ${e.message}` : `invalid request body: ${e.message}`,
+        { cause: err },
+      );
+    }
+  }
+  return new InternalError("internal broker error", { cause: err });
+}
+
+export function createApp(deps: BrokerDeps): express.Express {
+  const ctx: Ctx = {
+    deps: {
+      now: () => new Date(),
+      newId: () => randomUUID(),
+      brokerVersion: "gitops-broker",
+      ...deps,
+    },
+  };
+  const log = deps.logger;
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("query parser", "simple");
+
+  app.use(echoRequestIdentity);
+  app.use((req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.on("finish", () => {
+      log.info(
+        {
+          method: req.method,
+          path: req.path,
+          status: res.statusCode,
+          ms: Number(process.hrtime.bigint() - started) / 1e6,
+          requestIdentity: req.get("x-broker-api-request-identity"),
+          instanceId: req.params?.instance_id,
+        },
+        "request",
+      );
+    });
+    next();
+  });
+
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  app.get("/readyz", (_req, res, next) => {
+    readiness(ctx)
+      .then((checks) => {
+        const ok = checks.every((c) => c.ok);
+        res.status(ok ? 200 : 503).json({ status: ok ? "ready" : "not ready", checks });
+      })
+      .catch(next);
+  });
+
+  const v2 = express.Router();
+  v2.use(basicAuth(deps.credentials));
+  v2.use(osbHeaders);
+  // OSB bodies are JSON; a missing Content-Type is still parsed (spec: brokers MAY process it).
+  v2.use(express.json({ type: () => true, limit: "1mb", strict: false }));
+  // body-parser turns an empty body into {}; OSB bodies are required where they are read.
+  v2.use((req, _res, next) => {
+    if (!req.get("transfer-encoding") && Number(req.get("content-length") ?? 0) === 0) req.body = undefined;
+    next();
+  });
+
+  v2.get("/catalog", route((_req, res) => ({ status: 200, body: toOsbCatalog(ctx.deps.view.catalog(), osbInfo(res).apiVersion) })));
+
+  v2.put(
+    "/service_instances/:instance_id",
+    route((req, res) =>
+      instances.provision(ctx, pathId(req, "instance_id"), parseProvisionBody(req.body), acceptsIncomplete(req.query), osbInfo(res)),
+    ),
+  );
+  v2.patch(
+    "/service_instances/:instance_id",
+    route((req, res) =>
+      instances.update(ctx, pathId(req, "instance_id"), parseUpdateBody(req.body), acceptsIncomplete(req.query), osbInfo(res)),
+    ),
+  );
+  v2.delete(
+    "/service_instances/:instance_id",
+    route((req, res) =>
+      instances.deprovision(
+        ctx,
+        pathId(req, "instance_id"),
+        requiredQueryIds(req.query, "deprovision"),
+        acceptsIncomplete(req.query),
+        osbInfo(res),
+      ),
+    ),
+  );
+  v2.get(
+    "/service_instances/:instance_id/last_operation",
+    route((req) => instances.instanceLastOperation(ctx, pathId(req, "instance_id"), optionalQueryString(req.query, "operation"))),
+  );
+  v2.get("/service_instances/:instance_id", route((req) => instances.fetchInstance(ctx, pathId(req, "instance_id"))));
+
+  v2.put(
+    "/service_instances/:instance_id/service_bindings/:binding_id",
+    route((req, res) =>
+      bindings.bind(
+        ctx,
+        pathId(req, "instance_id"),
+        pathId(req, "binding_id"),
+        parseBindBody(req.body),
+        acceptsIncomplete(req.query),
+        osbInfo(res),
+      ),
+    ),
+  );
+  v2.delete(
+    "/service_instances/:instance_id/service_bindings/:binding_id",
+    route((req, res) =>
+      bindings.unbind(
+        ctx,
+        pathId(req, "instance_id"),
+        pathId(req, "binding_id"),
+        requiredQueryIds(req.query, "unbind"),
+        acceptsIncomplete(req.query),
+        osbInfo(res),
+      ),
+    ),
+  );
+  v2.get(
+    "/service_instances/:instance_id/service_bindings/:binding_id/last_operation",
+    route((req) =>
+      bindings.bindingLastOperation(
+        ctx,
+        pathId(req, "instance_id"),
+        pathId(req, "binding_id"),
+        optionalQueryString(req.query, "operation"),
+      ),
+    ),
+  );
+  v2.get(
+    "/service_instances/:instance_id/service_bindings/:binding_id",
+    route((req) => bindings.fetchBinding(ctx, pathId(req, "instance_id"), pathId(req, "binding_id"))),
+  );
+
+  app.use("/v2", v2);
+  app.use((req, _res, next) => next(new NotFoundError(`no route for ${req.method} ${req.path}`)));
+  app.use(errorHandler(ctx));
+  return app;
+}
+
+/** The one place where errors become responses: the OSB error body, from the error hierarchy. */
+function errorHandler(ctx: Ctx): ErrorRequestHandler {
+  return (err, req, res, next) => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    const osb = asOsbError(err);
+    const fields = { method: req.method, path: req.path, status: osb.status, code: osb.code, err };
+    if (osb.status >= 500) ctx.deps.logger.error(fields, osb.message);
+    else ctx.deps.logger.info(fields, osb.message);
+    if (osb.retryAfter !== undefined) res.setHeader("Retry-After", String(osb.retryAfter));
+    res.status(osb.status).json(toOsbBody(osb));
+  };
+}
+
+async function readiness(ctx: Ctx): Promise<ReadinessCheck[]> {
+  const checks: ReadinessCheck[] = [];
+  const catalog = ctx.deps.view.catalog();
+  checks.push({
+    name: "catalog",
+    ok: catalog.services.length > 0,
+    ...(catalog.services.length > 0 ? {} : { message: "no service in the catalog" }),
+  });
+  const reachable = ctx.deps.writer.remoteReachable;
+  checks.push({ name: "git-remote", ok: reachable, ...(reachable ? {} : { message: "last contact with the Git remote failed" }) });
+  if (ctx.deps.readiness) checks.push(...(await ctx.deps.readiness()));
+  return checks;
+}

@@ -1,0 +1,237 @@
+import {
+  AsyncRequiredError,
+  BadRequestError,
+  ConcurrencyError,
+  ConflictError,
+  GoneError,
+  NotFoundError,
+  UnprocessableEntityError,
+} from "../errors/index.js";
+import type { Draft } from "../gitwriter/index.js";
+import {
+  RECORD_API_VERSION,
+  keyOf,
+  latestOperation,
+  readBinding,
+  readInstance,
+  readLiveBindings,
+  writeBinding,
+  type BindingRecord,
+  type InstanceRecord,
+  type OperationEntry,
+} from "../repo/index.js";
+import { commitSpec, lookupPlan, planBindable, type Ctx, type OsbResponse } from "./context.js";
+import type { OsbRequestInfo } from "./headers.js";
+import { checkParameters, operationResponse, pickOperation } from "./instances.js";
+import { removeBindingManifests, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
+import { sameJson, type BindBody } from "./request-body.js";
+
+function liveInstance(record: InstanceRecord | null, instanceId: string): InstanceRecord {
+  if (!record || record.status.deleted) throw new NotFoundError(`instance ${instanceId} does not exist`);
+  return record;
+}
+
+function liveBinding(record: BindingRecord | null): record is BindingRecord {
+  return record !== null && !record.status.deleted;
+}
+
+function placed(ctx: Ctx, instance: InstanceRecord) {
+  const { service, plan } = lookupPlan(ctx.deps.view.catalog(), instance.spec.serviceId, instance.spec.planId);
+  const cluster = ctx.deps.view.clusters().find((c) => c.id === instance.spec.clusterId);
+  if (!cluster) {
+    throw new UnprocessableEntityError(
+      `instance ${instance.spec.instanceId} is placed on cluster ${instance.spec.clusterId}, which is not in the cluster registry`,
+    );
+  }
+  return { service, plan, namespace: cluster.namespace };
+}
+
+function instanceBusy(ctx: Ctx, instance: InstanceRecord): OperationEntry | undefined {
+  const op = latestOperation(instance.status.operations);
+  return op && ctx.deps.status.instanceStatus(instance, op).state === "in progress" ? op : undefined;
+}
+
+function bindingResponse(ctx: Ctx, instance: InstanceRecord, binding: BindingRecord, status: number): OsbResponse {
+  const result = ctx.deps.status.bindingResult(instance, binding);
+  const body: Record<string, unknown> = {};
+  if (result.credentials) body.credentials = result.credentials;
+  if (result.endpoints) body.endpoints = result.endpoints;
+  return { status, body };
+}
+
+// ---------------------------------------------------------------------------
+// Bind
+// ---------------------------------------------------------------------------
+
+export async function bind(
+  ctx: Ctx,
+  instanceId: string,
+  bindingId: string,
+  body: BindBody,
+  accepts: boolean,
+  osb: OsbRequestInfo,
+): Promise<OsbResponse> {
+  const { service, plan } = lookupPlan(ctx.deps.view.catalog(), body.serviceId, body.planId);
+  if (!planBindable(service, plan)) throw new BadRequestError(`plan ${plan.name} of service ${service.name} is not bindable`);
+  if (plan.asyncBinding && !accepts) {
+    throw new AsyncRequiredError("This service plan requires client support for asynchronous binding operations.");
+  }
+  checkParameters(plan, "service_binding.create", body.parameters);
+
+  const operationId = ctx.deps.newId();
+  const at = ctx.deps.now().toISOString();
+  const { result } = await ctx.deps.writer.submit(async (draft: Draft) => {
+    const instance = liveInstance(await readInstance(draft, instanceId), instanceId);
+    if (instance.spec.serviceId !== service.id || instance.spec.planId !== plan.id) {
+      throw new BadRequestError(
+        `service_id/plan_id do not match instance ${instanceId} (service ${instance.spec.serviceId}, plan ${instance.spec.planId})`,
+      );
+    }
+    const existing = await readBinding(draft, instanceId, bindingId);
+    if (liveBinding(existing)) return { commit: null, result: repeatedBind(ctx, instance, existing, body) };
+
+    const busy = instanceBusy(ctx, instance);
+    if (busy) throw new ConcurrencyError(`instance ${instanceId} has operation ${busy.action} ${busy.id} in progress`);
+
+    const op: OperationEntry<"bind"> = { id: operationId, action: "bind", at };
+    if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
+    if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
+    const place = placed(ctx, instance);
+    const binding: BindingRecord = {
+      apiVersion: RECORD_API_VERSION,
+      kind: "ServiceBinding",
+      metadata: { name: keyOf(bindingId), namespace: place.namespace },
+      spec: {
+        bindingId,
+        instanceId,
+        serviceId: service.id,
+        planId: plan.id,
+        ...(body.context ? { context: body.context } : {}),
+        ...(body.parameters ? { parameters: body.parameters } : {}),
+        ...(body.bindResource ? { bindResource: body.bindResource } : {}),
+        ...(body.appGuid ? { appGuid: body.appGuid } : {}),
+        ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
+      },
+      status: { operations: [op] },
+    };
+    const others = (await readLiveBindings(draft, instanceId)).filter((b) => b.spec.bindingId !== bindingId);
+    const bindings = [...others, binding].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    const p = { ...place, service, plan, instance, bindings };
+    // The instance's objects may depend on its bindings (e.g. one database user per binding).
+    await writeInstanceManifests(draft, p, "update");
+    await writeBindingManifests(draft, p, binding);
+    writeBinding(draft, binding);
+    return {
+      commit: commitSpec(ctx, { action: "bind", service, plan, instanceId, bindingId, operationId, osb }),
+      result: plan.asyncBinding
+        ? { status: 202, body: { operation: operationId } }
+        : bindingResponse(ctx, instance, binding, 201),
+    };
+  });
+  return result;
+}
+
+function repeatedBind(ctx: Ctx, instance: InstanceRecord, existing: BindingRecord, body: BindBody): OsbResponse {
+  const s = existing.spec;
+  const identical =
+    s.serviceId === body.serviceId &&
+    s.planId === body.planId &&
+    sameJson(s.parameters ?? {}, body.parameters ?? {}) &&
+    sameJson(s.bindResource ?? {}, body.bindResource ?? {}) &&
+    (s.appGuid ?? null) === (body.appGuid ?? null);
+  if (!identical) throw new ConflictError(`binding ${s.bindingId} already exists with different attributes`);
+  const op = latestOperation(existing.status.operations);
+  if (op && ctx.deps.status.bindingStatus(instance, existing, op).state === "in progress") {
+    return { status: 202, body: { operation: op.id } };
+  }
+  return bindingResponse(ctx, instance, existing, 200);
+}
+
+// ---------------------------------------------------------------------------
+// Unbind
+// ---------------------------------------------------------------------------
+
+export async function unbind(
+  ctx: Ctx,
+  instanceId: string,
+  bindingId: string,
+  ids: { serviceId: string; planId: string },
+  accepts: boolean,
+  osb: OsbRequestInfo,
+): Promise<OsbResponse> {
+  const operationId = ctx.deps.newId();
+  const at = ctx.deps.now().toISOString();
+  const { result } = await ctx.deps.writer.submit(async (draft: Draft) => {
+    const instanceRecord = await readInstance(draft, instanceId);
+    const existing = await readBinding(draft, instanceId, bindingId);
+    if (!instanceRecord || instanceRecord.status.deleted || !liveBinding(existing)) {
+      throw new GoneError(`binding ${bindingId} of instance ${instanceId} does not exist`);
+    }
+    if (existing.spec.serviceId !== ids.serviceId || existing.spec.planId !== ids.planId) {
+      throw new BadRequestError(
+        `service_id/plan_id do not match binding ${bindingId} (service ${existing.spec.serviceId}, plan ${existing.spec.planId})`,
+      );
+    }
+    const place = placed(ctx, instanceRecord);
+    const { service, plan } = place;
+    if (plan.asyncBinding && !accepts) {
+      throw new AsyncRequiredError("This service plan requires client support for asynchronous binding operations.");
+    }
+    const busy = instanceBusy(ctx, instanceRecord);
+    if (busy && busy.action !== "provision") {
+      throw new ConcurrencyError(`instance ${instanceId} has operation ${busy.action} ${busy.id} in progress`);
+    }
+
+    const op: OperationEntry<"unbind"> = { id: operationId, action: "unbind", at };
+    if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
+    if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
+
+    const bindings = (await readLiveBindings(draft, instanceId)).filter((b) => b.spec.bindingId !== bindingId);
+    await writeInstanceManifests(draft, { ...place, instance: instanceRecord, bindings }, "update");
+    removeBindingManifests(draft, instanceRecord, bindingId);
+    writeBinding(draft, { ...existing, status: { deleted: true, operations: [...existing.status.operations, op] } });
+    return {
+      commit: commitSpec(ctx, { action: "unbind", service, plan, instanceId, bindingId, operationId, osb }),
+      result: plan.asyncBinding ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
+    };
+  });
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Reads
+// ---------------------------------------------------------------------------
+
+export async function bindingLastOperation(
+  ctx: Ctx,
+  instanceId: string,
+  bindingId: string,
+  operation: string | undefined,
+): Promise<OsbResponse> {
+  const tree = ctx.deps.writer.snapshot();
+  const instance = await readInstance(tree, instanceId);
+  const binding = await readBinding(tree, instanceId, bindingId);
+  const op = binding ? pickOperation(binding.status.operations, operation) : undefined;
+  if (!instance || !binding || !op) throw new GoneError(`binding ${bindingId} of instance ${instanceId} does not exist`);
+  return operationResponse(ctx.deps.status.bindingStatus(instance, binding, op));
+}
+
+export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: string): Promise<OsbResponse> {
+  const tree = ctx.deps.writer.snapshot();
+  const instance = await readInstance(tree, instanceId);
+  const binding = await readBinding(tree, instanceId, bindingId);
+  if (!instance || instance.status.deleted || !liveBinding(binding)) {
+    throw new NotFoundError(`binding ${bindingId} of instance ${instanceId} does not exist`);
+  }
+  const { service } = lookupPlan(ctx.deps.view.catalog(), binding.spec.serviceId, binding.spec.planId);
+  if (!service.bindingsRetrievable) {
+    throw new BadRequestError(`service ${service.name} does not support fetching bindings (bindings_retrievable is false)`);
+  }
+  const op = latestOperation(binding.status.operations);
+  if (op && ctx.deps.status.bindingStatus(instance, binding, op).state === "in progress") {
+    throw new NotFoundError(`binding ${bindingId} is still being created`);
+  }
+  const response = bindingResponse(ctx, instance, binding, 200);
+  response.body.parameters = binding.spec.parameters ?? {};
+  return response;
+}

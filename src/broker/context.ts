@@ -1,0 +1,100 @@
+import type { Catalog, ClusterEntry, Plan, Service } from "../catalog/index.js";
+import { BadRequestError } from "../errors/index.js";
+import type { CommitSpec, GitWriter } from "../gitwriter/index.js";
+import type { Logger } from "../log/index.js";
+import type { Scheduler } from "../scheduler/index.js";
+import type { StatusWatcher } from "../status-watcher/index.js";
+import type { OsbRequestInfo } from "./headers.js";
+
+/** The catalog and cluster registry as last loaded from the repository (hot-reloaded). */
+export interface RepoView {
+  catalog(): Catalog;
+  clusters(): readonly ClusterEntry[];
+}
+
+/** Everything the broker depends on, passed in (see createApp). */
+export interface BrokerDeps {
+  writer: GitWriter;
+  view: RepoView;
+  scheduler: Scheduler;
+  status: StatusWatcher;
+  logger: Logger;
+  credentials: { username: string; password: string };
+  /** Clock for operation timestamps. */
+  now?: () => Date;
+  /** Source of operation ids (random by default). */
+  newId?: () => string;
+  /** Reported in commit trailers. */
+  brokerVersion?: string;
+  /** Extra readiness checks for /readyz (e.g. last catalog load had no problems). */
+  readiness?: () => Promise<ReadinessCheck[]>;
+}
+
+export interface ReadinessCheck {
+  name: string;
+  ok: boolean;
+  message?: string;
+}
+
+/** A handler's answer: status, JSON body, optional Retry-After seconds. */
+export interface OsbResponse {
+  status: number;
+  body: Record<string, unknown>;
+  retryAfter?: number;
+}
+
+export interface Ctx {
+  deps: Required<Omit<BrokerDeps, "readiness">> & Pick<BrokerDeps, "readiness">;
+}
+
+export function lookupPlan(catalog: Catalog, serviceId: string, planId: string): { service: Service; plan: Plan } {
+  const service = catalog.serviceById(serviceId);
+  if (!service) throw new BadRequestError(`service_id ${JSON.stringify(serviceId)} is not in the catalog`);
+  const plan = service.plans.find((p) => p.id === planId);
+  if (!plan) {
+    const elsewhere = catalog.planById(planId);
+    throw new BadRequestError(
+      elsewhere
+        ? `plan_id ${JSON.stringify(planId)} belongs to another service, not to service ${service.name}`
+        : `plan_id ${JSON.stringify(planId)} is not a plan of service ${service.name}`,
+    );
+  }
+  return { service, plan };
+}
+
+/** Plan-level value, else the service's (OSB inheritance rule for bindable / plan_updateable). */
+export function planBindable(service: Service, plan: Plan): boolean {
+  return plan.bindable ?? service.bindable;
+}
+
+export function planUpdateable(service: Service, plan: Plan): boolean {
+  return plan.planUpdateable ?? service.planUpdateable;
+}
+
+/** Commit message: `<action> <service>/<plan> instance <id>` plus audit trailers. */
+export function commitSpec(
+  ctx: Ctx,
+  args: {
+    action: string;
+    service: Service;
+    plan: Plan;
+    instanceId: string;
+    bindingId?: string;
+    operationId: string;
+    osb: OsbRequestInfo;
+  },
+): CommitSpec {
+  const subject =
+    `${args.action} ${args.service.name}/${args.plan.name} instance ${args.instanceId}` +
+    (args.bindingId ? ` binding ${args.bindingId}` : "");
+  const trailers: Record<string, string> = {
+    Operation: args.operationId,
+    "Instance-Id": args.instanceId,
+  };
+  if (args.bindingId) trailers["Binding-Id"] = args.bindingId;
+  const oi = args.osb.originatingIdentity;
+  if (oi) trailers["Originating-Identity"] = `${oi.platform} ${JSON.stringify(oi.value)}`;
+  if (args.osb.requestIdentity) trailers["Request-Identity"] = args.osb.requestIdentity;
+  trailers["Broker-Version"] = ctx.deps.brokerVersion;
+  return { subject, trailers };
+}

@@ -1,0 +1,88 @@
+import type { RequestHandler } from "express";
+import { BadRequestError, PreconditionFailedError } from "../errors/index.js";
+import type { ApiVersion } from "../catalog/index.js";
+import type { OriginatingIdentity } from "../repo/index.js";
+
+export const MIN_API_VERSION: ApiVersion = { major: 2, minor: 13 };
+export const MAX_API_VERSION: ApiVersion = { major: 2, minor: 17 };
+
+const VERSION_HEADER = "x-broker-api-version";
+const REQUEST_IDENTITY = "x-broker-api-request-identity";
+const ORIGINATING_IDENTITY = "x-broker-api-originating-identity";
+
+/** Per-request OSB header values, set on res.locals by `osbHeaders`. */
+export interface OsbRequestInfo {
+  apiVersion: ApiVersion;
+  requestIdentity: string | undefined;
+  originatingIdentity: OriginatingIdentity | undefined;
+}
+
+/** Echo X-Broker-API-Request-Identity on every response, errors included (runs before auth). */
+export const echoRequestIdentity: RequestHandler = (req, res, next) => {
+  const id = req.get(REQUEST_IDENTITY);
+  if (id) res.setHeader("X-Broker-API-Request-Identity", id);
+  next();
+};
+
+function parseVersion(value: string | undefined): ApiVersion | null {
+  const m = /^\s*(\d+)\.(\d+)\s*$/.exec(value ?? "");
+  return m ? { major: Number(m[1]), minor: Number(m[2]) } : null;
+}
+
+export function decodeOriginatingIdentity(header: string): OriginatingIdentity {
+  const m = /^\s*(\S+)\s+(\S+)\s*$/.exec(header);
+  if (!m?.[1] || !m[2]) {
+    throw new BadRequestError("X-Broker-API-Originating-Identity must be \"<platform> <base64 JSON object>\"");
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(m[2], "base64").toString("utf8"));
+  } catch (e) {
+    throw new BadRequestError("X-Broker-API-Originating-Identity value is not base64-encoded JSON", { cause: e });
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new BadRequestError("X-Broker-API-Originating-Identity value must encode a JSON object");
+  }
+  return { platform: m[1], value: value as Record<string, unknown> };
+}
+
+/** 412 unless X-Broker-API-Version is 2.13 or newer (2.x); decodes the identity headers. */
+export const osbHeaders: RequestHandler = (req, res, next) => {
+  const raw = req.get(VERSION_HEADER);
+  const version = parseVersion(raw);
+  if (!version) {
+    next(
+      new PreconditionFailedError(
+        raw === undefined
+          ? `X-Broker-API-Version header is required (supported: ${fmt(MIN_API_VERSION)} to ${fmt(MAX_API_VERSION)})`
+          : `X-Broker-API-Version ${JSON.stringify(raw)} is not MAJOR.MINOR`,
+      ),
+    );
+    return;
+  }
+  if (version.major !== MIN_API_VERSION.major || version.minor < MIN_API_VERSION.minor) {
+    next(
+      new PreconditionFailedError(
+        `X-Broker-API-Version ${fmt(version)} is not supported: use ${fmt(MIN_API_VERSION)} or newer (up to ${fmt(MAX_API_VERSION)})`,
+      ),
+    );
+    return;
+  }
+  const originating = req.get(ORIGINATING_IDENTITY);
+  try {
+    const info: OsbRequestInfo = {
+      // A newer 2.x platform gets the newest behaviour we know.
+      apiVersion: version.minor > MAX_API_VERSION.minor ? MAX_API_VERSION : version,
+      requestIdentity: req.get(REQUEST_IDENTITY) || undefined,
+      originatingIdentity: originating ? decodeOriginatingIdentity(originating) : undefined,
+    };
+    res.locals.osb = info;
+    next();
+  } catch (e) {
+    next(e);
+  }
+};
+
+function fmt(v: ApiVersion): string {
+  return `${v.major}.${v.minor}`;
+}

@@ -1,0 +1,361 @@
+import { validateParameters, type ClusterEntry, type Plan, type Service } from "../catalog/index.js";
+import {
+  AsyncRequiredError,
+  BadRequestError,
+  ConcurrencyError,
+  ConflictError,
+  GoneError,
+  MaintenanceInfoConflictError,
+  NotFoundError,
+  SchedulingError,
+  UnprocessableEntityError,
+  formatProblem,
+} from "../errors/index.js";
+import type { Draft } from "../gitwriter/index.js";
+import {
+  RECORD_API_VERSION,
+  keyOf,
+  latestOperation,
+  readInstance,
+  readLiveBindings,
+  writeBinding,
+  writeInstance,
+  type InstanceRecord,
+  type MaintenanceInfoRecord,
+  type OperationEntry,
+} from "../repo/index.js";
+import type { OperationStatus } from "../status-watcher/index.js";
+import { commitSpec, lookupPlan, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
+import type { OsbRequestInfo } from "./headers.js";
+import { removeInstanceManifests, writeInstanceManifests } from "./materialize.js";
+import { sameJson, type ProvisionBody, type UpdateBody } from "./request-body.js";
+
+/** Seconds a platform should wait before polling an operation that is still in progress. */
+export const POLL_RETRY_AFTER = 5;
+
+export function checkParameters(plan: Plan, which: Parameters<typeof validateParameters>[1], parameters: unknown): void {
+  const problems = validateParameters(plan, which, parameters ?? {});
+  if (problems.length > 0) {
+    throw new BadRequestError(
+      `parameters do not match the ${which} schema of plan ${plan.name}: ${problems.map((p) => formatProblem(p).replace(/^[^:]*: /, "")).join("; ")}`,
+    );
+  }
+}
+
+function checkMaintenanceInfo(plan: Plan, requested: MaintenanceInfoRecord | undefined): void {
+  if (!requested) return;
+  if (!plan.maintenanceInfo) {
+    throw new MaintenanceInfoConflictError(
+      `maintenance_info.version ${requested.version} was given, but plan ${plan.name} declares no maintenance_info`,
+    );
+  }
+  if (plan.maintenanceInfo.version !== requested.version) {
+    throw new MaintenanceInfoConflictError(
+      `maintenance_info.version ${requested.version} does not match version ${plan.maintenanceInfo.version} of plan ${plan.name} in the catalog; fetch the catalog again`,
+    );
+  }
+}
+
+function statusOf(ctx: Ctx, record: InstanceRecord, op: OperationEntry): OperationStatus {
+  return ctx.deps.status.instanceStatus(record, op);
+}
+
+function inProgress(ctx: Ctx, record: InstanceRecord): OperationEntry | undefined {
+  const op = latestOperation(record.status.operations);
+  return op && statusOf(ctx, record, op).state === "in progress" ? op : undefined;
+}
+
+function live(record: InstanceRecord | null): record is InstanceRecord {
+  return record !== null && !record.status.deleted;
+}
+
+function clusterOf(ctx: Ctx, record: InstanceRecord): ClusterEntry {
+  const cluster = ctx.deps.view.clusters().find((c) => c.id === record.spec.clusterId);
+  if (!cluster) {
+    throw new UnprocessableEntityError(
+      `instance ${record.spec.instanceId} is placed on cluster ${record.spec.clusterId}, which is not in the cluster registry`,
+    );
+  }
+  return cluster;
+}
+
+function placedPlan(ctx: Ctx, record: InstanceRecord): { service: Service; plan: Plan } {
+  try {
+    return lookupPlan(ctx.deps.view.catalog(), record.spec.serviceId, record.spec.planId);
+  } catch (e) {
+    throw new UnprocessableEntityError(
+      `instance ${record.spec.instanceId} uses plan ${record.spec.planId}, which is no longer in the catalog`,
+      { cause: e },
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Provision
+// ---------------------------------------------------------------------------
+
+export async function provision(
+  ctx: Ctx,
+  instanceId: string,
+  body: ProvisionBody,
+  accepts: boolean,
+  osb: OsbRequestInfo,
+): Promise<OsbResponse> {
+  const { service, plan } = lookupPlan(ctx.deps.view.catalog(), body.serviceId, body.planId);
+  if (plan.async && !accepts) throw new AsyncRequiredError();
+  checkMaintenanceInfo(plan, body.maintenanceInfo);
+  checkParameters(plan, "service_instance.create", body.parameters);
+
+  const operationId = ctx.deps.newId();
+  const at = ctx.deps.now().toISOString();
+
+  const { result } = await ctx.deps.writer.submit(async (draft: Draft) => {
+    const existing = await readInstance(draft, instanceId);
+    if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, body, plan) };
+
+    const clusters = ctx.deps.view.clusters();
+    const clusterId = ctx.deps.scheduler.schedule({ clusters, instanceId, planId: plan.id, instanceCounts: new Map() });
+    const cluster = clusters.find((c) => c.id === clusterId);
+    if (!cluster) throw new SchedulingError(`scheduler chose cluster ${clusterId}, which is not registered`);
+
+    const op: OperationEntry<"provision"> = { id: operationId, action: "provision", at, planId: plan.id };
+    if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
+    if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
+
+    const record: InstanceRecord = {
+      apiVersion: RECORD_API_VERSION,
+      kind: "ServiceInstance",
+      metadata: { name: keyOf(instanceId), namespace: cluster.namespace },
+      spec: {
+        instanceId,
+        serviceId: service.id,
+        planId: plan.id,
+        clusterId: cluster.id,
+        organizationGuid: body.organizationGuid,
+        spaceGuid: body.spaceGuid,
+        ...(body.context ? { context: body.context } : {}),
+        ...(body.parameters ? { parameters: body.parameters } : {}),
+        ...(body.maintenanceInfo ? { maintenanceInfo: body.maintenanceInfo } : {}),
+        ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
+      },
+      status: { operations: [op] },
+    };
+    // A re-provision of a deprovisioned id starts a new record; its old bindings stay deleted.
+    await writeInstanceManifests(draft, { service, plan, instance: record, bindings: [], namespace: cluster.namespace }, "provision");
+    writeInstance(draft, record);
+    return {
+      commit: commitSpec(ctx, { action: "provision", service, plan, instanceId, operationId, osb }),
+      result: plan.async
+        ? { status: 202, body: { operation: operationId } }
+        : { status: 201, body: {} },
+    };
+  });
+  return result;
+}
+
+/** A provision of an id that already exists: 200 / 202 when identical, else 409. */
+function repeatedProvision(ctx: Ctx, existing: InstanceRecord, body: ProvisionBody, plan: Plan): OsbResponse {
+  const s = existing.spec;
+  const first = existing.status.operations.find((o) => o.action === "provision");
+  const identical =
+    s.serviceId === body.serviceId &&
+    s.planId === body.planId &&
+    s.organizationGuid === body.organizationGuid &&
+    s.spaceGuid === body.spaceGuid &&
+    sameJson(s.parameters ?? {}, body.parameters ?? {}) &&
+    sameJson(s.context ?? {}, body.context ?? {}) &&
+    (body.maintenanceInfo === undefined || s.maintenanceInfo?.version === body.maintenanceInfo.version);
+  if (!identical) {
+    throw new ConflictError(`instance ${s.instanceId} already exists with different attributes`);
+  }
+  const latest = latestOperation(existing.status.operations);
+  if (latest && latest === first && statusOf(ctx, existing, latest).state === "in progress") {
+    return { status: 202, body: { operation: latest.id } };
+  }
+  if (latest && latest !== first && statusOf(ctx, existing, latest).state === "in progress") {
+    throw new ConcurrencyError(`instance ${s.instanceId} has operation ${latest.action} ${latest.id} in progress`);
+  }
+  void plan;
+  return { status: 200, body: {} };
+}
+
+// ---------------------------------------------------------------------------
+// Update
+// ---------------------------------------------------------------------------
+
+export async function update(
+  ctx: Ctx,
+  instanceId: string,
+  body: UpdateBody,
+  accepts: boolean,
+  osb: OsbRequestInfo,
+): Promise<OsbResponse> {
+  const catalog = ctx.deps.view.catalog();
+  const service = catalog.serviceById(body.serviceId);
+  if (!service) throw new BadRequestError(`service_id ${JSON.stringify(body.serviceId)} is not in the catalog`);
+  if (body.planId !== undefined) lookupPlan(catalog, body.serviceId, body.planId);
+
+  const operationId = ctx.deps.newId();
+  const at = ctx.deps.now().toISOString();
+
+  const { result } = await ctx.deps.writer.submit(async (draft: Draft) => {
+    const record = await readInstance(draft, instanceId);
+    if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
+    if (record.spec.serviceId !== body.serviceId) {
+      throw new BadRequestError(`service_id ${body.serviceId} does not match the service of instance ${instanceId}`);
+    }
+    const current = placedPlan(ctx, record);
+    const target = body.planId === undefined ? current : lookupPlan(catalog, body.serviceId, body.planId);
+    const planChange = target.plan.id !== current.plan.id;
+    if (planChange && !planUpdateable(current.service, current.plan)) {
+      throw new UnprocessableEntityError(
+        `plan ${current.plan.name} is not updateable (plan_updateable is false): instance ${instanceId} cannot move to plan ${target.plan.name}`,
+      );
+    }
+    if ((current.plan.async || target.plan.async) && !accepts) throw new AsyncRequiredError();
+    checkMaintenanceInfo(target.plan, body.maintenanceInfo);
+    if (body.parameters !== undefined) checkParameters(target.plan, "service_instance.update", body.parameters);
+
+    const running = inProgress(ctx, record);
+    if (running) {
+      throw new ConcurrencyError(`instance ${instanceId} has operation ${running.action} ${running.id} in progress`);
+    }
+
+    // Parameters given in an update are merged over the recorded ones (OSB leaves the
+    // interpretation to the broker; platforms send only what the user changed).
+    const parameters =
+      body.parameters === undefined ? record.spec.parameters : { ...(record.spec.parameters ?? {}), ...body.parameters };
+    const context = body.context ?? record.spec.context;
+    const maintenanceInfo = body.maintenanceInfo ?? record.spec.maintenanceInfo;
+    const unchanged =
+      !planChange &&
+      sameJson(parameters ?? {}, record.spec.parameters ?? {}) &&
+      sameJson(context ?? {}, record.spec.context ?? {}) &&
+      sameJson(maintenanceInfo ?? null, record.spec.maintenanceInfo ?? null);
+    if (unchanged) return { commit: null, result: { status: 200, body: {} } };
+
+    const op: OperationEntry<"update"> = { id: operationId, action: "update", at, planId: target.plan.id };
+    if (body.parameters) op.parameters = body.parameters;
+    if (body.context) op.context = body.context;
+    if (body.maintenanceInfo) op.maintenanceInfo = body.maintenanceInfo;
+    if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
+    if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
+
+    const next: InstanceRecord = {
+      ...record,
+      spec: {
+        ...record.spec,
+        planId: target.plan.id,
+        ...(parameters ? { parameters } : {}),
+        ...(context ? { context } : {}),
+        ...(maintenanceInfo ? { maintenanceInfo } : {}),
+      },
+      status: { ...record.status, operations: [...record.status.operations, op] },
+    };
+    const cluster = clusterOf(ctx, record);
+    const bindings = await readLiveBindings(draft, instanceId);
+    await writeInstanceManifests(draft, { ...target, instance: next, bindings, namespace: cluster.namespace }, "update");
+    writeInstance(draft, next);
+    return {
+      commit: commitSpec(ctx, { action: "update", ...target, instanceId, operationId, osb }),
+      result: target.plan.async || current.plan.async
+        ? { status: 202, body: { operation: operationId } }
+        : { status: 200, body: {} },
+    };
+  });
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Deprovision
+// ---------------------------------------------------------------------------
+
+export async function deprovision(
+  ctx: Ctx,
+  instanceId: string,
+  ids: { serviceId: string; planId: string },
+  accepts: boolean,
+  osb: OsbRequestInfo,
+): Promise<OsbResponse> {
+  const operationId = ctx.deps.newId();
+  const at = ctx.deps.now().toISOString();
+  const { result } = await ctx.deps.writer.submit(async (draft: Draft) => {
+    const record = await readInstance(draft, instanceId);
+    if (!live(record)) throw new GoneError(`instance ${instanceId} does not exist`);
+    if (record.spec.serviceId !== ids.serviceId) {
+      throw new BadRequestError(`service_id ${ids.serviceId} does not match the service of instance ${instanceId}`);
+    }
+    const { service, plan } = placedPlan(ctx, record);
+    if (ids.planId !== record.spec.planId) {
+      throw new BadRequestError(`plan_id ${ids.planId} does not match plan ${plan.name} (${plan.id}) of instance ${instanceId}`);
+    }
+    if (plan.async && !accepts) throw new AsyncRequiredError();
+    const running = inProgress(ctx, record);
+    if (running && running.action !== "provision") {
+      // Deleting during provisioning is allowed (it halts the creation); during an update it is not.
+      throw new ConcurrencyError(`instance ${instanceId} has operation ${running.action} ${running.id} in progress`);
+    }
+
+    const op: OperationEntry<"deprovision"> = { id: operationId, action: "deprovision", at };
+    if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
+    if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
+
+    // Bindings go with the instance (platforms unbind first; orphan mitigation may not).
+    for (const binding of await readLiveBindings(draft, instanceId)) {
+      writeBinding(draft, { ...binding, status: { ...binding.status, deleted: true } });
+    }
+    removeInstanceManifests(draft, record);
+    writeInstance(draft, {
+      ...record,
+      status: { deleted: true, operations: [...record.status.operations, op] },
+    });
+    return {
+      commit: commitSpec(ctx, { action: "deprovision", service, plan, instanceId, operationId, osb }),
+      result: plan.async ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
+    };
+  });
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Reads: last_operation and GET instance (from the last pushed tip).
+// ---------------------------------------------------------------------------
+
+export function operationResponse(status: OperationStatus): OsbResponse {
+  const body: Record<string, unknown> = { state: status.state };
+  if (status.description) body.description = status.description;
+  if (status.instanceUsable !== undefined) body.instance_usable = status.instanceUsable;
+  if (status.updateRepeatable !== undefined) body.update_repeatable = status.updateRepeatable;
+  return status.state === "in progress" ? { status: 200, body, retryAfter: POLL_RETRY_AFTER } : { status: 200, body };
+}
+
+/** The operation asked for, or the latest one when `operation` is missing or unknown. */
+export function pickOperation<A extends string>(ops: OperationEntry<A>[], operation: string | undefined): OperationEntry<A> | undefined {
+  return (operation !== undefined ? ops.find((o) => o.id === operation) : undefined) ?? latestOperation(ops);
+}
+
+export async function instanceLastOperation(ctx: Ctx, instanceId: string, operation: string | undefined): Promise<OsbResponse> {
+  const record = await readInstance(ctx.deps.writer.snapshot(), instanceId);
+  const op = record ? pickOperation(record.status.operations, operation) : undefined;
+  if (!record || !op) throw new GoneError(`instance ${instanceId} does not exist`);
+  return operationResponse(statusOf(ctx, record, op));
+}
+
+export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbResponse> {
+  const record = await readInstance(ctx.deps.writer.snapshot(), instanceId);
+  if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
+  const { service } = placedPlan(ctx, record);
+  if (!service.instancesRetrievable) {
+    throw new BadRequestError(`service ${service.name} does not support fetching instances (instances_retrievable is false)`);
+  }
+  const running = inProgress(ctx, record);
+  if (running?.action === "provision") throw new NotFoundError(`instance ${instanceId} is still being provisioned`);
+  if (running) throw new ConcurrencyError(`instance ${instanceId} is being updated (${running.id}) and cannot be fetched now`);
+  const body: Record<string, unknown> = {
+    service_id: record.spec.serviceId,
+    plan_id: record.spec.planId,
+    parameters: record.spec.parameters ?? {},
+  };
+  if (record.spec.maintenanceInfo) body.maintenance_info = record.spec.maintenanceInfo;
+  return { status: 200, body };
+}

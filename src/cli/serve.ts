@@ -1,0 +1,134 @@
+import { readFile } from "node:fs/promises";
+import http from "node:http";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createApp, createRepoView } from "../broker/index.js";
+import { ensurePassword, loadConfig, prepareEmbedded, type Config } from "../config/index.js";
+import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
+import { createLogger, type Logger } from "../log/index.js";
+import { createScheduler } from "../scheduler/index.js";
+import { createCommitStatusWatcher } from "../status-watcher/index.js";
+
+const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const SAMPLE_CATALOG_DIR = path.join(PROJECT_ROOT, "examples/catalog");
+export const SAMPLE_REGISTRY_DIR = path.join(PROJECT_ROOT, "examples/registry");
+
+export interface RunningBroker {
+  url: string;
+  writer: GitWriter;
+  /** Stop accepting requests, finish in-flight pushes, close. */
+  close(): Promise<void>;
+}
+
+/** Environment for the git CLI: ssh deploy key command, https token (via env, never argv). */
+async function gitEnv(config: Config): Promise<Record<string, string>> {
+  const env: Record<string, string> = {};
+  if (config.git.sshCommand) env.GIT_SSH_COMMAND = config.git.sshCommand;
+  if (config.git.tokenFile) {
+    const token = (await readFile(config.git.tokenFile, "utf8")).trim();
+    const basic = Buffer.from(`x-access-token:${token}`).toString("base64");
+    env.GIT_CONFIG_COUNT = "1";
+    env.GIT_CONFIG_KEY_0 = "http.extraHeader";
+    env.GIT_CONFIG_VALUE_0 = `Authorization: Basic ${basic}`;
+  }
+  return env;
+}
+
+/** Start a broker from a loaded configuration. */
+export async function startBroker(config: Config, options: { version: string; logger?: Logger }): Promise<RunningBroker> {
+  const logger = options.logger ?? createLogger({ level: config.log.level });
+  let remoteUrl = config.git.remote;
+  if (remoteUrl === null) {
+    const { remoteDir } = await prepareEmbedded({
+      dataDir: config.dataDir,
+      catalogSource: SAMPLE_CATALOG_DIR,
+      registrySource: SAMPLE_REGISTRY_DIR,
+      branch: config.git.branch,
+      author: config.git.author,
+      log: logger.child({ component: "embedded" }),
+    });
+    remoteUrl = remoteDir;
+    logger.info({ remote: remoteDir }, "using the embedded Git remote");
+  }
+  const credentials = await ensurePassword({ dataDir: config.dataDir, config });
+  if (credentials.generatedFile) {
+    logger.warn(
+      { file: credentials.generatedFile, username: credentials.username },
+      "no broker password configured: generated one; read it from the file (mode 0600)",
+    );
+  }
+
+  const writer = createGitWriter({
+    gitdir: path.join(config.dataDir, "work.git"),
+    remoteUrl,
+    branch: config.git.branch,
+    author: config.git.author,
+    logger: logger.child({ component: "gitwriter" }),
+    remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
+    gitEnv: await gitEnv(config),
+  });
+  await writer.start();
+  const view = createRepoView(writer, logger.child({ component: "repo-view" }));
+  await view.reload();
+
+  const app = createApp({
+    writer,
+    view,
+    scheduler: createScheduler(config.scheduler),
+    status: createCommitStatusWatcher(),
+    logger: logger.child({ component: "broker" }),
+    credentials: { username: credentials.username, password: credentials.password },
+    brokerVersion: `gitops-broker/${options.version}`,
+    readiness: () => view.readiness(),
+  });
+  const server = config.tls
+    ? https.createServer({ cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) }, app)
+    : http.createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.listen.port, config.listen.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host;
+  const url = `${config.tls ? "https" : "http"}://${host}:${port}`;
+  logger.info({ url, remote: remoteUrl, branch: config.git.branch }, "gitops-broker listening");
+
+  // Notice commits of others (humans, other replicas) even when no request comes in.
+  const poll = setInterval(() => {
+    writer.refresh().catch((e: unknown) => logger.warn({ err: e }, "fetching the Git remote failed"));
+  }, config.git.pollIntervalSeconds * 1000);
+  poll.unref();
+
+  return {
+    url,
+    writer,
+    async close() {
+      clearInterval(poll);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Queued operations are pushed before the writer resolves; their HTTP responses go out then.
+      await writer.close();
+      server.closeIdleConnections();
+      await closed;
+      view.close();
+      logger.info("gitops-broker stopped");
+    },
+  };
+}
+
+/** `gitops-broker serve`: run until SIGTERM / SIGINT, then shut down gracefully. */
+export async function serve(argv: string[], options: { version: string }): Promise<void> {
+  const config = await loadConfig({ argv });
+  const logger = createLogger({ level: config.log.level });
+  const broker = await startBroker(config, { ...options, logger });
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  logger.info({ signal }, "shutting down: finishing in-flight pushes");
+  await broker.close();
+}
