@@ -1,0 +1,87 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR, startBroker, type RunningBroker } from "../../src/cli/serve.js";
+import { prepareEmbedded, type Config } from "../../src/config/index.js";
+import { silentLogger } from "../../src/log/index.js";
+import { startGitHttpServer } from "./git-http-server.js";
+import { osbClient, type OsbClient } from "./osb-client.js";
+
+/**
+ * A real broker (the production wiring of `gitops-broker serve`, in process) on 127.0.0.1:0,
+ * writing to a bare remote seeded with the sample catalog and served over smart HTTP on loopback.
+ */
+
+export const CREDENTIALS = { username: "broker", password: "test-password-1234" };
+export const AUTHOR = { name: "gitops-broker test", email: "test@gitops-broker.invalid" };
+
+export interface Harness {
+  root: string;
+  /** Directory of the bare remote (for git CLI inspection). */
+  remoteDir: string;
+  /** Smart-HTTP URL of the remote. */
+  remoteUrl: string;
+  broker: RunningBroker;
+  osb: OsbClient;
+  /** Start another broker (own data dir) on the same remote. */
+  startReplica(name: string): Promise<{ broker: RunningBroker; osb: OsbClient }>;
+  close(): Promise<void>;
+}
+
+export function testConfig(root: string, name: string, remoteUrl: string, overrides: Partial<Config["git"]> = {}): Config {
+  return {
+    listen: { host: "127.0.0.1", port: 0 },
+    dataDir: path.join(root, name),
+    git: {
+      remote: remoteUrl,
+      branch: "main",
+      author: AUTHOR,
+      pushTimeoutSeconds: 10,
+      pollIntervalSeconds: 3600,
+      ...overrides,
+    },
+    auth: { username: CREDENTIALS.username, password: CREDENTIALS.password, passwordFile: null },
+    tls: null,
+    log: { level: "fatal" },
+    status: { mode: "commit" },
+    scheduler: { type: "single" },
+  };
+}
+
+export async function startHarness(options: { catalogSource?: string; registrySource?: string } = {}): Promise<Harness> {
+  const root = await mkdtemp(path.join(tmpdir(), "gitops-broker-test-"));
+  const remotes = path.join(root, "remotes");
+  const { remoteDir } = await prepareEmbedded({
+    dataDir: remotes,
+    catalogSource: options.catalogSource ?? SAMPLE_CATALOG_DIR,
+    registrySource: options.registrySource ?? SAMPLE_REGISTRY_DIR,
+    branch: "main",
+    author: AUTHOR,
+    now: () => new Date("2026-01-01T00:00:00Z"),
+    log: silentLogger(),
+  });
+  const git = await startGitHttpServer({ root: remotes });
+  const remoteUrl = git.url(path.basename(remoteDir));
+  const started: RunningBroker[] = [];
+
+  async function start(name: string) {
+    const broker = await startBroker(testConfig(root, name, remoteUrl), { version: "test", logger: silentLogger() });
+    started.push(broker);
+    return { broker, osb: osbClient(broker.url, CREDENTIALS) };
+  }
+
+  const first = await start("broker-1");
+  return {
+    root,
+    remoteDir,
+    remoteUrl,
+    broker: first.broker,
+    osb: first.osb,
+    startReplica: start,
+    async close() {
+      for (const b of started.reverse()) await b.close();
+      await git.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
