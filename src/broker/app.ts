@@ -4,6 +4,7 @@ import { toOsbCatalog } from "../catalog/index.js";
 import {
   BadRequestError,
   GitRemoteError,
+  GitWriterClosedError,
   InternalError,
   NotFoundError,
   OsbError,
@@ -64,6 +65,9 @@ function asOsbError(err: unknown): OsbError {
         : `the Git remote could not be reached; nothing was changed, retry later: ${err.remoteMessage}`,
       { cause: err },
     );
+  }
+  if (err instanceof GitWriterClosedError) {
+    return new ServiceUnavailableError("the broker is shutting down; nothing was changed, retry", { cause: err });
   }
   // body-parser errors carry `type` and `status` (e.g. entity.parse.failed, entity.too.large).
   if (typeof err === "object" && err !== null && "type" in err && "status" in err) {

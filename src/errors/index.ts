@@ -216,6 +216,33 @@ export class GitRemoteError extends BaseError {
   }
 }
 
+/** The git writer takes no operations: not started yet, or closed for shutdown. */
+export class GitWriterClosedError extends BaseError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("GitWriterClosed", message, options);
+  }
+}
+
+/** A Kubernetes API request failed (HTTP error with a Status, or no answer). */
+export class KubeApiError extends BaseError {
+  /** HTTP status or Status code; undefined for network failures. */
+  readonly status: number | undefined;
+  /** Status `reason` (e.g. `Expired`, `TooManyRequests`) when the server sent one. */
+  readonly reason: string | undefined;
+  /** From Retry-After on a 429/503 list response. */
+  readonly retryAfterMs: number | undefined;
+  constructor(
+    message: string,
+    details: { status?: number; reason?: string; retryAfterMs?: number } = {},
+    options: ErrorOptions = {},
+  ) {
+    super("KubeApiError", message, options);
+    this.status = details.status;
+    this.reason = details.reason;
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
 export function isOsbError(e: unknown): e is OsbError {
   return e instanceof OsbError;
 }

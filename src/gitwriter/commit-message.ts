@@ -1,0 +1,21 @@
+import type { CommitSpec } from "./types.js";
+
+const TRAILER_KEY = /^[A-Za-z0-9][A-Za-z0-9-]*$/;
+
+/** `subject`, blank line, body (if any), blank line, `Key: value` trailers (if any). */
+export function formatCommitMessage(spec: CommitSpec): string {
+  const subject = spec.subject.trim();
+  if (subject === "" || subject.includes("\n")) {
+    throw new TypeError(`commit subject must be one non-empty line, got ${JSON.stringify(spec.subject)}`);
+  }
+  const paragraphs = [subject];
+  const body = spec.body?.trim() ?? "";
+  if (body !== "") paragraphs.push(body);
+  const trailers = Object.entries(spec.trailers).map(([key, value]) => {
+    if (!TRAILER_KEY.test(key)) throw new TypeError(`invalid commit trailer key ${JSON.stringify(key)}`);
+    if (/[\r\n]/.test(value)) throw new TypeError(`commit trailer ${key} must be one line`);
+    return `${key}: ${value}`;
+  });
+  if (trailers.length > 0) paragraphs.push(trailers.join("\n"));
+  return `${paragraphs.join("\n\n")}\n`;
+}

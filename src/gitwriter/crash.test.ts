@@ -1,0 +1,81 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { createBareRemote, createTempDir, fsck, gitLog, readRemoteFile, revParse } from "../../test/support/git-fixtures.js";
+import { createGitWriter } from "./index.js";
+
+const CHILD = fileURLToPath(new URL("./testdata/crash-child.ts", import.meta.url));
+const noop = (): void => {};
+const logger = { debug: noop, info: noop, warn: noop, error: noop };
+
+let root: string | undefined;
+
+afterEach(async () => {
+  if (root !== undefined) await fs.rm(root, { recursive: true, force: true });
+  root = undefined;
+});
+
+/**
+ * Runs crash-child until it acknowledged `acks` operations, then kill -9s it.
+ * Resolves with the acknowledged operations: file written -> commit.
+ */
+async function runAndKill(gitdir: string, remoteUrl: string, run: string, acks: number): Promise<Map<string, string>> {
+  const child = spawn(process.execPath, ["--import", "tsx", CHILD, gitdir, remoteUrl, run], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const acked = new Map<string, string>();
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  let buffered = "";
+  const exited = new Promise<void>((resolve, reject) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const lines = buffered.split("\n");
+      buffered = lines.pop() ?? "";
+      for (const line of lines) {
+        const [, n, commit] = line.split(" ");
+        acked.set(`crash/${run}-${n}.txt`, commit ?? "");
+      }
+      if (acked.size >= acks) child.kill("SIGKILL");
+    });
+    child.on("exit", (code, signal) => {
+      if (signal === "SIGKILL") resolve();
+      else reject(new Error(`crash-child exited with ${String(code)} before it was killed: ${stderr}`));
+    });
+  });
+  await exited;
+  return acked;
+}
+
+describe("git writer crash safety", () => {
+  it("after kill -9 at any point, a new writer on the same gitdir keeps every acknowledged commit and goes on", async () => {
+    root = await createTempDir("gitwriter-crash-");
+    const bare = await createBareRemote(root, "remote.git", { "README.md": "seed\n" });
+    const gitdir = path.join(root, "work.git");
+
+    // Kill twice, at different moments, the second time on top of what the first left behind.
+    const acked = new Map([...(await runAndKill(gitdir, bare, "a", 12)), ...(await runAndKill(gitdir, bare, "b", 25))]);
+
+    const writer = createGitWriter({ gitdir, remoteUrl: bare, branch: "main", author: { name: "a", email: "a@example.com" }, logger });
+    await writer.start();
+    const remoteTip = await revParse(bare, "main");
+    expect(writer.snapshot().commit).toBe(remoteTip);
+    expect(await revParse(gitdir, "refs/heads/main")).toBe(remoteTip);
+    const history = new Set((await gitLog(bare)).map((c) => c.oid));
+    expect(acked.size).toBeGreaterThanOrEqual(37);
+    for (const [file, commit] of acked) {
+      expect(history.has(commit)).toBe(true);
+      expect(await readRemoteFile(bare, "main", file)).not.toBeNull();
+    }
+    const after = await writer.submit(async (draft) => {
+      draft.write("after-crash.txt", "ok\n");
+      return { commit: { subject: "after the crash", trailers: {} }, result: null };
+    });
+    expect((await gitLog(bare))[0]!.oid).toBe(after.commit);
+    await writer.close();
+    await fsck(bare);
+    await fsck(gitdir);
+  });
+});

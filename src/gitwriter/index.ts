@@ -1,0 +1,106 @@
+/**
+ * The git writer: the only store of gitops-broker. Operations edit drafts over the branch tip;
+ * their commits are built from objects (isomorphic-git, no working tree, no index) in a local
+ * bare repository and pushed with the git CLI. See writer.ts for the queue and retry rules.
+ */
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { ObjectStore } from "./object-store.js";
+import { Remote } from "./remote.js";
+import type { GitAuthor, GitWriter } from "./types.js";
+import { Writer, type GitWriterLogger } from "./writer.js";
+
+export type {
+  CommitSpec,
+  Draft,
+  GitAuthor,
+  GitWriter,
+  Operation,
+  OperationOutcome,
+  SubmitResult,
+  TreeReader,
+} from "./types.js";
+export type { GitWriterLogger } from "./writer.js";
+
+export interface GitWriterOptions {
+  /** Local bare repository the writer owns (created if missing). One writer per gitdir. */
+  gitdir: string;
+  /** Anything the git CLI accepts: http(s)://, ssh, a file path. */
+  remoteUrl: string;
+  /** Branch to write, e.g. "main". */
+  branch: string;
+  /** Author and committer of every commit. */
+  author: GitAuthor;
+  logger: GitWriterLogger;
+  /** Commit timestamps (default: the wall clock). */
+  now?: () => Date;
+  /** Backoff waits (default: setTimeout). */
+  delay?: (ms: number) => Promise<void>;
+  /** How long a queued operation waits for an unreachable remote before it is rejected (default 30000). */
+  remoteTimeoutMs?: number;
+  /** Rejected (non-fast-forward) pushes of one batch before its operations are rejected (default 10). */
+  maxPushAttempts?: number;
+  /** Extra environment for the git CLI (GIT_SSH_COMMAND, GIT_ASKPASS, GIT_CONFIG_COUNT/KEY/VALUE ...). */
+  gitEnv?: Record<string, string>;
+}
+
+/**
+ * A git command (fetch, push) that prints nothing for this long is killed and counts as
+ * unreachable. Never below 10 s, so a small remoteTimeoutMs cannot cut a healthy push short.
+ */
+const MIN_COMMAND_TIMEOUT_MS = 10_000;
+
+export function createGitWriter(options: GitWriterOptions): GitWriter {
+  const problems = validate(options);
+  if (problems.length > 0) throw new TypeError(`invalid git writer options: ${problems.join("; ")}`);
+  const gitdir = path.resolve(options.gitdir);
+  const remoteTimeoutMs = options.remoteTimeoutMs ?? 30_000;
+  return new Writer({
+    store: new ObjectStore(gitdir),
+    remote: new Remote({
+      gitdir,
+      url: options.remoteUrl,
+      branch: options.branch,
+      env: options.gitEnv,
+      timeoutMs: Math.max(remoteTimeoutMs, MIN_COMMAND_TIMEOUT_MS),
+    }),
+    branch: options.branch,
+    author: { name: options.author.name, email: options.author.email },
+    logger: options.logger,
+    now: options.now ?? (() => new Date()),
+    delay: options.delay ?? ((ms) => sleep(ms)),
+    remoteTimeoutMs,
+    maxPushAttempts: options.maxPushAttempts ?? 10,
+  });
+}
+
+function validate(options: GitWriterOptions): string[] {
+  const problems: string[] = [];
+  if (typeof options.gitdir !== "string" || options.gitdir === "") problems.push("gitdir is missing");
+  if (typeof options.remoteUrl !== "string" || options.remoteUrl === "") problems.push("remoteUrl is missing");
+  else if (options.remoteUrl.startsWith("-")) problems.push("remoteUrl must not start with '-'");
+  if (typeof options.branch !== "string" || !isBranchName(options.branch)) {
+    problems.push(`branch ${JSON.stringify(options.branch)} is not a valid branch name`);
+  }
+  for (const field of ["name", "email"] as const) {
+    const value: unknown = options.author?.[field];
+    if (typeof value !== "string" || value.trim() === "" || /[<>\n]/.test(value)) {
+      problems.push(`author.${field} must be a non-empty string without '<', '>' or newlines`);
+    }
+  }
+  if (options.remoteTimeoutMs !== undefined && !(options.remoteTimeoutMs >= 0)) {
+    problems.push("remoteTimeoutMs must be >= 0");
+  }
+  const attempts = options.maxPushAttempts;
+  if (attempts !== undefined && !(Number.isInteger(attempts) && attempts >= 1)) {
+    problems.push("maxPushAttempts must be an integer >= 1");
+  }
+  return problems;
+}
+
+/** The rules of `git check-ref-format --branch`, minus the rare ones no config should need. */
+function isBranchName(name: string): boolean {
+  if (name === "" || name === "@" || name.startsWith("-") || name.endsWith("/") || name.endsWith(".")) return false;
+  if (name.includes("..") || name.includes("@{") || /[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;
+  return name.split("/").every((part) => part !== "" && !part.startsWith(".") && !part.endsWith(".lock"));
+}

@@ -1,0 +1,167 @@
+import { promises as fsp } from "node:fs";
+import path from "node:path";
+import { GitPluginError, simpleGit, type SimpleGit } from "simple-git";
+import { GitRemoteError } from "../errors/index.js";
+
+export interface RemoteOptions {
+  gitdir: string;
+  url: string;
+  branch: string;
+  /** Extra environment for git (GIT_SSH_COMMAND, GIT_ASKPASS, GIT_CONFIG_COUNT/KEY/VALUE ...). */
+  env: Record<string, string> | undefined;
+  /** A git command that prints nothing for this long is killed (the remote counts as unreachable). */
+  timeoutMs: number;
+}
+
+/**
+ * The git CLI (through simple-git) for everything that talks to the remote, so every transport
+ * and credential mechanism git supports works. Failures become GitRemoteError.
+ */
+export class Remote {
+  private readonly options: RemoteOptions;
+  private git: SimpleGit | undefined;
+
+  constructor(options: RemoteOptions) {
+    this.options = options;
+  }
+
+  /** Creates the bare repository if it is missing and points `origin` at the remote URL. */
+  async init(): Promise<void> {
+    const { gitdir, url, branch } = this.options;
+    await fsp.mkdir(gitdir, { recursive: true });
+    const git = this.client();
+    if (!(await exists(path.join(gitdir, "HEAD")))) {
+      await git.raw(["init", "--bare", `--initial-branch=${branch}`]);
+    }
+    await git.raw(["config", "remote.origin.url", url]);
+    // A fetch killed with the process leaves its lock behind, and git would refuse every later
+    // fetch. The writer owns this repository, so no live git holds it.
+    await fsp.rm(path.join(gitdir, "refs", "remotes", "origin", `${branch}.lock`), { force: true });
+  }
+
+  /**
+   * Fetches the branch into `refs/remotes/origin/<branch>`. Resolves false when the remote has
+   * no such branch (an empty repository): the first push will create it.
+   */
+  async fetch(): Promise<boolean> {
+    const { branch } = this.options;
+    try {
+      // --verbose: simple-git waits 50 ms longer for a command that printed nothing.
+      // --progress: keeps output flowing during a long transfer, so only a stall hits the timeout.
+      await this.client().raw([
+        "fetch",
+        "--verbose",
+        "--progress",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "origin",
+        `+refs/heads/${branch}:refs/remotes/origin/${branch}`,
+      ]);
+      return true;
+    } catch (error) {
+      const output = outputOf(error, this.options.timeoutMs);
+      if (/couldn't find remote ref/.test(output)) return false;
+      throw new GitRemoteError("unreachable", summarize(output), { cause: error });
+    }
+  }
+
+  /** Pushes `commit` to the branch (fast-forward only). */
+  async push(commit: string): Promise<void> {
+    try {
+      // No --progress: the server would mix its progress into the `remote:` lines of a refusal.
+      const refspec = `${commit}:refs/heads/${this.options.branch}`;
+      await this.client().raw(["push", "--porcelain", "--no-verify", "origin", refspec]);
+    } catch (error) {
+      throw classifyPushFailure(outputOf(error, this.options.timeoutMs), error);
+    }
+  }
+
+  private client(): SimpleGit {
+    const { gitdir, env, timeoutMs } = this.options;
+    this.git ??= simpleGit({
+      baseDir: gitdir,
+      timeout: { block: timeoutMs },
+      // A failure is any non-zero exit; the message keeps stdout too (push --porcelain reports there).
+      errors: (error, result) =>
+        error ??
+        (result.exitCode === 0
+          ? undefined
+          : Buffer.concat([...result.stdOut, ...result.stdErr, Buffer.from(`\ngit exited with code ${result.exitCode}`)])),
+      // The environment is the operator's (process env, gitEnv option), not user input.
+      unsafe: {
+        allowUnsafeSshCommand: true,
+        allowUnsafeAskPass: true,
+        allowUnsafeConfigEnvCount: true,
+        allowUnsafeConfigPaths: true,
+        allowUnsafeEditor: true,
+        allowUnsafePager: true,
+        allowUnsafeGitProxy: true,
+        allowUnsafeTemplateDir: true,
+        allowUnsafeDiffExternal: true,
+      },
+    }).env({
+      ...stringEnv(process.env),
+      ...env,
+      GIT_DIR: gitdir,
+      // Never wait for a password on a terminal; English messages, which classifyPushFailure reads.
+      GIT_TERMINAL_PROMPT: "0",
+      LC_ALL: "C",
+    });
+    return this.git;
+  }
+}
+
+/**
+ * Reads `git push --porcelain` output: `[rejected]` is a non-fast-forward (someone else pushed),
+ * `[remote rejected]` a refusal by the server (a hook, or a lost race for the ref lock, which is a
+ * rejection like any other); no status line means git never got an answer.
+ */
+function classifyPushFailure(output: string, cause: unknown): GitRemoteError {
+  const status = /^!\t[^\t]*\t\[(rejected|remote rejected)\] \((.*)\)\s*$/m.exec(output);
+  if (status === null) return new GitRemoteError("unreachable", summarize(output), { cause });
+  const [, verdict = "", reason = ""] = status;
+  if (verdict === "rejected") return new GitRemoteError("rejected", reason, { cause });
+  const remoteLines = output
+    .split("\n")
+    .filter((line) => line.startsWith("remote: "))
+    .map((line) => redact(line.slice("remote: ".length).replace(/\x1b\[K/g, "").trimEnd()))
+    .filter((line) => line !== "");
+  const said = remoteLines.length > 0 ? remoteLines.join("\n") : reason;
+  const lostRace = /lock|failed to update ref|incorrect old value/i.test(reason);
+  return new GitRemoteError(lostRace ? "rejected" : "hook", said, { cause });
+}
+
+/** The `fatal:` lines of git's output (all of it when there are none), credentials removed. */
+function summarize(output: string): string {
+  const fatal = output
+    .split("\n")
+    .filter((line) => line.startsWith("fatal: "))
+    .map((line) => line.slice("fatal: ".length));
+  return redact(fatal.length > 0 ? fatal.join("\n") : output.trim());
+}
+
+/** Hides `user:password@` in URLs git echoes back. */
+function redact(text: string): string {
+  return text.replace(/\/\/[^/@\s]+@/g, "//***@");
+}
+
+function outputOf(error: unknown, timeoutMs: number): string {
+  if (error instanceof GitPluginError && error.plugin === "timeout") {
+    return `no answer from the remote within ${timeoutMs} ms`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await fsp.access(file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
+}

@@ -1,0 +1,232 @@
+import fs from "node:fs/promises";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createBareRemote, createTempDir, fsck, git, revParse } from "../../test/support/git-fixtures.js";
+import { formatCommitMessage } from "./commit-message.js";
+import { ObjectStore, type Tip } from "./object-store.js";
+import { DraftTree, TreeView } from "./tree-view.js";
+
+const BASE_FILES = {
+  "README.md": "readme\n",
+  "a/b/c.yaml": "c\n",
+  "a/b/d.yaml": "d\n",
+  "a/e.yaml": "e\n",
+  "f": "a file\n",
+  "instances/00/01/one/instance.yaml": "one\n",
+  "instances/00/02/two/instance.yaml": "two\n",
+};
+
+let root: string;
+let bare: string;
+let store: ObjectStore;
+let base: Tip;
+
+beforeEach(async () => {
+  root = await createTempDir("tree-view-test-");
+  bare = await createBareRemote(root, "base.git", BASE_FILES);
+  store = new ObjectStore(bare);
+  const commit = (await revParse(bare, "main"))!;
+  base = { commit, tree: await store.commitTree(commit) };
+});
+
+afterEach(async () => {
+  await fs.rm(root, { recursive: true, force: true });
+});
+
+/** `git ls-tree -r` of a tree: path -> blob content. */
+async function filesOf(tree: string): Promise<Record<string, string>> {
+  const out = await git(["ls-tree", "-r", "--format=%(objectname) %(path)", tree], bare);
+  const files: Record<string, string> = {};
+  for (const line of out.split("\n").filter(Boolean)) {
+    const [oid, file] = line.split(" ");
+    files[file!] = await git(["cat-file", "blob", oid!], bare);
+  }
+  return files;
+}
+
+async function subtreeOid(tree: string, dir: string): Promise<string | null> {
+  return revParse(bare, `${tree}:${dir}`);
+}
+
+describe("TreeView", () => {
+  it("reads files, oids and sorted listings of a commit", async () => {
+    const view = new TreeView(store, base);
+
+    expect(view.commit).toBe(base.commit);
+    expect(await view.readText("a/b/c.yaml")).toBe("c\n");
+    expect(await view.oid("a/b/c.yaml")).toBe(await revParse(bare, "main:a/b/c.yaml"));
+    expect(await view.list("")).toEqual([
+      { name: "README.md", type: "blob" },
+      { name: "a", type: "tree" },
+      { name: "f", type: "blob" },
+      { name: "instances", type: "tree" },
+    ]);
+    expect(await view.list("a")).toEqual([
+      { name: "b", type: "tree" },
+      { name: "e.yaml", type: "blob" },
+    ]);
+    expect(await view.readFile("a")).toBeNull();
+    expect(await view.readFile("missing")).toBeNull();
+    expect(await view.readFile("f/below-a-file")).toBeNull();
+    expect(await view.list("f")).toBeNull();
+    expect(await view.list("missing")).toBeNull();
+    expect(await view.oid("a")).toBeNull();
+  });
+
+  it("refuses invalid paths", async () => {
+    const view = new TreeView(store, base);
+    for (const bad of ["", "/a", "a//b", "a/", "../x", "a/../b", "./a", "a/.git/config", ".GIT", "a\0b"]) {
+      await expect(view.readFile(bad), bad).rejects.toBeInstanceOf(TypeError);
+    }
+    await expect(view.list("/")).rejects.toBeInstanceOf(TypeError);
+    expect(await view.list("")).not.toBeNull();
+  });
+});
+
+describe("DraftTree", () => {
+  it("shows its edits to its own reads and builds the tree git would", async () => {
+    const draft = new DraftTree(store, base);
+    draft.write("a/b/c.yaml", "changed\n");
+    draft.write("new/dir/file.txt", new TextEncoder().encode("bytes\n"));
+    draft.remove("a/e.yaml");
+
+    expect(await draft.readText("a/b/c.yaml")).toBe("changed\n");
+    expect(await draft.readText("new/dir/file.txt")).toBe("bytes\n");
+    expect(await draft.readFile("a/e.yaml")).toBeNull();
+    expect(await draft.list("a")).toEqual([{ name: "b", type: "tree" }]);
+    expect(await draft.list("")).toContainEqual({ name: "new", type: "tree" });
+    expect(draft.changed).toBe(true);
+
+    const tree = await draft.writeTree();
+    expect(await filesOf(tree)).toEqual({
+      ...BASE_FILES,
+      "a/b/c.yaml": "changed\n",
+      "a/e.yaml": undefined,
+      "new/dir/file.txt": "bytes\n",
+    });
+    expect(await draft.oid("a/b/c.yaml")).toBe(await revParse(bare, `${tree}:a/b/c.yaml`));
+    await fsck(bare);
+  });
+
+  it("rewrites only the trees on edited paths", async () => {
+    const draft = new DraftTree(store, base);
+    draft.write("instances/00/01/one/instance.yaml", "one v2\n");
+
+    const tree = await draft.writeTree();
+
+    expect(await subtreeOid(tree, "a")).toBe(await subtreeOid(base.tree!, "a"));
+    expect(await subtreeOid(tree, "instances/00/02")).toBe(await subtreeOid(base.tree!, "instances/00/02"));
+    expect(await subtreeOid(tree, "instances/00/01")).not.toBe(await subtreeOid(base.tree!, "instances/00/01"));
+  });
+
+  it("replaces a file by a directory when writing below it, and a directory by a file", async () => {
+    const draft = new DraftTree(store, base);
+    draft.write("f/inner.txt", "inner\n");
+    draft.write("a/b", "b is a file now\n");
+
+    expect(await draft.list("f")).toEqual([{ name: "inner.txt", type: "blob" }]);
+    expect(await draft.readText("a/b")).toBe("b is a file now\n");
+    expect(await draft.readFile("a/b/c.yaml")).toBeNull();
+    expect(await draft.list("a/b")).toBeNull();
+
+    const files = await filesOf(await draft.writeTree());
+    expect(files["f/inner.txt"]).toBe("inner\n");
+    expect(files["a/b"]).toBe("b is a file now\n");
+    expect(Object.keys(files).filter((f) => f === "f" || f.startsWith("a/b/"))).toEqual([]);
+    await fsck(bare);
+  });
+
+  it("applies edits in order: later writes and removals win", async () => {
+    const draft = new DraftTree(store, base);
+    draft.write("x/y", "1");
+    draft.write("x", "x is a file");
+    draft.write("x/z", "x is a dir again");
+    draft.remove("a");
+    draft.write("a/new.txt", "only this");
+
+    expect(await draft.list("x")).toEqual([{ name: "z", type: "blob" }]);
+    expect(await draft.list("a")).toEqual([{ name: "new.txt", type: "blob" }]);
+    const files = await filesOf(await draft.writeTree());
+    expect(Object.keys(files).filter((f) => f.startsWith("x") || f.startsWith("a/"))).toEqual(["a/new.txt", "x/z"]);
+  });
+
+  it("removes whole subtrees; a directory left empty disappears", async () => {
+    const draft = new DraftTree(store, base);
+    draft.remove("a/b");
+    draft.remove("instances/00/01/one/instance.yaml");
+
+    expect(await draft.readFile("a/b/c.yaml")).toBeNull();
+    expect(await draft.list("instances/00/01")).toBeNull();
+    expect(await draft.list("instances/00")).toEqual([{ name: "02", type: "tree" }]);
+
+    const tree = await draft.writeTree();
+    expect(await subtreeOid(tree, "instances/00/01")).toBeNull();
+    expect(await subtreeOid(tree, "a/b")).toBeNull();
+    await fsck(bare);
+  });
+
+  it("treats removing a missing path, or a path below a file, as no change", async () => {
+    const draft = new DraftTree(store, base);
+    await draft.list("");
+    draft.remove("missing/deep/path");
+    draft.remove("f/below");
+
+    expect(await draft.readText("f")).toBe("a file\n");
+    expect(draft.changed).toBe(false);
+    expect(await draft.writeTree()).toBe(base.tree);
+  });
+
+  it("knows that writing identical content or undoing an edit changes nothing", async () => {
+    const draft = new DraftTree(store, base);
+    expect(await draft.readText("a/b/c.yaml")).toBe("c\n");
+    draft.write("a/b/c.yaml", "c\n");
+    draft.write("a/tmp/x", "1");
+    draft.remove("a/tmp");
+
+    expect(draft.changed).toBe(false);
+    expect(await draft.writeTree()).toBe(base.tree);
+  });
+
+  it("keeps the executable bit of an overwritten file", async () => {
+    const blob = await store.writeBlob(new TextEncoder().encode("#!/bin/sh\n"));
+    const tree = await store.writeTree(new Map([["run.sh", { mode: "100755", oid: blob, type: "blob" as const }]]));
+    const draft = new DraftTree(store, { commit: null, tree });
+    draft.write("run.sh", "#!/bin/sh\necho hi\n");
+
+    const out = await git(["ls-tree", await draft.writeTree()], bare);
+    expect(out).toMatch(/^100755 blob [0-9a-f]{40}\trun\.sh$/m);
+  });
+
+  it("works on an empty repository", async () => {
+    const draft = new DraftTree(store, { commit: null, tree: null });
+    expect(await draft.list("")).toEqual([]);
+    draft.remove("nothing");
+    expect(draft.changed).toBe(false);
+    draft.write("first.txt", "1");
+    expect(draft.changed).toBe(true);
+    expect(await filesOf(await draft.writeTree())).toEqual({ "first.txt": "1" });
+  });
+
+  it("refuses edits after it was sealed and edits of invalid paths", () => {
+    const draft = new DraftTree(store, base);
+    expect(() => draft.write("a/../b", "x")).toThrow(TypeError);
+    expect(() => draft.remove("/abs")).toThrow(TypeError);
+    draft.seal();
+    expect(() => draft.write("late.txt", "x")).toThrow(/closed/);
+  });
+});
+
+describe("formatCommitMessage", () => {
+  it("writes subject, body and trailers separated by blank lines", () => {
+    expect(formatCommitMessage({ subject: "s", body: "b1\n\nb2", trailers: { "Instance-Id": "i", X: "y" } })).toBe(
+      "s\n\nb1\n\nb2\n\nInstance-Id: i\nX: y\n",
+    );
+    expect(formatCommitMessage({ subject: "only", trailers: {} })).toBe("only\n");
+  });
+
+  it("refuses a multi-line subject and malformed trailers", () => {
+    expect(() => formatCommitMessage({ subject: "a\nb", trailers: {} })).toThrow(TypeError);
+    expect(() => formatCommitMessage({ subject: " ", trailers: {} })).toThrow(TypeError);
+    expect(() => formatCommitMessage({ subject: "s", trailers: { "Bad Key": "v" } })).toThrow(TypeError);
+    expect(() => formatCommitMessage({ subject: "s", trailers: { Key: "two\nlines" } })).toThrow(TypeError);
+  });
+});

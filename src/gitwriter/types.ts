@@ -1,0 +1,81 @@
+/**
+ * Contract of the git writer. It stores what it is given: it knows nothing of HTTP, OSB,
+ * records or manifests. Paths are repo-relative, `/`-separated, never starting with `/`.
+ */
+
+/** Read access to one tree (a commit's, plus pending changes for a Draft). */
+export interface TreeReader {
+  /** Commit this reader is based on (null for an empty repository). */
+  readonly commit: string | null;
+  /** File content, or null when the path is not a file. */
+  readFile(path: string): Promise<Uint8Array | null>;
+  /** UTF-8 file content, or null. */
+  readText(path: string): Promise<string | null>;
+  /** Entry names (files and directories) directly below `dir` ("" = root), sorted; null when not a directory. */
+  list(dir: string): Promise<{ name: string; type: "blob" | "tree" }[] | null>;
+  /** Blob oid of a file, or null. Cheap: used for optimistic checks and parse caches. */
+  oid(path: string): Promise<string | null>;
+}
+
+/** A TreeReader with pending edits. Edits are visible to its own reads. */
+export interface Draft extends TreeReader {
+  write(path: string, content: string | Uint8Array): void;
+  /** Remove a file, or a whole directory subtree. Removing a missing path is a no-op. */
+  remove(path: string): void;
+  /** True when at least one edit changes the tree. */
+  readonly changed: boolean;
+}
+
+export interface CommitSpec {
+  /** Subject line. */
+  subject: string;
+  /** Optional body paragraphs. */
+  body?: string;
+  /** Git trailers, written in insertion order as `Key: value` after a blank line. */
+  trailers: Record<string, string>;
+}
+
+export interface OperationOutcome<R> {
+  /** null: nothing to commit (the draft must be unchanged). */
+  commit: CommitSpec | null;
+  result: R;
+}
+
+/**
+ * An operation decides against the draft (base = current tip plus earlier operations of the same
+ * push batch) and edits it. It may be called more than once: after a rejected push it is re-run on
+ * the new remote tip, so it must be a pure function of the draft. Throwing rejects this operation
+ * only (its edits are dropped); other operations in the batch are unaffected.
+ */
+export type Operation<R> = (draft: Draft) => Promise<OperationOutcome<R>>;
+
+export interface SubmitResult<R> {
+  result: R;
+  /** The commit that carries this operation, or null when it changed nothing. */
+  commit: string | null;
+}
+
+export interface GitWriter {
+  /** Clone/fetch the remote into the local bare repository and load the tip. */
+  start(): Promise<void>;
+  /**
+   * Queue an operation. Resolves only after the push carrying its commit (or, for a no-change
+   * outcome, the push of everything queued before it) was accepted by the remote.
+   */
+  submit<R>(op: Operation<R>): Promise<SubmitResult<R>>;
+  /** Reader for the last tip known to be on the remote. */
+  snapshot(): TreeReader;
+  /** Fetch the remote; when it moved, adopt its tip (after pending pushes). Resolves with the tip. */
+  refresh(): Promise<string | null>;
+  /** Called whenever the known remote tip changes (our push or a fetch). */
+  onTip(listener: (tip: string | null, previous: string | null) => void): () => void;
+  /** True when the last contact with the remote succeeded. */
+  readonly remoteReachable: boolean;
+  /** Stop taking operations, finish queued ones (push them), then resolve. */
+  close(): Promise<void>;
+}
+
+export interface GitAuthor {
+  name: string;
+  email: string;
+}
