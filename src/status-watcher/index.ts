@@ -48,3 +48,6 @@ export function createCommitStatusWatcher(): StatusWatcher {
     },
   };
 }
+
+export { createWatchCache } from "./kube-cache.js";
+export type { WatchCache, WatchCacheEvent, WatchCacheEventType, WatchCacheOptions, WatchCacheState } from "./kube-cache.js";
