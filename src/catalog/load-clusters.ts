@@ -13,6 +13,15 @@ export type KubeconfigRef =
   /** A Secret the broker reads from its own cluster; `namespace` undefined: the broker's namespace. */
   | { secretRef: { name: string; key: string; namespace?: string } };
 
+/** The Argo CD Application or Flux Kustomization that syncs a cluster directory. */
+export interface SyncRef {
+  kind: "argocd" | "flux";
+  name: string;
+  namespace: string;
+  /** Where that object lives, when not on the target cluster. */
+  kubeconfig?: KubeconfigRef;
+}
+
 /** One cluster of the registry (registry/clusters/<id>.yaml). */
 export interface ClusterEntry {
   /** metadata.name: a DNS-1123 label, also the file name and the clusters/<id>/ directory. */
@@ -23,8 +32,12 @@ export interface ClusterEntry {
   schedulable: boolean;
   /** metadata.labels with spec.labels merged over them, for cluster selection. */
   labels: Record<string, string>;
-  capacity?: { maxInstances?: number };
+  capacity?: { maxInstances?: number; resources?: Record<string, string | number> };
   kubeconfig?: KubeconfigRef;
+  /** Status mode for instances on this cluster; undefined: the broker's default. */
+  statusMode?: "commit" | "live";
+  /** The Argo CD Application / Flux Kustomization syncing clusters/<id>/, read in live mode. */
+  sync?: SyncRef;
   /** Repo-relative file it was loaded from. */
   file: string;
   /** The document as written. */
@@ -94,8 +107,10 @@ interface ClusterDoc {
     namespace?: string;
     schedulable?: boolean;
     labels?: Record<string, string>;
-    capacity?: { maxInstances?: number };
-    kubeconfig?: { path?: string; secretRef?: { name: string; key?: string; namespace?: string } };
+    capacity?: { maxInstances?: number; resources?: Record<string, string | number> };
+    kubeconfig?: KubeconfigDoc;
+    status?: { mode?: "commit" | "live" };
+    sync?: { kind: "argocd" | "flux"; name: string; namespace?: string; kubeconfig?: KubeconfigDoc };
     secretRef?: string;
   };
 }
@@ -111,10 +126,25 @@ function fromCluster(doc: YamlDocument, file: string): ClusterEntry {
     raw: doc.value as Record<string, unknown>,
   };
   if (spec.capacity) entry.capacity = { ...spec.capacity };
-  const k = spec.kubeconfig;
-  if (k?.path !== undefined) entry.kubeconfig = { path: k.path };
-  else if (k?.secretRef) entry.kubeconfig = { secretRef: { key: "kubeconfig", ...k.secretRef } };
+  const kubeconfig = kubeconfigRef(spec.kubeconfig);
+  if (kubeconfig) entry.kubeconfig = kubeconfig;
+  if (spec.status?.mode) entry.statusMode = spec.status.mode;
+  if (spec.sync) {
+    const { kind, name, namespace } = spec.sync;
+    const sync: SyncRef = { kind, name, namespace: namespace ?? (kind === "argocd" ? "argocd" : "flux-system") };
+    const syncKubeconfig = kubeconfigRef(spec.sync.kubeconfig);
+    if (syncKubeconfig) sync.kubeconfig = syncKubeconfig;
+    entry.sync = sync;
+  }
   return entry;
+}
+
+type KubeconfigDoc = { path?: string; secretRef?: { name: string; key?: string; namespace?: string } };
+
+function kubeconfigRef(k: KubeconfigDoc | undefined): KubeconfigRef | undefined {
+  if (k?.path !== undefined) return { path: k.path };
+  if (k?.secretRef) return { secretRef: { key: "kubeconfig", ...k.secretRef } };
+  return undefined;
 }
 
 /** Service Fabrik: the kubeconfig is key `kubeconfig` of Secret spec.secretRef in the SFCluster's namespace. */

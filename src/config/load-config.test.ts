@@ -147,7 +147,7 @@ describe("loadConfig errors", () => {
         "log:",
         "  level: verbose",
         "status:",
-        "  mode: live",
+        "  mode: watch",
       ].join("\n"),
     );
     const problems = await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "broker.yaml"] }));
@@ -159,7 +159,7 @@ describe("loadConfig errors", () => {
       { file: "broker.yaml", path: "git.author.name", message: "must be string" },
       { file: "broker.yaml", path: "git.pushTimeoutSeconds", message: "must be > 0" },
       { file: "broker.yaml", path: "log.level", message: "must be one of fatal, error, warn, info, debug, trace" },
-      { file: "broker.yaml", path: "status.mode", message: "must be one of commit" },
+      { file: "broker.yaml", path: "status.mode", message: "must be one of commit, live" },
     ]);
   });
 

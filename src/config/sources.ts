@@ -116,6 +116,8 @@ const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
   GITOPS_BROKER_GIT_TOKEN_FILE: { key: ["git", "tokenFile"], kind: "path" },
   GITOPS_BROKER_USERNAME: { key: ["auth", "username"], kind: "string" },
   GITOPS_BROKER_LOG_LEVEL: { key: ["log", "level"], kind: "string" },
+  GITOPS_BROKER_STATUS_MODE: { key: ["status", "mode"], kind: "string" },
+  GITOPS_BROKER_SCHEDULER: { key: ["scheduler", "type"], kind: "string" },
 };
 
 /** Numbers are converted when they look like one; anything else goes through as a string so the schema reports it. */

@@ -47,6 +47,6 @@ export interface Config {
   auth: AuthConfig;
   tls: TlsConfig | null;
   log: { level: LogLevel };
-  status: { mode: "commit" };
-  scheduler: { type: "single" };
+  status: { mode: "commit" | "live" };
+  scheduler: { type: "single" | "round-robin" | "least-utilized" | "label-selector" };
 }

@@ -18,6 +18,7 @@ export type {
   Operation,
   OperationOutcome,
   SubmitResult,
+  TreeEntryInfo,
   TreeReader,
 } from "./types.js";
 export type { GitWriterLogger } from "./writer.js";

@@ -78,6 +78,16 @@ export class ObjectStore {
     return blob;
   }
 
+  /** The root tree of `commit`, or null when the commit is not in this repository. */
+  async commitTreeIfPresent(commit: string): Promise<string | null> {
+    try {
+      return await this.commitTree(commit);
+    } catch (error) {
+      if (error instanceof Errors.NotFoundError) return null;
+      throw error;
+    }
+  }
+
   async commitTree(commit: string): Promise<string> {
     const { commit: parsed } = await this.read((cache) =>
       readCommit({ fs: this.fs, gitdir: this.gitdir, oid: commit, cache }),

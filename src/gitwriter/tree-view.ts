@@ -1,6 +1,6 @@
 import { blobOid, EMPTY_TREE_OID, type ObjectStore, type Tip, type Tree, type TreeEntry } from "./object-store.js";
 import { parseDirPath, parsePath } from "./paths.js";
-import type { Draft, TreeReader } from "./types.js";
+import type { Draft, TreeEntryInfo, TreeReader } from "./types.js";
 
 /*
  * A Draft keeps its edits as an overlay over the base tree: a sparse tree of nodes on the edited
@@ -73,16 +73,21 @@ export class TreeView implements TreeReader {
     return found?.type === "blob" ? found.oid : null;
   }
 
-  async list(dir: string): Promise<{ name: string; type: "blob" | "tree" }[] | null> {
+  async list(dir: string): Promise<TreeEntryInfo[] | null> {
     const segments = parseDirPath(dir);
     const found = await this.resolve(segments);
     if (found?.type !== "tree") return null;
     const names = await this.entryNames(found.view);
-    const entries: { name: string; type: "blob" | "tree" }[] = [];
+    const entries: TreeEntryInfo[] = [];
     for (const name of names) {
       const child = await this.child(found.view, name);
-      if (child?.type === "blob") entries.push({ name, type: "blob" });
-      else if (child?.type === "tree" && (await this.hasEntries(child.view))) entries.push({ name, type: "tree" });
+      if (child?.type === "blob") entries.push({ name, type: "blob", oid: child.oid });
+      else if (child?.type === "tree" && (await this.hasEntries(child.view))) {
+        // A tree untouched by the draft keeps its oid; an edited one has none until written.
+        entries.push(child.view.overlay === undefined && child.view.base !== undefined
+          ? { name, type: "tree", oid: child.view.base }
+          : { name, type: "tree" });
+      }
     }
     // Git has no empty directories: one whose entries were all removed is gone (the root excepted).
     if (entries.length === 0 && segments.length > 0) return null;

@@ -11,10 +11,20 @@ export interface TreeReader {
   readFile(path: string): Promise<Uint8Array | null>;
   /** UTF-8 file content, or null. */
   readText(path: string): Promise<string | null>;
-  /** Entry names (files and directories) directly below `dir` ("" = root), sorted; null when not a directory. */
-  list(dir: string): Promise<{ name: string; type: "blob" | "tree" }[] | null>;
+  /** Entries (files and directories) directly below `dir` ("" = root), sorted by name; null when not a directory. */
+  list(dir: string): Promise<TreeEntryInfo[] | null>;
   /** Blob oid of a file, or null. Cheap: used for optimistic checks and parse caches. */
   oid(path: string): Promise<string | null>;
+}
+
+export interface TreeEntryInfo {
+  name: string;
+  type: "blob" | "tree";
+  /**
+   * Object id: always set for files; set for directories unchanged from the base commit (a
+   * directory edited in a draft has none until it is written). Lets readers memoize per subtree.
+   */
+  oid?: string;
 }
 
 /** A TreeReader with pending edits. Edits are visible to its own reads. */
@@ -65,6 +75,8 @@ export interface GitWriter {
   submit<R>(op: Operation<R>): Promise<SubmitResult<R>>;
   /** Reader for the last tip known to be on the remote. */
   snapshot(): TreeReader;
+  /** Reader for any commit present in the local repository (e.g. an applied revision); null when absent. */
+  readerAt(commit: string): Promise<TreeReader | null>;
   /** Fetch the remote; when it moved, adopt its tip (after pending pushes). Resolves with the tip. */
   refresh(): Promise<string | null>;
   /** Called whenever the known remote tip changes (our push or a fetch). */

@@ -134,6 +134,12 @@ export class Writer implements GitWriter {
     return new TreeView(this.deps.store, this.remoteTip);
   }
 
+  async readerAt(commit: string): Promise<TreeReader | null> {
+    if (!/^[0-9a-f]{40}$/.test(commit)) return null;
+    const tree = await this.deps.store.commitTreeIfPresent(commit);
+    return tree === null ? null : new TreeView(this.deps.store, { commit, tree });
+  }
+
   refresh(): Promise<string | null> {
     if (this.state !== "open" && this.state !== "closing") return Promise.reject(this.notOpenError());
     return new Promise<string | null>((resolve, reject) => {

@@ -5,7 +5,7 @@ export interface ClusterCandidate {
   schedulable: boolean;
   labels: Record<string, string>;
   /** `resources`: Kubernetes quantities, e.g. `{ cpu: "16", memory: "64Gi" }`. */
-  capacity?: { maxInstances?: number; resources?: Record<string, string> };
+  capacity?: { maxInstances?: number; resources?: Record<string, string | number> };
 }
 
 /** The repository view a scheduler decides from. */
