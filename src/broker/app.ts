@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from "express";
 import { toOsbCatalog } from "../catalog/index.js";
+import { createInstanceSummaryCache } from "../repo/index.js";
 import {
   BadRequestError,
   GitRemoteError,
@@ -90,6 +91,7 @@ export function createApp(deps: BrokerDeps): express.Express {
       brokerVersion: "gitops-broker",
       ...deps,
     },
+    summaries: deps.summaries ?? createInstanceSummaryCache(),
   };
   const log = deps.logger;
   const app = express();

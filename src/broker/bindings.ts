@@ -20,7 +20,7 @@ import {
   type InstanceRecord,
   type OperationEntry,
 } from "../repo/index.js";
-import { commitSpec, lookupPlan, planBindable, type Ctx, type OsbResponse } from "./context.js";
+import { commitSpec, lookupPlan, submitOp, planBindable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { checkParameters, operationResponse, pickOperation } from "./instances.js";
 import { removeBindingManifests, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
@@ -80,7 +80,7 @@ export async function bind(
 
   const operationId = ctx.deps.newId();
   const at = ctx.deps.now().toISOString();
-  const { result } = await ctx.deps.writer.submit(async (draft: Draft) => {
+  const { result } = await submitOp(ctx, async (draft: Draft) => {
     const instance = liveInstance(await readInstance(draft, instanceId), instanceId);
     if (instance.spec.serviceId !== service.id || instance.spec.planId !== plan.id) {
       throw new BadRequestError(
@@ -161,7 +161,7 @@ export async function unbind(
 ): Promise<OsbResponse> {
   const operationId = ctx.deps.newId();
   const at = ctx.deps.now().toISOString();
-  const { result } = await ctx.deps.writer.submit(async (draft: Draft) => {
+  const { result } = await submitOp(ctx, async (draft: Draft) => {
     const instanceRecord = await readInstance(draft, instanceId);
     const existing = await readBinding(draft, instanceId, bindingId);
     if (!instanceRecord || instanceRecord.status.deleted || !liveBinding(existing)) {

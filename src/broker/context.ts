@@ -1,15 +1,21 @@
 import type { Catalog, ClusterEntry, Plan, Service } from "../catalog/index.js";
 import { BadRequestError } from "../errors/index.js";
-import type { CommitSpec, GitWriter } from "../gitwriter/index.js";
+import type { CommitSpec, GitWriter, Operation, SubmitResult, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { Scheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
+import type { InstanceSummaryCache } from "../repo/index.js";
 import type { OsbRequestInfo } from "./headers.js";
 
 /** The catalog and cluster registry as last loaded from the repository (hot-reloaded). */
 export interface RepoView {
   catalog(): Catalog;
   clusters(): readonly ClusterEntry[];
+  /**
+   * Make catalog() and clusters() reflect this tree (an operation's draft): every operation
+   * decides against the catalog and registry of the commit it builds on.
+   */
+  sync(tree: TreeReader): Promise<void>;
 }
 
 /** Everything the broker depends on, passed in (see createApp). */
@@ -26,6 +32,8 @@ export interface BrokerDeps {
   newId?: () => string;
   /** Reported in commit trailers. */
   brokerVersion?: string;
+  /** Memo of instance summaries (share it with the repo view); created when not given. */
+  summaries?: InstanceSummaryCache;
   /** Extra readiness checks for /readyz (e.g. last catalog load had no problems). */
   readiness?: () => Promise<ReadinessCheck[]>;
 }
@@ -44,7 +52,9 @@ export interface OsbResponse {
 }
 
 export interface Ctx {
-  deps: Required<Omit<BrokerDeps, "readiness">> & Pick<BrokerDeps, "readiness">;
+  deps: Required<Omit<BrokerDeps, "readiness" | "summaries">> & Pick<BrokerDeps, "readiness">;
+  /** Memo of per-subtree instance summaries (scheduling input), shared by all operations. */
+  summaries: InstanceSummaryCache;
 }
 
 export function lookupPlan(catalog: Catalog, serviceId: string, planId: string): { service: Service; plan: Plan } {
@@ -97,4 +107,12 @@ export function commitSpec(
   if (args.osb.requestIdentity) trailers["Request-Identity"] = args.osb.requestIdentity;
   trailers["Broker-Version"] = ctx.deps.brokerVersion;
   return { subject, trailers };
+}
+
+/** Queue an operation; it first brings the catalog and registry in line with its base tree. */
+export function submitOp<R>(ctx: Ctx, op: Operation<R>): Promise<SubmitResult<R>> {
+  return ctx.deps.writer.submit(async (draft) => {
+    await ctx.deps.view.sync(draft);
+    return op(draft);
+  });
 }

@@ -7,7 +7,6 @@ import {
   GoneError,
   MaintenanceInfoConflictError,
   NotFoundError,
-  SchedulingError,
   UnprocessableEntityError,
   formatProblem,
 } from "../errors/index.js";
@@ -25,8 +24,9 @@ import {
   type OperationEntry,
 } from "../repo/index.js";
 import type { OperationStatus } from "../status-watcher/index.js";
-import { commitSpec, lookupPlan, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
+import { commitSpec, lookupPlan, submitOp, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
+import { placeInstance } from "./placement.js";
 import { removeInstanceManifests, writeInstanceManifests } from "./materialize.js";
 import { sameJson, type ProvisionBody, type UpdateBody } from "./request-body.js";
 
@@ -109,14 +109,9 @@ export async function provision(
   const operationId = ctx.deps.newId();
   const at = ctx.deps.now().toISOString();
 
-  const { result } = await ctx.deps.writer.submit(async (draft: Draft) => {
+  const { result } = await submitOp(ctx, async (draft: Draft) => {
     const existing = await readInstance(draft, instanceId);
-    if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, body, plan) };
-
-    const clusters = ctx.deps.view.clusters();
-    const clusterId = ctx.deps.scheduler.schedule({ clusters, instanceId, planId: plan.id, instanceCounts: new Map() });
-    const cluster = clusters.find((c) => c.id === clusterId);
-    if (!cluster) throw new SchedulingError(`scheduler chose cluster ${clusterId}, which is not registered`);
+    if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, body) };
 
     const op: OperationEntry<"provision"> = { id: operationId, action: "provision", at, planId: plan.id };
     if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
@@ -125,12 +120,12 @@ export async function provision(
     const record: InstanceRecord = {
       apiVersion: RECORD_API_VERSION,
       kind: "ServiceInstance",
-      metadata: { name: keyOf(instanceId), namespace: cluster.namespace },
+      metadata: { name: keyOf(instanceId), namespace: "" },
       spec: {
         instanceId,
         serviceId: service.id,
         planId: plan.id,
-        clusterId: cluster.id,
+        clusterId: "",
         organizationGuid: body.organizationGuid,
         spaceGuid: body.spaceGuid,
         ...(body.context ? { context: body.context } : {}),
@@ -140,6 +135,18 @@ export async function provision(
       },
       status: { operations: [op] },
     };
+    const cluster = await placeInstance({
+      tree: draft,
+      cache: ctx.summaries,
+      scheduler: ctx.deps.scheduler,
+      catalog: ctx.deps.view.catalog(),
+      clusters: ctx.deps.view.clusters(),
+      service,
+      plan,
+      instance: record,
+    });
+    record.spec.clusterId = cluster.id;
+    record.metadata.namespace = cluster.namespace;
     // A re-provision of a deprovisioned id starts a new record; its old bindings stay deleted.
     await writeInstanceManifests(draft, { service, plan, instance: record, bindings: [], namespace: cluster.namespace }, "provision");
     writeInstance(draft, record);
@@ -154,7 +161,7 @@ export async function provision(
 }
 
 /** A provision of an id that already exists: 200 / 202 when identical, else 409. */
-function repeatedProvision(ctx: Ctx, existing: InstanceRecord, body: ProvisionBody, plan: Plan): OsbResponse {
+function repeatedProvision(ctx: Ctx, existing: InstanceRecord, body: ProvisionBody): OsbResponse {
   const s = existing.spec;
   const first = existing.status.operations.find((o) => o.action === "provision");
   const identical =
@@ -175,7 +182,6 @@ function repeatedProvision(ctx: Ctx, existing: InstanceRecord, body: ProvisionBo
   if (latest && latest !== first && statusOf(ctx, existing, latest).state === "in progress") {
     throw new ConcurrencyError(`instance ${s.instanceId} has operation ${latest.action} ${latest.id} in progress`);
   }
-  void plan;
   return { status: 200, body: {} };
 }
 
@@ -198,7 +204,7 @@ export async function update(
   const operationId = ctx.deps.newId();
   const at = ctx.deps.now().toISOString();
 
-  const { result } = await ctx.deps.writer.submit(async (draft: Draft) => {
+  const { result } = await submitOp(ctx, async (draft: Draft) => {
     const record = await readInstance(draft, instanceId);
     if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
     if (record.spec.serviceId !== body.serviceId) {
@@ -279,7 +285,7 @@ export async function deprovision(
 ): Promise<OsbResponse> {
   const operationId = ctx.deps.newId();
   const at = ctx.deps.now().toISOString();
-  const { result } = await ctx.deps.writer.submit(async (draft: Draft) => {
+  const { result } = await submitOp(ctx, async (draft: Draft) => {
     const record = await readInstance(draft, instanceId);
     if (!live(record)) throw new GoneError(`instance ${instanceId} does not exist`);
     if (record.spec.serviceId !== ids.serviceId) {

@@ -1,13 +1,21 @@
 import { loadCatalog, loadClusters, type Catalog, type ClusterEntry } from "../catalog/index.js";
 import { formatProblem, type Problem } from "../errors/index.js";
-import type { GitWriter } from "../gitwriter/index.js";
+import type { GitWriter, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
+import {
+  createInstanceSummaryCache,
+  offboardingProblems,
+  summarizeInstances,
+  type InstanceSummaryCache,
+} from "../repo/index.js";
 import type { ReadinessCheck, RepoView } from "./context.js";
 
 /**
  * Catalog and cluster registry, loaded from the last pushed tip and reloaded whenever the tip
  * moves. A load with problems is reported (logs, /readyz) and the last good catalog keeps being
- * served; on the very first load, whatever loaded cleanly is served.
+ * served; on the very first load, whatever loaded cleanly is served. A registry (catalog) that
+ * drops a cluster (plan) that still has live instances counts as a problem (offboarding
+ * protection): the last good one stays.
  */
 export interface LiveRepoView extends RepoView {
   /** Load from the writer's current snapshot. */
@@ -19,44 +27,73 @@ export interface LiveRepoView extends RepoView {
 
 const EMPTY_CATALOG: Catalog = { services: [], serviceById: () => undefined, planById: () => undefined };
 
-export function createRepoView(writer: GitWriter, logger: Logger): LiveRepoView {
+/** Identity of what a view is loaded from: the oids of the catalog/ and registry/ trees. */
+async function sourceKey(tree: TreeReader): Promise<string> {
+  const root = (await tree.list("")) ?? [];
+  const part = (name: string): string => {
+    const entry = root.find((e) => e.name === name);
+    // A directory edited in a draft has no oid yet: never equal to anything loaded.
+    return entry ? (entry.oid ?? `edited-${++editedCounter}`) : "none";
+  };
+  return `${part("catalog")} ${part("registry")}`;
+}
+let editedCounter = 0;
+
+export function createRepoView(
+  writer: GitWriter,
+  logger: Logger,
+  summaries: InstanceSummaryCache = createInstanceSummaryCache(),
+): LiveRepoView {
   let catalog: Catalog = EMPTY_CATALOG;
   let clusters: readonly ClusterEntry[] = [];
   let problems: readonly Problem[] = [];
-  let loadedOnce = false;
+  let loadedKey: string | undefined;
   let chain: Promise<void> = Promise.resolve();
 
-  async function load(): Promise<void> {
-    const tree = writer.snapshot();
-    const [c, r] = await Promise.all([loadCatalog(tree), loadClusters(tree)]);
-    problems = [...c.problems, ...r.problems];
+  async function load(tree: TreeReader, key: string): Promise<void> {
+    const [c, r, summary] = await Promise.all([loadCatalog(tree), loadClusters(tree), summarizeInstances(tree, summaries)]);
+    const stranded = offboardingProblems(summary, {
+      clusterIds: new Set(r.clusters.map((x) => x.id)),
+      planIds: new Set(c.catalog.services.flatMap((s) => s.plans.map((p) => p.id))),
+    });
+    const catalogOk = c.problems.length === 0 && !stranded.some((p) => p.file === "catalog/");
+    const registryOk = r.problems.length === 0 && !stranded.some((p) => p.file !== "catalog/");
+    const first = loadedKey === undefined;
+    problems = [...c.problems, ...r.problems, ...stranded];
     for (const p of problems) logger.error({ file: p.file, path: p.path, commit: tree.commit }, formatProblem(p));
-    if (!loadedOnce || c.problems.length === 0) catalog = c.catalog;
+    if (first || catalogOk) catalog = c.catalog;
     else logger.warn({ commit: tree.commit }, "catalog has problems: keeping the last good catalog");
-    if (!loadedOnce || r.problems.length === 0) clusters = r.clusters;
+    if (first || registryOk) clusters = r.clusters;
     else logger.warn({ commit: tree.commit }, "cluster registry has problems: keeping the last good registry");
-    loadedOnce = true;
+    loadedKey = key;
     logger.info(
       { commit: tree.commit, services: catalog.services.length, clusters: clusters.length, problems: problems.length },
       "repository view loaded",
     );
   }
 
-  function reload(): Promise<void> {
-    chain = chain.then(load, load);
+  /** Make the view reflect `tree`'s catalog and registry (loads only when they changed). */
+  function sync(tree: TreeReader): Promise<void> {
+    const run = async () => {
+      const key = await sourceKey(tree);
+      if (key !== loadedKey) await load(tree, key);
+    };
+    chain = chain.then(run, run);
     return chain;
   }
 
   const unsubscribe = writer.onTip(() => {
-    reload().catch((e: unknown) => logger.error({ err: e }, "reloading the repository view failed"));
+    sync(writer.snapshot()).catch((e: unknown) => logger.error({ err: e }, "reloading the repository view failed"));
   });
 
   return {
     catalog: () => catalog,
     clusters: () => clusters,
     problems: () => problems,
-    reload,
+    sync,
+    reload: () => sync(writer.snapshot()),
     async readiness() {
+      await chain.catch(() => undefined); // report on the latest load, including one under way
       return [
         {
           name: "repository",

@@ -8,6 +8,7 @@ import { createApp, createRepoView } from "../broker/index.js";
 import { ensurePassword, loadConfig, prepareEmbedded, type Config } from "../config/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
+import { createInstanceSummaryCache } from "../repo/index.js";
 import { createScheduler } from "../scheduler/index.js";
 import { createCommitStatusWatcher } from "../status-watcher/index.js";
 
@@ -70,7 +71,8 @@ export async function startBroker(config: Config, options: { version: string; lo
     gitEnv: await gitEnv(config),
   });
   await writer.start();
-  const view = createRepoView(writer, logger.child({ component: "repo-view" }));
+  const summaries = createInstanceSummaryCache();
+  const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries);
   await view.reload();
 
   const app = createApp({
@@ -82,6 +84,7 @@ export async function startBroker(config: Config, options: { version: string; lo
     credentials: { username: credentials.username, password: credentials.password },
     brokerVersion: `gitops-broker/${options.version}`,
     readiness: () => view.readiness(),
+    summaries,
   });
   const server = config.tls
     ? https.createServer({ cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) }, app)

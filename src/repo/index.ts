@@ -19,6 +19,7 @@ export {
   latestOperation,
   readBinding,
   readInstance,
+  readRecordAt,
   readLiveBindings,
   recordYaml,
   writeBinding,
@@ -34,3 +35,12 @@ export type {
   OriginatingIdentity,
 } from "./records.js";
 export { LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, namespaceManifest } from "./manifests.js";
+export {
+  createInstanceSummaryCache,
+  instanceCounts,
+  liveOfPlan,
+  liveOnCluster,
+  summarizeInstances,
+} from "./instance-summary.js";
+export type { InstanceSummary, InstanceSummaryCache } from "./instance-summary.js";
+export { offboardingProblems } from "./offboarding.js";

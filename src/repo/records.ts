@@ -83,7 +83,8 @@ export interface BindingRecord {
 const parsed = new Map<string, unknown>();
 const PARSE_CACHE_LIMIT = 50_000;
 
-async function readRecord<T>(tree: TreeReader, path: string): Promise<T | null> {
+/** A record (any YAML file) at `path`, parsed once per blob oid; callers get their own copy. */
+export async function readRecordAt<T>(tree: TreeReader, path: string): Promise<T | null> {
   const oid = await tree.oid(path);
   if (oid === null) return null;
   const hit = parsed.get(oid);
@@ -97,11 +98,11 @@ async function readRecord<T>(tree: TreeReader, path: string): Promise<T | null> 
 }
 
 export function readInstance(tree: TreeReader, instanceId: string): Promise<InstanceRecord | null> {
-  return readRecord<InstanceRecord>(tree, instanceRecordPath(instanceId));
+  return readRecordAt<InstanceRecord>(tree, instanceRecordPath(instanceId));
 }
 
 export function readBinding(tree: TreeReader, instanceId: string, bindingId: string): Promise<BindingRecord | null> {
-  return readRecord<BindingRecord>(tree, bindingRecordPath(instanceId, bindingId));
+  return readRecordAt<BindingRecord>(tree, bindingRecordPath(instanceId, bindingId));
 }
 
 /** Binding records of an instance that are not deleted, sorted by binding key. */
@@ -111,7 +112,7 @@ export async function readLiveBindings(tree: TreeReader, instanceId: string): Pr
   const out: BindingRecord[] = [];
   for (const e of entries) {
     if (e.type !== "blob" || !e.name.endsWith(".yaml")) continue;
-    const rec = await readRecord<BindingRecord>(tree, `${dir}/${e.name}`);
+    const rec = await readRecordAt<BindingRecord>(tree, `${dir}/${e.name}`);
     if (rec && !rec.status.deleted) out.push(rec);
   }
   return out;

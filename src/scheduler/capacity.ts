@@ -72,3 +72,13 @@ export function sumResources(requests: Iterable<Record<string, string | number>>
   const sorted = [...sums].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return Object.fromEntries(sorted.map(([key, sum]) => [key, formatQuantity(sum)]));
 }
+
+/** `request` times `factor` (e.g. the requests of one plan times its live instances on a cluster). */
+export function scaleResources(request: Record<string, string | number>, factor: number): Record<string, string> {
+  const scaled: Record<string, string> = {};
+  for (const [key, value] of Object.entries(request)) {
+    const q = parseOrThrow(value, `requests.${key}`);
+    scaled[key] = formatQuantity({ nano: q.nano * BigInt(factor), binary: q.binary });
+  }
+  return scaled;
+}

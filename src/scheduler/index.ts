@@ -28,4 +28,4 @@ export { parseLabelSelector, matchesSelector } from "./selector.js";
 export type { Requirement, SelectorOperator } from "./selector.js";
 export { parseQuantity, formatQuantity } from "./quantity.js";
 export type { Quantity } from "./quantity.js";
-export { sumResources } from "./capacity.js";
+export { scaleResources, sumResources } from "./capacity.js";

@@ -4,6 +4,7 @@ import path from "node:path";
 import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR, startBroker, type RunningBroker } from "../../src/cli/serve.js";
 import { prepareEmbedded, type Config } from "../../src/config/index.js";
 import { silentLogger } from "../../src/log/index.js";
+import { createBareRemote } from "./git-fixtures.js";
 import { startGitHttpServer } from "./git-http-server.js";
 import { osbClient, type OsbClient } from "./osb-client.js";
 
@@ -28,7 +29,13 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export function testConfig(root: string, name: string, remoteUrl: string, overrides: Partial<Config["git"]> = {}): Config {
+export function testConfig(
+  root: string,
+  name: string,
+  remoteUrl: string,
+  overrides: Partial<Config["git"]> = {},
+  scheduler: Config["scheduler"]["type"] = "single",
+): Config {
   return {
     listen: { host: "127.0.0.1", port: 0 },
     dataDir: path.join(root, name),
@@ -44,28 +51,39 @@ export function testConfig(root: string, name: string, remoteUrl: string, overri
     tls: null,
     log: { level: "fatal" },
     status: { mode: "commit" },
-    scheduler: { type: "single" },
+    scheduler: { type: scheduler },
   };
 }
 
-export async function startHarness(options: { catalogSource?: string; registrySource?: string } = {}): Promise<Harness> {
+export interface HarnessOptions {
+  /** Seed the remote with exactly these files instead of the embedded default's sample. */
+  files?: Record<string, string>;
+  scheduler?: Config["scheduler"]["type"];
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const root = await mkdtemp(path.join(tmpdir(), "gitops-broker-test-"));
   const remotes = path.join(root, "remotes");
-  const { remoteDir } = await prepareEmbedded({
-    dataDir: remotes,
-    catalogSource: options.catalogSource ?? SAMPLE_CATALOG_DIR,
-    registrySource: options.registrySource ?? SAMPLE_REGISTRY_DIR,
-    branch: "main",
-    author: AUTHOR,
-    now: () => new Date("2026-01-01T00:00:00Z"),
-    log: silentLogger(),
-  });
+  const remoteDir = options.files
+    ? await createBareRemote(remotes, "remote.git", options.files)
+    : (
+        await prepareEmbedded({
+          dataDir: remotes,
+          catalogSource: SAMPLE_CATALOG_DIR,
+          registrySource: SAMPLE_REGISTRY_DIR,
+          branch: "main",
+          author: AUTHOR,
+          now: () => new Date("2026-01-01T00:00:00Z"),
+          log: silentLogger(),
+        })
+      ).remoteDir;
   const git = await startGitHttpServer({ root: remotes });
   const remoteUrl = git.url(path.basename(remoteDir));
   const started: RunningBroker[] = [];
 
   async function start(name: string) {
-    const broker = await startBroker(testConfig(root, name, remoteUrl), { version: "test", logger: silentLogger() });
+    const config = testConfig(root, name, remoteUrl, {}, options.scheduler);
+    const broker = await startBroker(config, { version: "test", logger: silentLogger() });
     started.push(broker);
     return { broker, osb: osbClient(broker.url, CREDENTIALS) };
   }

@@ -1,0 +1,106 @@
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createGitWriter, type Draft, type GitWriter, type TreeReader } from "../gitwriter/index.js";
+import { silentLogger } from "../log/index.js";
+import { createBareRemote, createTempDir } from "../../test/support/git-fixtures.js";
+import {
+  createInstanceSummaryCache,
+  instanceCounts,
+  liveOfPlan,
+  summarizeInstances,
+  type InstanceSummaryCache,
+} from "./instance-summary.js";
+import { RECORD_API_VERSION, writeInstance, type InstanceRecord } from "./records.js";
+
+function record(id: string, clusterId: string, planId: string, at: string, deleted = false): InstanceRecord {
+  return {
+    apiVersion: RECORD_API_VERSION,
+    kind: "ServiceInstance",
+    metadata: { name: id, namespace: "ns" },
+    spec: { instanceId: id, serviceId: "svc", planId, clusterId },
+    status: { ...(deleted ? { deleted: true } : {}), operations: [{ id: `op-${id}`, action: "provision", at }] },
+  };
+}
+
+/** Counts reads of instance records, to prove that unchanged subtrees are not read again. */
+function countingReader(tree: TreeReader): { tree: TreeReader; reads: () => number } {
+  let reads = 0;
+  const counted: TreeReader = {
+    commit: tree.commit,
+    readFile: (p) => tree.readFile(p),
+    readText: (p) => {
+      reads++;
+      return tree.readText(p);
+    },
+    list: (d) => tree.list(d),
+    oid: (p) => tree.oid(p),
+  };
+  return { tree: counted, reads: () => reads };
+}
+
+let root: string;
+let writer: GitWriter;
+let cache: InstanceSummaryCache;
+
+async function commit(records: InstanceRecord[]): Promise<void> {
+  await writer.submit(async (draft: Draft) => {
+    for (const r of records) writeInstance(draft, r);
+    return { commit: { subject: "records", trailers: {} }, result: null };
+  });
+}
+
+beforeEach(async () => {
+  root = await createTempDir();
+  const remote = await createBareRemote(root, "remote.git", { "README.md": "x\n" });
+  writer = createGitWriter({
+    gitdir: path.join(root, "work.git"),
+    remoteUrl: remote,
+    branch: "main",
+    author: { name: "t", email: "t@example.com" },
+    logger: silentLogger(),
+  });
+  await writer.start();
+  cache = createInstanceSummaryCache();
+});
+afterEach(async () => {
+  await writer.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("summarizeInstances", () => {
+  it("counts live instances per cluster and plan, and finds the newest provision", async () => {
+    expect(instanceCounts(await summarizeInstances(writer.snapshot(), cache))).toEqual(new Map());
+    await commit([
+      record("a", "c1", "p1", "2026-01-01T00:00:01Z"),
+      record("b", "c1", "p2", "2026-01-01T00:00:03Z"),
+      record("c", "c2", "p1", "2026-01-01T00:00:02Z"),
+      record("d", "c2", "p1", "2026-01-01T00:00:04Z", true),
+    ]);
+    const summary = await summarizeInstances(writer.snapshot(), cache);
+    expect(instanceCounts(summary)).toEqual(new Map([["c1", 2], ["c2", 1]]));
+    expect(liveOfPlan(summary, "p1")).toBe(2);
+    // A deleted instance is not live, but its provision still counts as the newest for round-robin.
+    expect(summary.latestProvision).toEqual({ at: "2026-01-01T00:00:04Z", clusterId: "c2" });
+  });
+
+  it("sees a draft's pending records, and re-reads only the changed bucket of the next commit", async () => {
+    const many = Array.from({ length: 60 }, (_, i) => record(`i-${i}`, i % 2 ? "c1" : "c2", "p", `2026-01-01T00:01:${String(i).padStart(2, "0")}Z`));
+    await commit(many);
+    const first = countingReader(writer.snapshot());
+    expect(instanceCounts(await summarizeInstances(first.tree, cache))).toEqual(new Map([["c1", 30], ["c2", 30]]));
+    expect(first.reads()).toBe(60);
+
+    await writer.submit(async (draft: Draft) => {
+      writeInstance(draft, record("new-1", "c1", "p", "2026-01-02T00:00:00Z"));
+      const pending = countingReader(draft);
+      const summary = await summarizeInstances(pending.tree, cache);
+      expect(instanceCounts(summary)).toEqual(new Map([["c1", 31], ["c2", 30]]));
+      expect(pending.reads()).toBeLessThanOrEqual(2);
+      return { commit: { subject: "one more", trailers: {} }, result: null };
+    });
+    const next = countingReader(writer.snapshot());
+    expect(instanceCounts(await summarizeInstances(next.tree, cache))).toEqual(new Map([["c1", 31], ["c2", 30]]));
+    expect(next.reads()).toBeLessThanOrEqual(2);
+  });
+});
