@@ -1,10 +1,14 @@
 import { ConfigError } from "../errors/index.js";
+import { runClusters, runMove } from "./admin-commands.js";
 import { serve } from "./serve.js";
+import { VERSION } from "./version.js";
 
 const USAGE = `gitops-broker: an Open Service Broker (OSB v2.17) whose store is a Git repository
 
 Usage:
   gitops-broker serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT]
+  gitops-broker clusters [--json] [--config FILE] [--data-dir DIR]
+  gitops-broker move <instance-id> <cluster-id> [--config FILE] [--data-dir DIR]
   gitops-broker --help | --version
 
 With no configuration, serve creates ./.gitops-broker/ holding a bare Git repository seeded
@@ -12,11 +16,20 @@ with the sample catalog (the remote), generates a password, and listens on 127.0
 Configuration: docs/configuration.md.
 `;
 
-export const VERSION = "0.1.0";
+export { VERSION };
 
-/** Entry point; returns the process exit code. */
+const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  serve: async (args) => {
+    await serve(args, { version: VERSION });
+    return 0;
+  },
+  clusters: (args) => runClusters(args),
+  move: (args) => runMove(args),
+};
+
+/** Entry point; returns the process exit code (2: usage or configuration error). */
 export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
+  const [command = "serve", ...rest] = argv;
   if (command === "--help" || command === "-h" || command === "help") {
     process.stdout.write(USAGE);
     return 0;
@@ -25,18 +38,18 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  if (command === undefined || command === "serve") {
-    try {
-      await serve(rest, { version: VERSION });
-      return 0;
-    } catch (e) {
-      if (e instanceof ConfigError) {
-        process.stderr.write(`${e.message}\n`);
-        return 2;
-      }
-      throw e;
-    }
+  const run = COMMANDS[command];
+  if (!run) {
+    process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+    return 2;
   }
-  process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
-  return 2;
+  try {
+    return await run(rest);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
 }

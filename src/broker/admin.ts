@@ -1,0 +1,125 @@
+import { ConcurrencyError, NotFoundError, SchedulingError, UnprocessableEntityError } from "../errors/index.js";
+import type { Draft, GitWriter } from "../gitwriter/index.js";
+import {
+  latestOperation,
+  liveOnCluster,
+  readInstance,
+  readLiveBindings,
+  summarizeInstances,
+  writeBinding,
+  writeInstance,
+  type InstanceSummaryCache,
+} from "../repo/index.js";
+import { createScheduler } from "../scheduler/index.js";
+import type { StatusWatcher } from "../status-watcher/index.js";
+import { lookupPlan, type RepoView } from "./context.js";
+import { removeInstanceManifests, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
+import { placeInstance } from "./placement.js";
+
+/**
+ * Administrative operations on the repository, for the CLI: listing clusters with their load,
+ * and moving an instance to another cluster. They use the same records, rendering and queue as
+ * the OSB operations.
+ */
+
+export interface AdminDeps {
+  writer: GitWriter;
+  view: RepoView;
+  summaries: InstanceSummaryCache;
+  status: StatusWatcher;
+  brokerVersion: string;
+}
+
+export interface ClusterReport {
+  id: string;
+  schedulable: boolean;
+  instances: number;
+  maxInstances: number | undefined;
+  resources: Record<string, string | number> | undefined;
+  namespace: string;
+  statusMode: string | undefined;
+  labels: Record<string, string>;
+}
+
+export async function clusterReport(deps: AdminDeps): Promise<ClusterReport[]> {
+  const tree = deps.writer.snapshot();
+  await deps.view.sync(tree);
+  const summary = await summarizeInstances(tree, deps.summaries);
+  return deps.view.clusters().map((c) => ({
+    id: c.id,
+    schedulable: c.schedulable,
+    instances: liveOnCluster(summary, c.id),
+    maxInstances: c.capacity?.maxInstances,
+    resources: c.capacity?.resources,
+    namespace: c.namespace,
+    statusMode: c.statusMode,
+    labels: c.labels,
+  }));
+}
+
+/**
+ * Move an instance to another cluster in one commit: its objects (and its bindings') leave
+ * `clusters/<from>/` and are rendered into `clusters/<to>/`; the record follows. The target must
+ * be registered, schedulable and have room.
+ */
+export async function moveInstance(
+  deps: AdminDeps,
+  instanceId: string,
+  targetId: string,
+): Promise<{ from: string; to: string; commit: string | null }> {
+  const { result, commit } = await deps.writer.submit(async (draft: Draft) => {
+    await deps.view.sync(draft);
+    const record = await readInstance(draft, instanceId);
+    if (!record || record.status.deleted) throw new NotFoundError(`instance ${instanceId} does not exist`);
+    const from = record.spec.clusterId;
+    if (from === targetId) throw new UnprocessableEntityError(`instance ${instanceId} is already on cluster ${targetId}`);
+    const target = deps.view.clusters().find((c) => c.id === targetId);
+    if (!target) throw new SchedulingError(`cluster ${targetId} is not in the registry`);
+    const op = latestOperation(record.status.operations);
+    if (op && deps.status.instanceStatus(record, op).state === "in progress") {
+      throw new ConcurrencyError(`instance ${instanceId} has operation ${op.action} ${op.id} in progress`);
+    }
+    const { service, plan } = lookupPlan(deps.view.catalog(), record.spec.serviceId, record.spec.planId);
+    // The `single` scheduler over just the target says whether it has room (instances, resources).
+    await placeInstance({
+      tree: draft,
+      cache: deps.summaries,
+      scheduler: createScheduler({ type: "single" }),
+      catalog: deps.view.catalog(),
+      clusters: [target],
+      service,
+      plan,
+      instance: record,
+    });
+    removeInstanceManifests(draft, record);
+    const moved = {
+      ...record,
+      metadata: { ...record.metadata, namespace: target.namespace },
+      spec: { ...record.spec, clusterId: target.id },
+    };
+    const bindings = (await readLiveBindings(draft, instanceId)).map((b) => ({
+      ...b,
+      metadata: { ...b.metadata, namespace: target.namespace },
+    }));
+    const placed = { service, plan, instance: moved, bindings, namespace: target.namespace };
+    await writeInstanceManifests(draft, placed, "update");
+    for (const binding of bindings) {
+      await writeBindingManifests(draft, placed, binding);
+      writeBinding(draft, binding);
+    }
+    writeInstance(draft, moved);
+    return {
+      commit: {
+        subject: `move ${service.name}/${plan.name} instance ${instanceId} from ${from} to ${target.id}`,
+        trailers: {
+          "Instance-Id": instanceId,
+          "Moved-From": from,
+          "Moved-To": target.id,
+          "Broker-Version": deps.brokerVersion,
+        },
+      },
+      result: { from, to: target.id },
+    };
+  });
+  return { ...result, commit };
+}
