@@ -110,9 +110,26 @@ export function commitSpec(
 }
 
 /** Queue an operation; it first brings the catalog and registry in line with its base tree. */
-export function submitOp<R>(ctx: Ctx, op: Operation<R>): Promise<SubmitResult<R>> {
-  return ctx.deps.writer.submit(async (draft) => {
+export async function submitOp<R>(ctx: Ctx, op: Operation<R>): Promise<SubmitResult<R>> {
+  let spec: CommitSpec | null = null;
+  const submitted = await ctx.deps.writer.submit(async (draft) => {
     await ctx.deps.view.sync(draft);
-    return op(draft);
+    const outcome = await op(draft);
+    spec = outcome.commit; // the last run's outcome is the one that was pushed
+    return outcome;
   });
+  const trailers = (spec as CommitSpec | null)?.trailers;
+  if (submitted.commit && trailers) {
+    ctx.deps.logger.info(
+      {
+        commit: submitted.commit,
+        operation: trailers.Operation,
+        instanceId: trailers["Instance-Id"],
+        bindingId: trailers["Binding-Id"],
+        requestIdentity: trailers["Request-Identity"],
+      },
+      (spec as CommitSpec | null)?.subject ?? "committed",
+    );
+  }
+  return submitted;
 }
