@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { DEFAULT_INSTANCE_NAMESPACE } from "../../src/catalog/index.js";
 import { clusterDir } from "../../src/repo/index.js";
-import { modelFor, typeErrors } from "./models.js";
+import { modelFor, typeErrors } from "../support/kube-models.js";
 
 /**
  * The delivery examples (examples/argocd, examples/flux): every YAML document, and every
