@@ -45,6 +45,8 @@ export function parseArgs(argv: readonly string[], booleanFlags: readonly string
 
 export interface RepoAccess {
   config: Config;
+  /** The command's own local bare repository (a clone of the remote). */
+  gitdir: string;
   writer: GitWriter;
   view: LiveRepoView;
   summaries: InstanceSummaryCache;
@@ -74,6 +76,7 @@ export async function openRepo(configArgv: string[], options: { logLevel?: strin
     await view.reload();
     return {
       config,
+      gitdir,
       writer,
       view,
       summaries,

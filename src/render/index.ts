@@ -47,6 +47,21 @@ export function render(req: RenderRequest): Manifest[] {
 }
 
 /**
+ * The checks and defaults `render` applies to template output, applied to objects that come from
+ * elsewhere (rendered objects after a manual override): same rules (no Secret data ...), same
+ * canonical YAML. `path` locates each object in its `source` for problems. Never throws:
+ * manifests are only meaningful when there are no problems.
+ */
+export function checkObjects(
+  objects: { value: unknown; source: string; path: string }[],
+  defaults: Pick<RenderRequest, "defaultNamespace" | "labels">,
+): { manifests: Manifest[]; problems: Problem[] } {
+  const problems: Problem[] = [];
+  const manifests = toManifests(objects, defaults, problems);
+  return { manifests, problems };
+}
+
+/**
  * The text output of the templates of `req.action` (for `sources`, `status` ...), concatenated
  * in template order; "" when there is none. Throws RenderError like `render`.
  */

@@ -3,6 +3,7 @@ export {
   CLUSTER_REGISTRY_DIR,
   CLUSTERS_DIR,
   INSTANCES_DIR,
+  OVERRIDES_DIR,
   bindingManifestDir,
   bindingRecordPath,
   clusterDir,
@@ -13,11 +14,13 @@ export {
   instanceRecordPath,
   isDns1123Label,
   keyOf,
+  overridesDir,
 } from "./layout.js";
 export {
   RECORD_API_VERSION,
   latestOperation,
   readBinding,
+  readBindings,
   readInstance,
   readRecordAt,
   readLiveBindings,
@@ -44,3 +47,8 @@ export {
 } from "./instance-summary.js";
 export type { InstanceSummary, InstanceSummaryCache } from "./instance-summary.js";
 export { offboardingProblems } from "./offboarding.js";
+export { dirTreeReader } from "./dir-tree.js";
+export { mergePatch, readOverrides } from "./overrides.js";
+export type { Override, OverrideTarget } from "./overrides.js";
+export { documentProblems } from "./schemas.js";
+export type { RepoDocumentKind } from "./schemas.js";

@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
  *   clusters/<cluster-id>/namespace.yaml                            the cluster's instance namespace
  *   clusters/<cluster-id>/instances/<ab>/<cd>/<instance-key>/*.yaml  rendered manifests
  *   clusters/<cluster-id>/instances/<ab>/<cd>/<instance-key>/bindings/<binding-key>/*.yaml
+ *   overrides/<instance-key>/*.yaml                 manual overrides (humans write, the broker reads)
  *
  * `<ab>/<cd>` are the first four hex digits of sha256(instance-key): two levels of 256-way
  * fan-out keep every tree on the path of one operation small, whatever the number of instances.
@@ -19,6 +20,7 @@ export const CATALOG_DIR = "catalog";
 export const CLUSTER_REGISTRY_DIR = "registry/clusters";
 export const INSTANCES_DIR = "instances";
 export const CLUSTERS_DIR = "clusters";
+export const OVERRIDES_DIR = "overrides";
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -68,6 +70,11 @@ export function instanceManifestDir(clusterId: string, instanceId: string): stri
 
 export function bindingManifestDir(clusterId: string, instanceId: string, bindingId: string): string {
   return `${instanceManifestDir(clusterId, instanceId)}/bindings/${keyOf(bindingId)}`;
+}
+
+/** `overrides/<key>`: no fan-out, humans write few of them and find them by key. */
+export function overridesDir(instanceId: string): string {
+  return `${OVERRIDES_DIR}/${keyOf(instanceId)}`;
 }
 
 export function clusterRegistryPath(clusterId: string): string {

@@ -105,17 +105,22 @@ export function readBinding(tree: TreeReader, instanceId: string, bindingId: str
   return readRecordAt<BindingRecord>(tree, bindingRecordPath(instanceId, bindingId));
 }
 
-/** Binding records of an instance that are not deleted, sorted by binding key. */
-export async function readLiveBindings(tree: TreeReader, instanceId: string): Promise<BindingRecord[]> {
+/** Every binding record of an instance, deleted ones included, sorted by binding key. */
+export async function readBindings(tree: TreeReader, instanceId: string): Promise<BindingRecord[]> {
   const dir = `${instanceRecordDir(instanceId)}/bindings`;
   const entries = (await tree.list(dir)) ?? [];
   const out: BindingRecord[] = [];
   for (const e of entries) {
     if (e.type !== "blob" || !e.name.endsWith(".yaml")) continue;
     const rec = await readRecordAt<BindingRecord>(tree, `${dir}/${e.name}`);
-    if (rec && !rec.status.deleted) out.push(rec);
+    if (rec) out.push(rec);
   }
   return out;
+}
+
+/** Binding records of an instance that are not deleted, sorted by binding key. */
+export async function readLiveBindings(tree: TreeReader, instanceId: string): Promise<BindingRecord[]> {
+  return (await readBindings(tree, instanceId)).filter((b) => !b.status.deleted);
 }
 
 export function recordYaml(record: InstanceRecord | BindingRecord): string {

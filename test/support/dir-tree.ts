@@ -1,59 +1,16 @@
-import { createHash } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { TreeReader } from "../../src/gitwriter/types.js";
+import { dirTreeReader } from "../../src/repo/index.js";
 
 /**
- * A TreeReader over a plain directory, for tests of code that reads the GitOps repo (catalog,
- * registry, records) without a git repository. `commit` is null; `oid` is the git blob id of
- * the file's content, as a real tree would report it. Paths are repo-relative and `/`-separated.
+ * Tests of code that reads the GitOps repo (catalog, registry, records) without a git
+ * repository use the production TreeReader over a plain directory:
  *
  *   const tree = dirTreeReader(await fs.mkdtemp(path.join(os.tmpdir(), "repo-")));
  */
-export function dirTreeReader(root: string): TreeReader {
-  const resolve = (p: string): string => {
-    if (p.startsWith("/") || p.split("/").includes("..")) {
-      throw new TypeError(`not a repo-relative path: ${JSON.stringify(p)}`);
-    }
-    return path.join(root, ...p.split("/").filter((s) => s !== ""));
-  };
-
-  const readFile = async (p: string): Promise<Uint8Array | null> => {
-    try {
-      return await fs.readFile(resolve(p));
-    } catch (e) {
-      if (isMissing(e)) return null;
-      throw e;
-    }
-  };
-
-  return {
-    commit: null,
-    readFile,
-    async readText(p) {
-      const bytes = await readFile(p);
-      return bytes === null ? null : Buffer.from(bytes).toString("utf8");
-    },
-    async list(dir) {
-      try {
-        const entries = await fs.readdir(resolve(dir), { withFileTypes: true });
-        return entries
-          .filter((e) => e.isFile() || e.isDirectory())
-          .map((e) => ({ name: e.name, type: e.isDirectory() ? ("tree" as const) : ("blob" as const) }))
-          .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      } catch (e) {
-        if (isMissing(e)) return null;
-        throw e;
-      }
-    },
-    async oid(p) {
-      const bytes = await readFile(p);
-      if (bytes === null) return null;
-      return createHash("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
-    },
-  };
-}
+export { dirTreeReader };
 
 /** Writes `files` (repo-relative path → content) below `root`, creating directories. */
 export async function writeFiles(root: string, files: Record<string, string | Uint8Array>): Promise<void> {
@@ -82,10 +39,4 @@ export async function tempDirTree(prefix = "repo-"): Promise<TempDirTree> {
     write: (files) => writeFiles(root, files),
     remove: () => fs.rm(root, { recursive: true, force: true }),
   };
-}
-
-/** ENOENT / ENOTDIR / EISDIR: "not a file" (or "not a directory") rather than a failure. */
-function isMissing(e: unknown): boolean {
-  const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  return code === "ENOENT" || code === "ENOTDIR" || code === "EISDIR";
 }

@@ -1,0 +1,181 @@
+import { execFile } from "node:child_process";
+import { InternalError, NotFoundError } from "../errors/index.js";
+import type { TreeReader } from "../gitwriter/index.js";
+import {
+  instanceManifestDir,
+  instanceRecordDir,
+  keyOf,
+  latestOperation,
+  overridesDir,
+  readBinding,
+  readInstance,
+  type InstanceRecord,
+  type OriginatingIdentity,
+} from "../repo/index.js";
+import type { OperationState, StatusWatcher } from "../status-watcher/index.js";
+import type { Ctx, OsbResponse } from "./context.js";
+
+/**
+ * An instance's timeline from Git: every commit that touched its record, its binding records,
+ * its overrides or its manifests (on any cluster it lived on), oldest first, with the audit
+ * trailers decoded. Read with `git log` on a local repository that holds the tip (the writer's),
+ * off the write queue, so it never delays an OSB request.
+ */
+
+export interface HistoryEntry {
+  commit: string;
+  /** Author date, in UTC like the records' operation times (RFC 3339). */
+  at: string;
+  author: { name: string; email: string };
+  subject: string;
+  /** `broker`: a commit of the broker (it carries Broker-Version); `human`: anyone else's. */
+  by: "broker" | "human";
+  /** The broker's operation (provision, update, bind, unbind, deprovision, move, re-render ...); `change` for a human's commit. */
+  action: string;
+  operation?: string;
+  bindingId?: string;
+  /** Who asked: the platform's X-Broker-API-Originating-Identity, decoded. */
+  originatingIdentity?: OriginatingIdentity;
+  requestIdentity?: string;
+  /** Override files the commit's renders applied. */
+  overrides?: string[];
+  /** The operation's state now, from the status watcher (unknown for operations of an earlier record of the id). */
+  state?: OperationState;
+  /** Every trailer of the commit, as written. */
+  trailers: Record<string, string>;
+}
+
+export interface InstanceHistory {
+  instanceId: string;
+  key: string;
+  /** From the record at the tip; null when there is none. */
+  current: {
+    deleted: boolean;
+    serviceId: string;
+    planId: string;
+    clusterId: string;
+    lastOperation?: { id: string; action: string; at: string; state: OperationState; description?: string };
+  } | null;
+  entries: HistoryEntry[];
+}
+
+export interface HistorySource {
+  /** A repository holding `tree.commit` and its history (the writer's local bare repository). */
+  gitdir: string;
+  tree: TreeReader;
+  status: Pick<StatusWatcher, "instanceStatus" | "bindingStatus">;
+}
+
+const FIELDS = ["%H", "%an", "%ae", "%aI", "%s", "%(trailers:only,unfold)"];
+
+function gitLog(gitdir: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      "git",
+      ["log", `--format=${FIELDS.join("%x1f")}%x1e`, ...args],
+      { env: { ...process.env, GIT_DIR: gitdir, LC_ALL: "C" }, maxBuffer: 256 * 1024 * 1024, encoding: "utf8" },
+      (error, stdout, stderr) => (error ? reject(new InternalError(`git log failed: ${stderr.trim()}`, { cause: error })) : resolve(stdout)),
+    );
+  });
+}
+
+function parseTrailers(text: string): Record<string, string> {
+  const trailers: Record<string, string> = {};
+  for (const line of text.split("\n")) {
+    const colon = line.indexOf(": ");
+    if (colon > 0) trailers[line.slice(0, colon)] = line.slice(colon + 2);
+  }
+  return trailers;
+}
+
+/** `cloudfoundry {"user_id":"…"}` → {platform, value}; undefined when it is not that shape. */
+function decodeIdentity(trailer: string | undefined): OriginatingIdentity | undefined {
+  const space = trailer?.indexOf(" ") ?? -1;
+  if (trailer === undefined || space <= 0) return undefined;
+  try {
+    const value = JSON.parse(trailer.slice(space + 1)) as unknown;
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      return { platform: trailer.slice(0, space), value: value as Record<string, unknown> };
+    }
+  } catch {
+    // Not JSON: a trailer written by hand; the raw text stays in `trailers`.
+  }
+  return undefined;
+}
+
+function toEntry(record: string): HistoryEntry {
+  const [commit = "", name = "", email = "", at = "", subject = "", trailerText = ""] = record.split("\x1f");
+  const trailers = parseTrailers(trailerText);
+  const byBroker = trailers["Broker-Version"] !== undefined;
+  const entry: HistoryEntry = {
+    commit,
+    at: new Date(at).toISOString(),
+    author: { name, email },
+    subject,
+    by: byBroker ? "broker" : "human",
+    action: byBroker ? (subject.split(" ", 1)[0] ?? "") : "change",
+    trailers,
+  };
+  if (trailers.Operation) entry.operation = trailers.Operation;
+  if (trailers["Binding-Id"]) entry.bindingId = trailers["Binding-Id"];
+  const identity = decodeIdentity(trailers["Originating-Identity"]);
+  if (identity) entry.originatingIdentity = identity;
+  if (trailers["Request-Identity"]) entry.requestIdentity = trailers["Request-Identity"];
+  if (trailers.Overrides) entry.overrides = trailers.Overrides.split(", ");
+  return entry;
+}
+
+async function stateOf(source: HistorySource, instance: InstanceRecord | null, entry: HistoryEntry): Promise<OperationState | undefined> {
+  if (!instance || !entry.operation) return undefined;
+  if (entry.bindingId) {
+    const binding = await readBinding(source.tree, instance.spec.instanceId, entry.bindingId);
+    const op = binding?.status.operations.find((o) => o.id === entry.operation);
+    return binding && op ? source.status.bindingStatus(instance, binding, op).state : undefined;
+  }
+  const op = instance.status.operations.find((o) => o.id === entry.operation);
+  return op ? source.status.instanceStatus(instance, op).state : undefined;
+}
+
+function currentOf(source: HistorySource, record: InstanceRecord | null): InstanceHistory["current"] {
+  if (!record) return null;
+  const { serviceId, planId, clusterId } = record.spec;
+  const op = latestOperation(record.status.operations);
+  const status = op && source.status.instanceStatus(record, op);
+  return {
+    deleted: record.status.deleted === true,
+    serviceId,
+    planId,
+    clusterId,
+    ...(op && status
+      ? { lastOperation: { id: op.id, action: op.action, at: op.at, state: status.state, ...(status.description ? { description: status.description } : {}) } }
+      : {}),
+  };
+}
+
+export async function instanceHistory(source: HistorySource, instanceId: string): Promise<InstanceHistory> {
+  const tip = source.tree.commit;
+  if (tip === null) throw new NotFoundError(`instance ${instanceId} has no history: the repository is empty`);
+  // Manifests on any cluster: a moved instance left its earlier ones elsewhere.
+  const manifests = instanceManifestDir("any", instanceId).replace(/^clusters\/any\//, "clusters/*/");
+  const out = await gitLog(source.gitdir, [tip, "--", instanceRecordDir(instanceId), overridesDir(instanceId), `:(glob)${manifests}/**`]);
+  const entries = out
+    .split("\x1e")
+    .map((r) => r.replace(/^\n/, ""))
+    .filter((r) => r !== "")
+    .map(toEntry)
+    .reverse();
+  const record = await readInstance(source.tree, instanceId);
+  if (!record && entries.length === 0) throw new NotFoundError(`instance ${instanceId} has no history in the repository`);
+  for (const entry of entries) {
+    const state = await stateOf(source, record, entry);
+    if (state) entry.state = state;
+  }
+  return { instanceId, key: keyOf(instanceId), current: currentOf(source, record), entries };
+}
+
+/** GET /admin/instances/:instance_id/history (basic auth, like /v2). */
+export async function historyResponse(ctx: Ctx, instanceId: string): Promise<OsbResponse> {
+  if (ctx.deps.gitdir === undefined) throw new NotFoundError("instance history is not available: the broker has no local repository to read");
+  const source = { gitdir: ctx.deps.gitdir, tree: ctx.deps.writer.snapshot(), status: ctx.deps.status };
+  return { status: 200, body: { ...(await instanceHistory(source, instanceId)) } };
+}

@@ -1,0 +1,97 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
+import type { Catalog, ClusterEntry, Plan, Service } from "../catalog/index.js";
+import { bindingManifestDir, bindingRecordPath, instanceManifestDir, instanceRecordPath, recordYaml, type BindingRecord, type InstanceRecord } from "../repo/index.js";
+import { overlayDraft } from "../validate/index.js";
+import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
+import { renderInstanceInto } from "./render-instance.js";
+
+const cm = (name: string, data: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${data}`;
+const templates = [
+  { action: "provision", content: cm("{{instance.metadata.name}}-cfg", '  from: provision\n  users: "{{#each bindings}}{{metadata.name}} {{/each}}"\n') },
+  { action: "update", content: cm("{{instance.metadata.name}}-cfg", '  from: update\n  users: "{{#each bindings}}{{metadata.name}} {{/each}}"\n') },
+  { action: "bind", content: cm("{{binding.metadata.name}}-creds-ref", "  secret: elsewhere\n") },
+].map((t) => ({ ...t, type: "handlebars", source: `catalog/plan.yaml#${t.action}` }));
+
+const plan: Plan = {
+  id: "plan-1", name: "one", description: "", serviceId: "svc-1", async: false, asyncBinding: false,
+  context: {}, templates, file: "catalog/plan.yaml", raw: { spec: { id: "plan-1" } },
+};
+const service: Service = {
+  id: "svc-1", name: "svc", description: "", bindable: true, instancesRetrievable: false, bindingsRetrievable: false,
+  planUpdateable: false, plans: [plan], file: "catalog/service.yaml", raw: {},
+};
+const catalog: Catalog = { services: [service], serviceById: (id) => (id === service.id ? service : undefined), planById: (id) => (id === plan.id ? plan : undefined) };
+const cluster = { id: "c1", namespace: "ns", schedulable: true, labels: {}, file: "registry/clusters/c1.yaml", raw: {} } as ClusterEntry;
+const view = { catalog, clusters: [cluster] };
+
+function instance(): InstanceRecord {
+  return {
+    apiVersion: "gitops-broker.io/v1alpha1",
+    kind: "ServiceInstance",
+    metadata: { name: "db-1", namespace: "ns" },
+    spec: { instanceId: "db-1", serviceId: "svc-1", planId: "plan-1", clusterId: "c1" },
+    status: { operations: [{ id: "op-1", action: "provision", at: "2026-01-01T00:00:00.000Z" }] },
+  };
+}
+
+function binding(id: string, at: string, deleted = false): BindingRecord {
+  return {
+    apiVersion: "gitops-broker.io/v1alpha1",
+    kind: "ServiceBinding",
+    metadata: { name: id, namespace: "ns" },
+    spec: { bindingId: id, instanceId: "db-1", serviceId: "svc-1", planId: "plan-1" },
+    status: { ...(deleted ? { deleted } : {}), operations: [{ id: `op-${id}`, action: "bind", at }] },
+  };
+}
+
+const override = (name: string, patch: Record<string, unknown>, bindingId?: string) =>
+  stringify({ apiVersion: "gitops-broker.io/v1alpha1", kind: "Override", target: { apiVersion: "v1", kind: "ConfigMap", name }, ...(bindingId ? { binding: bindingId } : {}), patch });
+
+let repo: TempDirTree;
+beforeEach(async () => {
+  repo = await tempDirTree();
+});
+afterEach(async () => {
+  await repo.remove();
+});
+
+const dir = instanceManifestDir("c1", "db-1");
+
+describe("renderInstanceInto", () => {
+  it("renders a freshly provisioned instance with its provision template and replaces its whole directory", async () => {
+    await repo.write({ [instanceRecordPath("db-1")]: recordYaml(instance()), [`${dir}/bindings/stale/configmap-x.yaml`]: "stale" });
+    const draft = overlayDraft(repo.tree);
+    expect(await renderInstanceInto(draft, view, "db-1")).toEqual({ overrides: [], problems: [] });
+    expect((await draft.list(dir))?.map((e) => e.name)).toEqual(["configmap-db-1-cfg.yaml"]);
+    expect(parse((await draft.readText(`${dir}/configmap-db-1-cfg.yaml`))!)).toMatchObject({ data: { from: "provision", users: "" } });
+  });
+
+  it("renders update after a bind, the live bindings' objects, and the overrides of the instance and of each binding", async () => {
+    await repo.write({
+      [instanceRecordPath("db-1")]: recordYaml(instance()),
+      [bindingRecordPath("db-1", "b-1")]: recordYaml(binding("b-1", "2026-01-02T00:00:00.000Z")),
+      [bindingRecordPath("db-1", "b-0")]: recordYaml(binding("b-0", "2026-01-02T00:00:00.000Z", true)),
+      "overrides/db-1/instance.yaml": override("db-1-cfg", { data: { tuned: "yes" } }),
+      "overrides/db-1/binding.yaml": override("b-1-creds-ref", { data: { secret: "vault" } }, "b-1"),
+      "overrides/db-1/unbound.yaml": override("b-0-creds-ref", { data: {} }, "b-0"),
+    });
+    const draft = overlayDraft(repo.tree);
+    const rendered = await renderInstanceInto(draft, view, "db-1");
+    expect(rendered).toEqual({ overrides: ["overrides/db-1/instance.yaml", "overrides/db-1/binding.yaml"], problems: [] });
+    expect(parse((await draft.readText(`${dir}/configmap-db-1-cfg.yaml`))!)).toMatchObject({ data: { from: "update", users: "b-1 ", tuned: "yes" } });
+    expect(parse((await draft.readText(`${bindingManifestDir("c1", "db-1", "b-1")}/configmap-b-1-creds-ref.yaml`))!)).toMatchObject({
+      metadata: { labels: { "gitops-broker.io/binding-id": "b-1" } },
+      data: { secret: "vault" },
+    });
+    expect(await draft.list(bindingManifestDir("c1", "db-1", "b-0"))).toBeNull();
+  });
+
+  it("refuses an instance that is not live or whose cluster is gone", async () => {
+    await repo.write({ [instanceRecordPath("db-1")]: recordYaml(instance()) });
+    await expect(renderInstanceInto(overlayDraft(repo.tree), view, "db-2")).rejects.toThrow("instance db-2 does not exist");
+    await expect(renderInstanceInto(overlayDraft(repo.tree), { catalog, clusters: [] }, "db-1")).rejects.toThrow(
+      "instance db-1 is placed on cluster c1, which is not in the cluster registry",
+    );
+  });
+});

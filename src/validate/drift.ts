@@ -1,0 +1,114 @@
+import { Buffer } from "node:buffer";
+import { parseAllDocuments } from "yaml";
+import { renderInstanceInto } from "../broker/index.js";
+import type { Catalog, ClusterEntry } from "../catalog/index.js";
+import type { TreeReader } from "../gitwriter/index.js";
+import { CLUSTERS_DIR, instanceManifestDir, instanceRecordPath, keyOf, type InstanceRecord } from "../repo/index.js";
+import { overlayDraft } from "./overlay-draft.js";
+import { error, type ValidationProblem } from "./problems.js";
+import { listFiles } from "./records.js";
+
+/**
+ * Manual edits under `clusters/`: every live instance is rendered again from its records with the
+ * broker's own code (templates, then overrides) into a draft in memory whose `clusters/` starts
+ * empty; what differs from the checkout is drift. The overrides' own problems (target not
+ * rendered, Secret data ...) come out of the same renders.
+ */
+
+const NAMESPACE_FILE = /^clusters\/[^/]+\/namespace\.yaml$/;
+
+/** `clusters/<id>/instances/<ab>/<cd>/<key>` of a path below it, else undefined. */
+function instanceDirOf(path: string): string | undefined {
+  const parts = path.split("/");
+  return parts.length > 6 && parts[2] === "instances" ? parts.slice(0, 6).join("/") : undefined;
+}
+
+export async function driftProblems(
+  tree: TreeReader,
+  view: { catalog: Catalog; clusters: readonly ClusterEntry[] },
+  live: InstanceRecord[],
+  /** Keys of instances whose records are broken (reported elsewhere): their files are not judged. */
+  brokenKeys: ReadonlySet<string>,
+): Promise<ValidationProblem[]> {
+  const problems: ValidationProblem[] = [];
+  const draft = overlayDraft(tree);
+  draft.remove(CLUSTERS_DIR);
+  const owners = new Map<string, InstanceRecord>();
+  /** Directories of instances that cannot be rendered: other checks say why; their files are not judged. */
+  const unknown = new Set<string>();
+  const clusterIds = new Set(view.clusters.map((c) => c.id));
+  for (const record of live) {
+    const { instanceId, clusterId, planId } = record.spec;
+    const dir = instanceManifestDir(clusterId, instanceId);
+    owners.set(dir, record);
+    if (!clusterIds.has(clusterId) || !view.catalog.planById(planId)) {
+      unknown.add(dir); // reported by the offboarding check
+      continue;
+    }
+    try {
+      const rendered = await renderInstanceInto(draft, view, instanceId);
+      problems.push(...rendered.problems.map(error));
+    } catch (e) {
+      unknown.add(dir);
+      const reason = e instanceof Error ? e.message : String(e);
+      problems.push(error({ file: instanceRecordPath(instanceId), path: "", message: `instance ${instanceId} cannot be rendered: ${reason}` }));
+    }
+  }
+
+  const judged = (path: string) => {
+    const dir = instanceDirOf(path);
+    return !NAMESPACE_FILE.test(path) && !(dir && (unknown.has(dir) || brokenKeys.has(dir.slice(dir.lastIndexOf("/") + 1))));
+  };
+  const expected = new Set((await listFiles(draft, CLUSTERS_DIR)).filter(judged));
+  const actual = new Set((await listFiles(tree, CLUSTERS_DIR)).filter(judged));
+  for (const path of [...new Set([...expected, ...actual])].sort()) {
+    const record = owners.get(instanceDirOf(path) ?? "");
+    const of = record ? `instance ${record.spec.instanceId}` : "any live instance";
+    let message: string | undefined;
+    if (!actual.has(path)) message = `drift: missing, the broker renders it for ${of}`;
+    else if (!expected.has(path)) message = `drift: not rendered by the broker for ${of}`;
+    else if (!Buffer.from((await draft.readFile(path))!).equals(Buffer.from((await tree.readFile(path))!))) {
+      message = `drift: differs from what the broker renders for ${of}; change it through the platform or overrides/${keyOf(record!.spec.instanceId)}/`;
+    }
+    if (message) problems.push(error({ file: path, path: "", message }));
+  }
+  return problems;
+}
+
+function hasContent(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  return typeof value === "object" && !Array.isArray(value) ? Object.keys(value).length > 0 : true;
+}
+
+/** No plaintext Secret data anywhere under `clusters/`, whoever wrote it. */
+export async function secretProblems(tree: TreeReader): Promise<ValidationProblem[]> {
+  const problems: ValidationProblem[] = [];
+  for (const file of await listFiles(tree, CLUSTERS_DIR)) {
+    const docs = parseAllDocuments((await tree.readText(file)) ?? "", { logLevel: "error" });
+    const several = docs.length > 1;
+    for (const [i, doc] of docs.entries()) {
+      const at = several ? `documents[${i}].` : "";
+      if (doc.errors.length > 0) {
+        problems.push(error({ file, path: at.slice(0, -1), message: `is not valid YAML: ${doc.errors[0]!.message.split("\n", 1)[0]}` }));
+        continue;
+      }
+      let object: { apiVersion?: unknown; kind?: unknown; metadata?: { name?: unknown } } | null;
+      try {
+        object = doc.toJS() as typeof object;
+      } catch (e) {
+        problems.push(error({ file, path: at.slice(0, -1), message: `cannot be read: ${e instanceof Error ? e.message : String(e)}` }));
+        continue;
+      }
+      if (object?.apiVersion !== "v1" || object.kind !== "Secret") continue;
+      for (const field of ["data", "stringData"]) {
+        if (!hasContent((object as Record<string, unknown>)[field])) continue;
+        problems.push(error({
+          file,
+          path: `${at}${field}`,
+          message: `Secret ${String(object.metadata?.name)} holds plaintext ${field}: credentials must never be in Git (let the operator or a secret store create them)`,
+        }));
+      }
+    }
+  }
+  return problems;
+}

@@ -1,0 +1,23 @@
+import { formatProblem, type Problem } from "../errors/index.js";
+
+/**
+ * A problem `validate` found. Errors fail the pull request (exit code 1); warnings are printed
+ * but pass (exit code 0): they name what works today but will not do what the author may expect
+ * (a `gotemplate` plan, overrides of a deprovisioned instance).
+ */
+export interface ValidationProblem extends Problem {
+  severity: "error" | "warning";
+}
+
+export function error(p: Problem): ValidationProblem {
+  return { ...p, severity: "error" };
+}
+
+export function warning(p: Problem): ValidationProblem {
+  return { ...p, severity: "warning" };
+}
+
+/** `file: path: message`, `file: path: warning: message` for warnings (path left out when empty). */
+export function formatValidationProblem(p: ValidationProblem): string {
+  return formatProblem({ file: p.file, path: p.path, message: p.severity === "warning" ? `warning: ${p.message}` : p.message });
+}

@@ -1,0 +1,269 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
+import { bindingRecordPath, dirTreeReader, instanceManifestDir, instanceRecordPath, keyOf } from "../../src/repo/index.js";
+import { formatValidationProblem, validateRepo } from "../../src/validate/index.js";
+import { startHarness, type Harness } from "../support/broker-harness.js";
+import { createTempDir, git, pushExternalCommit } from "../support/git-fixtures.js";
+import { provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
+
+/**
+ * The example repository is what a real broker wrote: the embedded default's seed, instances
+ * provisioned, updated, bound and deprovisioned over OSB, and a human override. Every fixture is
+ * a fresh clone of it with one thing changed, and must give exactly the expected problem lines.
+ */
+
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/gitops-broker.js");
+const LEGACY_ID = "Legacy_DB-1";
+
+let h: Harness;
+let plans: SamplePlans;
+let scratch: string;
+let clones = 0;
+
+const pgFile = (id: string) => `${instanceManifestDir("local", id)}/postgresql-pg-${keyOf(id)}.yaml`;
+
+function overrideYaml(target: Record<string, string>, patch: Record<string, unknown>, extra: Record<string, unknown> = {}): string {
+  return stringify({ apiVersion: "gitops-broker.io/v1alpha1", kind: "Override", target, patch, ...extra });
+}
+
+beforeAll(async () => {
+  h = await startHarness();
+  plans = await samplePlans(h.osb);
+  scratch = await createTempDir("gitops-broker-validate-");
+  const small = (params: Record<string, unknown> = {}) => provisionBody(plans.serviceId, plans.small.id, { parameters: params });
+  const ok = (status: number, expected: number) => expect(status).toBe(expected);
+  ok((await h.osb.provision("db-1", small({ storageGB: 2 }))).status, 201);
+  ok((await h.osb.provision("db-2", provisionBody(plans.serviceId, plans.medium.id), { query: { accepts_incomplete: "true" } })).status, 202);
+  ok((await h.osb.provision(LEGACY_ID, small())).status, 201);
+  ok((await h.osb.provision("db-gone", small())).status, 201);
+  ok((await h.osb.bind("db-1", "app-1", { service_id: plans.serviceId, plan_id: plans.small.id })).status, 201);
+  ok((await h.osb.update("db-2", { service_id: plans.serviceId, parameters: { storageGB: 30 } }, { query: { accepts_incomplete: "true" } })).status, 202);
+  ok((await h.osb.deprovision("db-gone", { service_id: plans.serviceId, plan_id: plans.small.id })).status, 200);
+  await pushExternalCommit(
+    h.remoteDir,
+    { "overrides/db-1/replicas.yaml": overrideYaml({ apiVersion: "acid.zalan.do/v1", kind: "postgresql", name: "pg-db-1" }, { spec: { numberOfInstances: 2 } }) },
+    "db-1: two servers",
+  );
+  // The next operation on db-1 renders the override into its manifests.
+  ok((await h.osb.update("db-1", { service_id: plans.serviceId, parameters: { storageGB: 3 } })).status, 200);
+});
+afterAll(async () => {
+  await h?.close();
+  if (scratch) await fs.rm(scratch, { recursive: true, force: true });
+});
+
+/** A checkout of the example repository with `files` written (null: deleted). */
+async function fixture(files: Record<string, string | null> = {}): Promise<string> {
+  const dir = path.join(scratch, `repo-${++clones}`);
+  await git(["clone", "--quiet", h.remoteDir, dir]);
+  for (const [file, content] of Object.entries(files)) {
+    const target = path.join(dir, file);
+    if (content === null) await fs.rm(target, { recursive: true });
+    else {
+      await fs.mkdir(path.dirname(target), { recursive: true });
+      await fs.writeFile(target, content);
+    }
+  }
+  return dir;
+}
+
+async function lines(files: Record<string, string | null>): Promise<string[]> {
+  return (await validateRepo(dirTreeReader(await fixture(files)))).map(formatValidationProblem);
+}
+
+async function read(dir: string, file: string): Promise<string> {
+  return fs.readFile(path.join(dir, file), "utf8");
+}
+
+/** A plan of the sample service with the given templates (a new id and name, so nothing else changes). */
+function planYaml(name: string, templates: Record<string, unknown>[]): string {
+  return stringify({
+    apiVersion: "gitops-broker.io/v1alpha1",
+    kind: "Plan",
+    metadata: { name },
+    spec: { id: `plan-${name}`, name, serviceId: plans.serviceId, description: `plan ${name}`, templates },
+  });
+}
+
+describe("gitops-broker validate on the example repository", () => {
+  it("finds nothing in what the broker wrote (overrides, bindings, a hashed key, a deprovisioned instance)", async () => {
+    const dir = await fixture();
+    expect(parse(await read(dir, pgFile("db-1")))).toMatchObject({ spec: { numberOfInstances: 2 } });
+    expect(await read(dir, instanceRecordPath(LEGACY_ID))).toMatch(/deleted|instanceId: Legacy_DB-1/);
+    expect((await validateRepo(dirTreeReader(dir))).map(formatValidationProblem)).toEqual([]);
+  });
+});
+
+describe("one fixture per problem class", () => {
+  it("a catalog file against its schema", async () => {
+    const bad = planYaml("bad", []).replace("description: plan bad", "description: 42");
+    expect(await lines({ "catalog/postgresql/plans/bad.yaml": bad })).toEqual([
+      "catalog/postgresql/plans/bad.yaml: spec.description: must be string",
+    ]);
+  });
+
+  it("a registry file against its schema", async () => {
+    const bad = stringify({ apiVersion: "gitops-broker.io/v1alpha1", kind: "Cluster", metadata: { name: "east" }, spec: { schedulable: "maybe" } });
+    expect(await lines({ "registry/clusters/east.yaml": bad })).toEqual([
+      "registry/clusters/east.yaml: spec.schedulable: must be boolean",
+    ]);
+  });
+
+  it("an instance record against its schema", async () => {
+    const file = instanceRecordPath("db-2");
+    const dir = await fixture();
+    const record = parse(await read(dir, file)) as { spec: Record<string, unknown> };
+    record.spec.credentials = { password: "hunter2" };
+    expect(await lines({ [file]: stringify(record) })).toEqual([`${file}: spec.credentials: is not allowed`]);
+  });
+
+  it("a binding record against its schema", async () => {
+    const file = bindingRecordPath("db-1", "app-1");
+    const dir = await fixture();
+    const record = parse(await read(dir, file)) as { status: { operations: { action: string }[] } };
+    record.status.operations[0]!.action = "rebind";
+    expect(await lines({ [file]: stringify(record) })).toEqual([
+      `${file}: status.operations[0].action: must be one of "bind", "unbind"`,
+    ]);
+  });
+
+  it("an override against its schema", async () => {
+    const bad = overrideYaml({ apiVersion: "acid.zalan.do/v1", kind: "postgresql", name: "pg-db-2" }, { spec: {} }).replace("kind: Override", "kind: Overide");
+    expect(await lines({ "overrides/db-2/bad.yaml": bad })).toEqual(['overrides/db-2/bad.yaml: kind: must be "Override"']);
+  });
+
+  it("an override whose target the instance does not render", async () => {
+    const missing = overrideYaml({ apiVersion: "v1", kind: "ConfigMap", name: "settings" }, { data: { a: "b" } });
+    expect(await lines({ "overrides/db-2/settings.yaml": missing })).toEqual([
+      "overrides/db-2/settings.yaml: target: v1 ConfigMap settings is not among the objects rendered for instance db-2",
+    ]);
+  });
+
+  it("overrides of no instance, and of a binding that is not bound", async () => {
+    const target = { apiVersion: "acid.zalan.do/v1", kind: "postgresql", name: "pg-db-1" };
+    expect(
+      await lines({
+        "overrides/nobody/x.yaml": overrideYaml(target, { spec: {} }),
+        "overrides/db-1/b.yaml": overrideYaml(target, { spec: {} }, { binding: "app-9" }),
+      }),
+    ).toEqual([
+      "overrides/db-1/b.yaml: binding: instance db-1 has no live binding app-9",
+      "overrides/nobody/: no instance has the key nobody: these overrides apply to nothing",
+    ]);
+  });
+
+  it("a template that does not compile", async () => {
+    const plan = planYaml("broken", [{ action: "provision", type: "handlebars", content: "{{#if instance}}\nkind: x\n" }]);
+    expect(await lines({ "catalog/postgresql/plans/broken.yaml": plan })).toEqual([
+      `catalog/postgresql/plans/broken.yaml: spec.templates[0].content: plan broken: template provision: line 3: parse error: Expecting 'OPEN_INVERSE_CHAIN', 'INVERSE', 'OPEN_ENDBLOCK', got 'EOF': ""`,
+    ]);
+  });
+
+  it("a template that renders invalid manifests for sample inputs (Secret data)", async () => {
+    const content = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{instance.metadata.name}}-pw\nstringData:\n  password: {{default \"x\" instance.spec.parameters.password}}\n";
+    const plan = planYaml("leaky", [{ action: "provision", type: "handlebars", content }]);
+    expect(await lines({ "catalog/postgresql/plans/leaky.yaml": plan })).toEqual([
+      "catalog/postgresql/plans/leaky.yaml: spec.templates[0]: with sample inputs: documents[0].stringData: renders Secret sample-instance-pw with stringData; secrets must come from the cluster (created by the operator or synced by a secret store), a credential is never written to Git",
+    ]);
+  });
+
+  it("a clusterSelector template that renders no label selector", async () => {
+    const plan = planYaml("picky", [
+      { action: "provision", type: "handlebars", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n" },
+      { action: "clusterSelector", type: "handlebars", content: "environment in (dev" },
+    ]);
+    const found = await lines({ "catalog/postgresql/plans/picky.yaml": plan });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(
+      /^catalog\/postgresql\/plans\/picky\.yaml: spec\.templates\[1\]: with sample inputs: plan picky: template clusterSelector renders "environment in \(dev", not a label selector: .+/,
+    );
+  });
+
+  it("a gotemplate plan is a warning, not an error", async () => {
+    const plan = planYaml("sf", [{ action: "provision", type: "gotemplate", content: "kind: {{ .x }}" }]);
+    const dir = await fixture({ "catalog/postgresql/plans/sf.yaml": plan });
+    const problems = await validateRepo(dirTreeReader(dir));
+    expect(problems.map(formatValidationProblem)).toEqual([
+      "catalog/postgresql/plans/sf.yaml: spec.templates[0].content: warning: plan sf: template provision: engine gotemplate is not supported yet (Go templates are planned)",
+    ]);
+    expect(problems[0]?.severity).toBe("warning");
+  });
+
+  it("offboarding protection: a cluster or plan with live instances cannot go", async () => {
+    expect(await lines({ "registry/clusters/local.yaml": null })).toEqual([
+      `registry/clusters/local.yaml: cluster local is missing from the registry but holds 3 live instance(s): ${[LEGACY_ID, "db-1", "db-2"].sort().join(", ")}; move or deprovision them first`,
+    ]);
+    expect(await lines({ "catalog/postgresql/plans/medium.yaml": null })).toEqual([
+      `catalog/: plan ${plans.medium.id} is missing from the catalog but 1 live instance(s) use it: db-2; update or deprovision them first`,
+    ]);
+  });
+
+  it("plaintext Secret data anywhere under clusters/", async () => {
+    const secret = stringify({ apiVersion: "v1", kind: "Secret", metadata: { name: "leak", namespace: "gitops-broker-instances" }, data: { password: "aHVudGVyMg==" } });
+    expect(await lines({ "clusters/local/leak.yaml": secret })).toEqual([
+      "clusters/local/leak.yaml: data: Secret leak holds plaintext data: credentials must never be in Git (let the operator or a secret store create them)",
+      "clusters/local/leak.yaml: drift: not rendered by the broker for any live instance",
+    ]);
+  });
+
+  it("manual edits under clusters/: changed, missing and extra files are drift", async () => {
+    const dir = await fixture();
+    const edited = (await read(dir, pgFile("db-1"))).replace("numberOfInstances: 2", "numberOfInstances: 5");
+    const extra = `${instanceManifestDir("local", "db-1")}/configmap-tuning.yaml`;
+    expect(
+      await lines({
+        [pgFile("db-1")]: edited,
+        [pgFile("db-2")]: null,
+        [extra]: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tuning\n",
+        "clusters/local/notes.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n",
+      }),
+    ).toEqual(
+      [
+        `${extra}: drift: not rendered by the broker for instance db-1`,
+        `${pgFile("db-1")}: drift: differs from what the broker renders for instance db-1; change it through the platform or overrides/db-1/`,
+        `${pgFile("db-2")}: drift: missing, the broker renders it for instance db-2`,
+        "clusters/local/notes.yaml: drift: not rendered by the broker for any live instance",
+      ].sort(),
+    );
+  });
+});
+
+/** Runs the CLI as a real process; resolves with its exit code and output. */
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("gitops-broker validate as a process", () => {
+  it("exits 0 on a clean repository, 1 with one line per problem (or JSON), 2 on usage errors", async () => {
+    const [cleanDir, dir] = [await fixture(), await fixture({ "clusters/local/notes.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n" })];
+    // Independent processes: run together, each takes a few seconds to start.
+    const [clean, text, json, unknownFlag] = await Promise.all([
+      cli(["validate", cleanDir]),
+      cli(["validate", dir]),
+      cli(["validate", "--json", dir]),
+      cli(["validate", "--strict", dir]),
+    ]);
+    expect(clean).toMatchObject({ code: 0, stdout: "" });
+    expect(clean.stderr).toMatch(/0 error\(s\), 0 warning\(s\)/);
+    expect(text).toMatchObject({ code: 1, stdout: "clusters/local/notes.yaml: drift: not rendered by the broker for any live instance\n" });
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toEqual([
+      { file: "clusters/local/notes.yaml", path: "", message: "drift: not rendered by the broker for any live instance", severity: "error" },
+    ]);
+
+    expect(unknownFlag).toMatchObject({ code: 2, stdout: "" });
+    expect(unknownFlag.stderr).toMatch(/--strict: unknown flag/);
+  });
+});
