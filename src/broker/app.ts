@@ -16,7 +16,9 @@ import { basicAuth } from "./auth.js";
 import * as bindings from "./bindings.js";
 import type { BrokerDeps, Ctx, OsbResponse, ReadinessCheck } from "./context.js";
 import { echoRequestIdentity, osbHeaders, type OsbRequestInfo } from "./headers.js";
+import { historyResponse } from "./history.js";
 import * as instances from "./instances.js";
+import { reconcileRoutes } from "./reconcile-routes.js";
 import {
   acceptsIncomplete,
   optionalQueryString,
@@ -215,6 +217,12 @@ export function createApp(deps: BrokerDeps): express.Express {
   );
 
   app.use("/v2", v2);
+  app.get(
+    "/admin/instances/:instance_id/history",
+    basicAuth(deps.credentials),
+    route((req) => historyResponse(ctx, pathId(req, "instance_id"))),
+  );
+  if (deps.reconcile) app.use(reconcileRoutes(ctx, deps.reconcile));
   app.use((req, _res, next) => next(new NotFoundError(`no route for ${req.method} ${req.path}`)));
   app.use(errorHandler(ctx));
   return app;

@@ -12,7 +12,7 @@ function digest(s: string): Buffer {
 }
 
 /** Constant-time comparison: both sides are hashed to equal length first. */
-function safeEqual(a: string, b: string): boolean {
+export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
 }
 

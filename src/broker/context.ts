@@ -1,11 +1,13 @@
 import type { Catalog, ClusterEntry, Plan, Service } from "../catalog/index.js";
-import { BadRequestError } from "../errors/index.js";
+import { BadRequestError, formatProblem } from "../errors/index.js";
 import type { CommitSpec, GitWriter, Operation, SubmitResult, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { Scheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import type { InstanceSummaryCache } from "../repo/index.js";
 import type { OsbRequestInfo } from "./headers.js";
+import type { Rendered } from "./materialize.js";
+import type { Reconciler } from "./reconcile.js";
 
 /** The catalog and cluster registry as last loaded from the repository (hot-reloaded). */
 export interface RepoView {
@@ -36,6 +38,18 @@ export interface BrokerDeps {
   summaries?: InstanceSummaryCache;
   /** Extra readiness checks for /readyz (e.g. last catalog load had no problems). */
   readiness?: () => Promise<ReadinessCheck[]>;
+  /** The writer's local bare repository, read by `git log` for instance histories; none: no history endpoint. */
+  gitdir?: string;
+  /** Re-rendering (POST /admin/rerender) and the push webhook (POST /admin/webhook); none: no such endpoints. */
+  reconcile?: ReconcileEndpoints;
+}
+
+export interface ReconcileEndpoints {
+  reconciler: Reconciler;
+  /** The branch the broker writes: only pushes to it trigger a fetch. */
+  branch: string;
+  /** Shared secret of the webhook; null: POST /admin/webhook does not exist (404). */
+  webhookSecret: string | null;
 }
 
 export interface ReadinessCheck {
@@ -52,7 +66,8 @@ export interface OsbResponse {
 }
 
 export interface Ctx {
-  deps: Required<Omit<BrokerDeps, "readiness" | "summaries">> & Pick<BrokerDeps, "readiness">;
+  deps: Required<Omit<BrokerDeps, "readiness" | "summaries" | "gitdir" | "reconcile">> &
+    Pick<BrokerDeps, "readiness" | "gitdir" | "reconcile">;
   /** Memo of per-subtree instance summaries (scheduling input), shared by all operations. */
   summaries: InstanceSummaryCache;
 }
@@ -92,6 +107,8 @@ export function commitSpec(
     bindingId?: string;
     operationId: string;
     osb: OsbRequestInfo;
+    /** Override files the operation's renders applied (see appliedOverrides). */
+    overrides?: string[];
   },
 ): CommitSpec {
   const subject =
@@ -105,8 +122,25 @@ export function commitSpec(
   const oi = args.osb.originatingIdentity;
   if (oi) trailers["Originating-Identity"] = `${oi.platform} ${JSON.stringify(oi.value)}`;
   if (args.osb.requestIdentity) trailers["Request-Identity"] = args.osb.requestIdentity;
+  if (args.overrides?.length) trailers.Overrides = args.overrides.join(", ");
   trailers["Broker-Version"] = ctx.deps.brokerVersion;
   return { subject, trailers };
+}
+
+/**
+ * The override files an operation's renders applied, for its `Overrides` trailer. Overrides that
+ * could not be applied do not fail the operation (a pull request must not break OSB requests):
+ * they are logged here and reported by `gitops-broker validate`.
+ */
+export function appliedOverrides(ctx: Ctx, instanceId: string, ...rendered: Rendered[]): string[] {
+  const logged = new Set<string>();
+  for (const p of rendered.flatMap((r) => r.problems)) {
+    const line = formatProblem(p);
+    if (logged.has(line)) continue;
+    logged.add(line);
+    ctx.deps.logger.warn({ instanceId, file: p.file, path: p.path }, `override not applied: ${line}`);
+  }
+  return [...new Set(rendered.flatMap((r) => r.overrides))];
 }
 
 /** Queue an operation; it first brings the catalog and registry in line with its base tree. */

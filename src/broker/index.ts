@@ -6,3 +6,11 @@ export type { BrokerDeps, OsbResponse, ReadinessCheck, RepoView } from "./contex
 export type { LiveRepoView } from "./repo-view.js";
 export { clusterReport, moveInstance } from "./admin.js";
 export type { AdminDeps, ClusterReport } from "./admin.js";
+export { renderInstanceInto } from "./render-instance.js";
+export type { Rendered } from "./materialize.js";
+export { createReconciler } from "./reconcile.js";
+export type { Reconciler, ReconcilerOptions } from "./reconcile.js";
+export type { RerenderReason } from "./reconcile-render.js";
+export type { ReconcileEndpoints } from "./context.js";
+export { instanceHistory } from "./history.js";
+export type { HistoryEntry, HistorySource, InstanceHistory } from "./history.js";

@@ -1,4 +1,4 @@
-import { validateParameters, type ClusterEntry, type Plan, type Service } from "../catalog/index.js";
+import { validateParameters, withoutSensitiveParameters, type ClusterEntry, type Plan, type Service } from "../catalog/index.js";
 import {
   AsyncRequiredError,
   BadRequestError,
@@ -24,10 +24,11 @@ import {
   type OperationEntry,
 } from "../repo/index.js";
 import type { OperationStatus } from "../status-watcher/index.js";
-import { commitSpec, lookupPlan, submitOp, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, lookupPlan, submitOp, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
 import { removeInstanceManifests, writeInstanceManifests } from "./materialize.js";
+import { refuseSensitiveParameters } from "./sensitive.js";
 import { sameJson, type ProvisionBody, type UpdateBody } from "./request-body.js";
 
 /** Seconds a platform should wait before polling an operation that is still in progress. */
@@ -147,11 +148,13 @@ export async function provision(
     });
     record.spec.clusterId = cluster.id;
     record.metadata.namespace = cluster.namespace;
+    refuseSensitiveParameters(ctx, plan, "service_instance.create", body.parameters, cluster.id);
     // A re-provision of a deprovisioned id starts a new record; its old bindings stay deleted.
-    await writeInstanceManifests(draft, { service, plan, instance: record, bindings: [], namespace: cluster.namespace }, "provision");
+    const placed = { service, plan, instance: record, bindings: [], namespace: cluster.namespace };
+    const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "provision"));
     writeInstance(draft, record);
     return {
-      commit: commitSpec(ctx, { action: "provision", service, plan, instanceId, operationId, osb }),
+      commit: commitSpec(ctx, { action: "provision", service, plan, instanceId, operationId, osb, overrides }),
       result: plan.async
         ? { status: 202, body: { operation: operationId } }
         : { status: 201, body: {} },
@@ -221,6 +224,7 @@ export async function update(
     if ((current.plan.async || target.plan.async) && !accepts) throw new AsyncRequiredError();
     checkMaintenanceInfo(target.plan, body.maintenanceInfo);
     if (body.parameters !== undefined) checkParameters(target.plan, "service_instance.update", body.parameters);
+    refuseSensitiveParameters(ctx, target.plan, "service_instance.update", body.parameters, record.spec.clusterId);
 
     const running = inProgress(ctx, record);
     if (running) {
@@ -260,10 +264,11 @@ export async function update(
     };
     const cluster = clusterOf(ctx, record);
     const bindings = await readLiveBindings(draft, instanceId);
-    await writeInstanceManifests(draft, { ...target, instance: next, bindings, namespace: cluster.namespace }, "update");
+    const placed = { ...target, instance: next, bindings, namespace: cluster.namespace };
+    const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "update"));
     writeInstance(draft, next);
     return {
-      commit: commitSpec(ctx, { action: "update", ...target, instanceId, operationId, osb }),
+      commit: commitSpec(ctx, { action: "update", ...target, instanceId, operationId, osb, overrides }),
       result: target.plan.async || current.plan.async
         ? { status: 202, body: { operation: operationId } }
         : { status: 200, body: {} },
@@ -350,7 +355,7 @@ export async function instanceLastOperation(ctx: Ctx, instanceId: string, operat
 export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbResponse> {
   const record = await readInstance(ctx.deps.writer.snapshot(), instanceId);
   if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
-  const { service } = placedPlan(ctx, record);
+  const { service, plan } = placedPlan(ctx, record);
   if (!service.instancesRetrievable) {
     throw new BadRequestError(`service ${service.name} does not support fetching instances (instances_retrievable is false)`);
   }
@@ -360,7 +365,8 @@ export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbRe
   const body: Record<string, unknown> = {
     service_id: record.spec.serviceId,
     plan_id: record.spec.planId,
-    parameters: record.spec.parameters ?? {},
+    // A plan may mark a parameter sensitive after it was stored: such values are never served.
+    parameters: withoutSensitiveParameters(plan, ["service_instance.create", "service_instance.update"], record.spec.parameters ?? {}),
   };
   if (record.spec.maintenanceInfo) body.maintenance_info = record.spec.maintenanceInfo;
   return { status: 200, body };

@@ -1,4 +1,5 @@
 import type { Plan, Service } from "../catalog/index.js";
+import type { Problem } from "../errors/index.js";
 import type { Draft } from "../gitwriter/index.js";
 import { hasTemplate, render, type Manifest } from "../render/index.js";
 import {
@@ -11,15 +12,25 @@ import {
   LABEL_MANAGED_BY,
   MANAGED_BY,
   namespaceManifest,
+  readOverrides,
   type BindingRecord,
   type InstanceRecord,
 } from "../repo/index.js";
+import { applyOverrides } from "./overrides.js";
 
 /**
  * Turns records into the desired state under `clusters/<id>/`: renders the plan's templates
- * (pure) and replaces the files of the instance (or binding) directory in the draft.
+ * (pure), applies the instance's manual overrides (`overrides/<key>/`, read from the draft) and
+ * replaces the files of the instance (or binding) directory in the draft.
  */
 
+/** What a render did beyond the templates: the overrides it applied and those it could not. */
+export interface Rendered {
+  /** Override files applied (repo paths), for the commit's `Overrides` trailer. */
+  overrides: string[];
+  /** Overrides left out (malformed, target not rendered, Secret data ...): logged, reported by `validate`. */
+  problems: Problem[];
+}
 
 export interface PlacedInstance {
   service: Service;
@@ -48,39 +59,43 @@ async function replaceFiles(draft: Draft, dir: string, manifests: Manifest[]): P
   for (const m of manifests) draft.write(`${dir}/${m.fileName}`, m.yaml);
 }
 
-/** Render the instance's objects (`update` template if the plan has one and this is an update, else `provision`). */
-export async function writeInstanceManifests(draft: Draft, p: PlacedInstance, action: "provision" | "update"): Promise<void> {
+/**
+ * Render the instance's objects (`update` template if the plan has one and this is an update,
+ * else `provision`) with its overrides that name no binding.
+ */
+export async function writeInstanceManifests(draft: Draft, p: PlacedInstance, action: "provision" | "update"): Promise<Rendered> {
   const templateAction = action === "update" && hasTemplate(p.plan.templates, "update") ? "update" : "provision";
-  const key = keyOf(p.instance.spec.instanceId);
-  const manifests = render({
-    action: templateAction,
-    templates: p.plan.templates,
-    values: values(p),
-    defaultNamespace: p.namespace,
-    labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: key },
-    planName: p.plan.name,
-  });
+  const instanceId = p.instance.spec.instanceId;
+  const defaults = { defaultNamespace: p.namespace, labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: keyOf(instanceId) } };
+  const rendered = render({ action: templateAction, templates: p.plan.templates, values: values(p), ...defaults, planName: p.plan.name });
+  const { overrides, problems } = await readOverrides(draft, instanceId);
+  const own = overrides.filter((o) => o.binding === undefined);
+  const out = applyOverrides(rendered, own, defaults, `instance ${instanceId}`);
   await ensureClusterNamespace(draft, p.instance.spec.clusterId, p.namespace);
-  await replaceFiles(draft, instanceManifestDir(p.instance.spec.clusterId, p.instance.spec.instanceId), manifests);
+  await replaceFiles(draft, instanceManifestDir(p.instance.spec.clusterId, instanceId), out.manifests);
+  return { overrides: out.applied, problems: [...problems, ...out.problems] };
 }
 
-/** Render the binding's own objects (`bind` template; none when the plan has no bind template). */
-export async function writeBindingManifests(draft: Draft, p: PlacedInstance, binding: BindingRecord): Promise<void> {
-  const manifests = render({
-    action: "bind",
-    templates: p.plan.templates,
-    values: values(p, binding),
+/**
+ * Render the binding's own objects (`bind` template; none when the plan has no bind template)
+ * with the instance's overrides that name this binding. Malformed override files are reported
+ * by the instance's render, not again here.
+ */
+export async function writeBindingManifests(draft: Draft, p: PlacedInstance, binding: BindingRecord): Promise<Rendered> {
+  const { instanceId } = p.instance.spec;
+  const bindingKey = keyOf(binding.spec.bindingId);
+  const defaults = {
     defaultNamespace: p.namespace,
-    labels: {
-      [LABEL_MANAGED_BY]: MANAGED_BY,
-      [LABEL_INSTANCE]: keyOf(p.instance.spec.instanceId),
-      [LABEL_BINDING]: keyOf(binding.spec.bindingId),
-    },
-    planName: p.plan.name,
-  });
-  const dir = bindingManifestDir(p.instance.spec.clusterId, p.instance.spec.instanceId, binding.spec.bindingId);
+    labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: keyOf(instanceId), [LABEL_BINDING]: bindingKey },
+  };
+  const rendered = render({ action: "bind", templates: p.plan.templates, values: values(p, binding), ...defaults, planName: p.plan.name });
+  const { overrides } = await readOverrides(draft, instanceId);
+  const own = overrides.filter((o) => o.binding !== undefined && keyOf(o.binding) === bindingKey);
+  const out = applyOverrides(rendered, own, defaults, `binding ${binding.spec.bindingId} of instance ${instanceId}`);
+  const dir = bindingManifestDir(p.instance.spec.clusterId, instanceId, binding.spec.bindingId);
   draft.remove(dir);
-  for (const m of manifests) draft.write(`${dir}/${m.fileName}`, m.yaml);
+  for (const m of out.manifests) draft.write(`${dir}/${m.fileName}`, m.yaml);
+  return { overrides: out.applied, problems: out.problems };
 }
 
 export function removeBindingManifests(draft: Draft, instance: InstanceRecord, bindingId: string): void {

@@ -5,8 +5,11 @@
  */
 export { loadCatalog } from "./load-catalog.js";
 export { loadClusters, DEFAULT_INSTANCE_NAMESPACE } from "./load-clusters.js";
-export type { ClusterEntry, KubeconfigRef, SyncRef } from "./load-clusters.js";
+export type { ClusterEntry, EncryptionDecl, KubeconfigRef, SyncRef } from "./load-clusters.js";
 export { toOsbCatalog, parseApiVersion } from "./osb-catalog.js";
 export { validateParameters } from "./parameters.js";
+export { formatAjvErrors } from "./schema-errors.js";
 export type { ParametersSchemaKey } from "./parameters.js";
+export { sensitiveParameters, withoutSensitiveParameters } from "./sensitive-parameters.js";
+export type { SensitiveParameter } from "./sensitive-parameters.js";
 export type { Catalog, Service, Plan, PlanTemplate, ApiVersion, MaintenanceInfo } from "./types.js";

@@ -126,16 +126,20 @@ describe("loadCatalog: the example catalog", () => {
     const [medium, small] = service?.plans ?? [];
     expect(medium?.maintenanceInfo).toEqual({ version: "1.0.0", description: "PostgreSQL cluster with two servers" });
     expect(medium?.maximumPollingDuration).toBe(3600);
-    expect(medium?.templates).toEqual([
-      {
-        action: "provision",
-        type: "handlebars",
-        content: await fs.readFile(path.join(EXAMPLES, "templates/postgresql.hbs"), "utf8"),
-        source: "catalog/templates/postgresql.hbs",
-      },
-    ]);
+    expect(medium?.templates[0]).toEqual({
+      action: "provision",
+      type: "handlebars",
+      content: await fs.readFile(path.join(EXAMPLES, "templates/postgresql.hbs"), "utf8"),
+      source: "catalog/templates/postgresql.hbs",
+    });
+    const liveStatus = [
+      ["sources", "handlebars", "catalog/templates/postgresql-sources.hbs"],
+      ["status", "handlebars", "catalog/templates/postgresql-status.hbs"],
+    ];
+    expect(medium?.templates.slice(1).map((t) => [t.action, t.type, t.source])).toEqual(liveStatus);
     expect(small?.templates.map((t) => [t.action, t.type, t.source])).toEqual([
       ["provision", "handlebars", "catalog/postgresql/plans/small.yaml#spec.templates[0]"],
+      ...liveStatus,
     ]);
     expect(small?.templates[0]?.content).toContain("kind: postgresql");
   });

@@ -111,6 +111,19 @@ describe("loadClusters", () => {
     expect(clusters.map((c) => [c.id, c.kubeconfig])).toEqual([["ok", { path: "/etc/gitops-broker/ok.kubeconfig" }]]);
   });
 
+  it("reads the encryption declaration (SOPS age recipients) and rejects a malformed recipient", async () => {
+    const recipient = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p";
+    await repo.write({
+      "registry/clusters/enc.yaml": cluster("enc", { encryption: { sops: { age: [recipient] } } }),
+      "registry/clusters/bad.yaml": cluster("bad", { encryption: { sops: { age: ["not-a-key"] } } }),
+    });
+    const { clusters, problems } = await loadClusters(repo.tree);
+    expect(clusters.map((c) => [c.id, c.encryption])).toEqual([["enc", { sops: { age: [recipient] } }]]);
+    expect(problems).toEqual([
+      { file: "registry/clusters/bad.yaml", path: "spec.encryption.sops.age[0]", message: "must be an age recipient (age1...)" },
+    ]);
+  });
+
   it("reports a cluster id declared by two files and leaves both out", async () => {
     await repo.write({ "registry/clusters/x.yaml": cluster("x"), "registry/clusters/x.yml": cluster("x") });
     const { clusters, problems } = await loadClusters(repo.tree);

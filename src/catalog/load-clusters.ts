@@ -22,6 +22,11 @@ export interface SyncRef {
   kubeconfig?: KubeconfigRef;
 }
 
+/** `spec.encryption`: SOPS with age recipients. */
+export interface EncryptionDecl {
+  sops: { age: string[] };
+}
+
 /** One cluster of the registry (registry/clusters/<id>.yaml). */
 export interface ClusterEntry {
   /** metadata.name: a DNS-1123 label, also the file name and the clusters/<id>/ directory. */
@@ -38,6 +43,8 @@ export interface ClusterEntry {
   statusMode?: "commit" | "live";
   /** The Argo CD Application / Flux Kustomization syncing clusters/<id>/, read in live mode. */
   sync?: SyncRef;
+  /** How sensitive parameters would be encrypted for this cluster (declared; not implemented yet, ADR 0007). */
+  encryption?: EncryptionDecl;
   /** Repo-relative file it was loaded from. */
   file: string;
   /** The document as written. */
@@ -111,6 +118,7 @@ interface ClusterDoc {
     kubeconfig?: KubeconfigDoc;
     status?: { mode?: "commit" | "live" };
     sync?: { kind: "argocd" | "flux"; name: string; namespace?: string; kubeconfig?: KubeconfigDoc };
+    encryption?: EncryptionDecl;
     secretRef?: string;
   };
 }
@@ -129,6 +137,7 @@ function fromCluster(doc: YamlDocument, file: string): ClusterEntry {
   const kubeconfig = kubeconfigRef(spec.kubeconfig);
   if (kubeconfig) entry.kubeconfig = kubeconfig;
   if (spec.status?.mode) entry.statusMode = spec.status.mode;
+  if (spec.encryption) entry.encryption = { sops: { age: [...spec.encryption.sops.age] } };
   if (spec.sync) {
     const { kind, name, namespace } = spec.sync;
     const sync: SyncRef = { kind, name, namespace: namespace ?? (kind === "argocd" ? "argocd" : "flux-system") };

@@ -1,6 +1,9 @@
 import { ConfigError } from "../errors/index.js";
 import { runClusters, runMove } from "./admin-commands.js";
+import { runHistory } from "./history.js";
 import { serve } from "./serve.js";
+import { update } from "./update.js";
+import { runValidate } from "./validate.js";
 import { VERSION } from "./version.js";
 
 const USAGE = `gitops-broker: an Open Service Broker (OSB v2.17) whose store is a Git repository
@@ -9,6 +12,9 @@ Usage:
   gitops-broker serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT]
   gitops-broker clusters [--json] [--config FILE] [--data-dir DIR]
   gitops-broker move <instance-id> <cluster-id> [--config FILE] [--data-dir DIR]
+  gitops-broker update --plan <plan-id> | --instance <instance-id> [--url URL] [--config FILE] [--data-dir DIR]
+  gitops-broker history <instance-id> [--json] [--config FILE] [--data-dir DIR]
+  gitops-broker validate [repo-dir] [--json]
   gitops-broker --help | --version
 
 With no configuration, serve creates ./.gitops-broker/ holding a bare Git repository seeded
@@ -25,6 +31,13 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   },
   clusters: (args) => runClusters(args),
   move: (args) => runMove(args),
+  history: (args) => runHistory(args),
+  validate: (args) => runValidate(args),
+  update: (args) =>
+    update(args, {
+      stdout: (line) => process.stdout.write(`${line}\n`),
+      stderr: (line) => process.stderr.write(`${line}\n`),
+    }),
 };
 
 /** Entry point; returns the process exit code (2: usage or configuration error). */

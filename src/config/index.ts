@@ -3,6 +3,15 @@ export type { LoadConfigOptions } from "./load-config.js";
 export { ensureDataDir } from "./data-dir.js";
 export { EMBEDDED_REMOTE_DIR, SEED_MESSAGE, prepareEmbedded } from "./embedded.js";
 export type { PrepareEmbeddedOptions } from "./embedded.js";
-export { GENERATED_PASSWORD_FILE, ensurePassword } from "./password.js";
+export { GENERATED_PASSWORD_FILE, ensurePassword, readPassword, readWebhookSecret } from "./password.js";
 export type { Credentials } from "./password.js";
-export type { AuthConfig, Config, GitConfig, ListenAddress, LogLevel, TlsConfig } from "./types.js";
+export type {
+  AuthConfig,
+  Config,
+  GitConfig,
+  ListenAddress,
+  LogLevel,
+  ReconcileConfig,
+  TlsConfig,
+  WebhookConfig,
+} from "./types.js";

@@ -47,6 +47,8 @@ describe("loadConfig", () => {
       log: { level: "info" },
       status: { mode: "commit" },
       scheduler: { type: "single" },
+      webhook: { secret: null, secretFile: null },
+      reconcile: { maxPerSecond: 10, batchSize: 4, retrySeconds: 30 },
     });
   });
 
@@ -110,6 +112,29 @@ describe("loadConfig", () => {
     expect(a.auth).toEqual({ username: "broker", password: "from-env", passwordFile: null });
     const b = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_PASSWORD_FILE: "pw" }, argv: ["--config", "b.yaml"] });
     expect(b.auth).toEqual({ username: "broker", password: null, passwordFile: path.join(tmp, "pw") });
+  });
+
+  it("takes the webhook secret and reconcile limits from file and env, secretFile resolved against the file", async () => {
+    await write("etc/w.yaml", "webhook:\n  secretFile: hook-secret\nreconcile:\n  batchSize: 2\n  retrySeconds: 5\n");
+    const fromFile = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_RECONCILE_MAX_PER_SECOND: "3" }, argv: ["--config", "etc/w.yaml"] });
+    expect(fromFile.webhook).toEqual({ secret: null, secretFile: path.join(tmp, "etc/hook-secret") });
+    expect(fromFile.reconcile).toEqual({ maxPerSecond: 3, batchSize: 2, retrySeconds: 5 });
+    const fromEnv = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_WEBHOOK_SECRET: "s" }, argv: ["--config", "etc/w.yaml"] });
+    expect(fromEnv.webhook).toEqual({ secret: "s", secretFile: null });
+    const both = await problemsOf(
+      loadConfig({ cwd: tmp, env: { GITOPS_BROKER_WEBHOOK_SECRET: "s", GITOPS_BROKER_WEBHOOK_SECRET_FILE: "f" } }),
+    );
+    expect(both).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_WEBHOOK_SECRET_FILE", message: "conflicts with GITOPS_BROKER_WEBHOOK_SECRET: set only one" },
+    ]);
+    await write("both.yaml", "webhook:\n  secret: x\n  secretFile: /f\nreconcile:\n  batchSize: 0\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "both.yaml"] }))).toEqual<Problem[]>([
+      { file: "both.yaml", path: "reconcile.batchSize", message: "must be >= 1" },
+    ]);
+    await write("pair.yaml", "webhook:\n  secret: x\n  secretFile: /f\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "pair.yaml"] }))).toEqual<Problem[]>([
+      { file: "pair.yaml", path: "webhook.secretFile", message: "webhook.secret and webhook.secretFile exclude each other: set one" },
+    ]);
   });
 
   it("accepts TLS files that exist, from the file or from both variables", async () => {

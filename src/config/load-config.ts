@@ -33,6 +33,8 @@ function defaults(cwd: string): Config {
     log: { level: "info" },
     status: { mode: "commit" },
     scheduler: { type: "single" },
+    webhook: { secret: null, secretFile: null },
+    reconcile: { maxPerSecond: 10, batchSize: 4, retrySeconds: 30 },
   };
 }
 
@@ -60,7 +62,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
   if (!validate(merged)) {
     problems.push(...dedupe((validate.errors ?? []).map((e) => toProblem(e, origins))));
   } else {
-    problems.push(...exclusivePassword(merged, origins));
+    problems.push(...exclusiveSecrets(merged, origins));
   }
   const tls = merged.tls;
   if (isPlainObject(tls)) {
@@ -142,10 +144,15 @@ function toProblem(e: ErrorObject, origins: Map<string, Origin>): Problem {
   }
 }
 
-function exclusivePassword(config: Config, origins: Map<string, Origin>): Problem[] {
-  return config.auth.password !== null && config.auth.passwordFile !== null
-    ? [locate(["auth", "passwordFile"], origins, "auth.password and auth.passwordFile exclude each other: set one")]
-    : [];
+function exclusiveSecrets(config: Config, origins: Map<string, Origin>): Problem[] {
+  const problems: Problem[] = [];
+  if (config.auth.password !== null && config.auth.passwordFile !== null) {
+    problems.push(locate(["auth", "passwordFile"], origins, "auth.password and auth.passwordFile exclude each other: set one"));
+  }
+  if (config.webhook.secret !== null && config.webhook.secretFile !== null) {
+    problems.push(locate(["webhook", "secretFile"], origins, "webhook.secret and webhook.secretFile exclude each other: set one"));
+  }
+  return problems;
 }
 
 function dedupe(problems: Problem[]): Problem[] {

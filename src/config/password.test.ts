@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../errors/index.js";
-import { ensurePassword, type AuthConfig } from "./index.js";
+import { ensurePassword, readPassword, readWebhookSecret, type AuthConfig } from "./index.js";
 
 let tmp: string;
 let dataDir: string;
@@ -90,5 +90,30 @@ describe("ensurePassword", () => {
     await chmod(path.join(dataDir, "password"), 0o644);
     const error = await errorOf(ensurePassword({ dataDir, config: auth() }));
     expect(error.problems[0]?.message).toContain("(mode 0644)");
+  });
+});
+
+describe("readPassword (clients of a running broker)", () => {
+  it("reads the configured, the file's or the generated password, and never generates one", async () => {
+    expect(await readPassword({ dataDir, config: auth({ password: "pw" }) })).toEqual({ username: "broker", password: "pw" });
+    const missing = await errorOf(readPassword({ dataDir, config: auth() }));
+    expect(missing.problems[0]?.message).toBe("password file does not exist (has the broker been started with this configuration?)");
+    await expect(stat(dataDir)).rejects.toMatchObject({ code: "ENOENT" });
+    const generated = await ensurePassword({ dataDir, config: auth() });
+    expect(await readPassword({ dataDir, config: auth() })).toEqual({ username: "broker", password: generated.password });
+  });
+});
+
+describe("readWebhookSecret", () => {
+  const webhook = (secret: string | null, secretFile: string | null) => ({ webhook: { secret, secretFile } });
+
+  it("is null without a secret, else the secret or the private file's content", async () => {
+    expect(await readWebhookSecret(webhook(null, null))).toBeNull();
+    expect(await readWebhookSecret(webhook("s", null))).toBe("s");
+    const file = path.join(tmp, "hook");
+    await writeFile(file, "from-file\n", { mode: 0o600 });
+    expect(await readWebhookSecret(webhook(null, file))).toBe("from-file");
+    await chmod(file, 0o644);
+    expect((await errorOf(readWebhookSecret(webhook(null, file)))).problems[0]?.message).toMatch(/^webhook secret file is accessible by group or others/);
   });
 });

@@ -3,7 +3,7 @@ import { link, open, readFile, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { ConfigError } from "../errors/index.js";
 import { ensureDataDir } from "./data-dir.js";
-import type { AuthConfig } from "./types.js";
+import type { AuthConfig, WebhookConfig } from "./types.js";
 
 export interface Credentials {
   username: string;
@@ -31,6 +31,29 @@ export async function ensurePassword({ dataDir, config }: { dataDir: string; con
   await ensureDataDir(dataDir);
   const file = path.join(dataDir, GENERATED_PASSWORD_FILE);
   return { username, password: (await readSecretFile(file)) ?? (await generate(file)), generatedFile: file };
+}
+
+/**
+ * The credentials a running broker uses, for clients such as `gitops-broker update`: like
+ * ensurePassword, but a password that was never generated is an error, never generated here.
+ */
+export async function readPassword({ dataDir, config }: { dataDir: string; config: { auth: AuthConfig } }): Promise<Credentials> {
+  const { username, password, passwordFile } = config.auth;
+  if (password !== null) return { username, password };
+  const file = passwordFile ?? path.join(dataDir, GENERATED_PASSWORD_FILE);
+  const secret = await readSecretFile(file);
+  if (secret === null) throw secretError(file, "does not exist (has the broker been started with this configuration?)");
+  return { username, password: secret };
+}
+
+/** The webhook secret (`webhook.secret` or the content of `webhook.secretFile`); null: no webhook. */
+export async function readWebhookSecret(config: { webhook: WebhookConfig }): Promise<string | null> {
+  const { secret, secretFile } = config.webhook;
+  if (secret !== null) return secret;
+  if (secretFile === null) return null;
+  const content = await readSecretFile(secretFile, "webhook secret file");
+  if (content === null) throw secretError(secretFile, "does not exist", undefined, "webhook secret file");
+  return content;
 }
 
 /**
@@ -63,7 +86,7 @@ async function generate(file: string): Promise<string> {
 }
 
 /** The trimmed content of a secret file; null when it does not exist. */
-async function readSecretFile(file: string): Promise<string | null> {
+async function readSecretFile(file: string, what = "password file"): Promise<string | null> {
   let mode: number;
   let content: string;
   try {
@@ -72,17 +95,17 @@ async function readSecretFile(file: string): Promise<string | null> {
   } catch (e: unknown) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return null;
-    throw secretError(file, `cannot be read (${code ?? "error"})`, e);
+    throw secretError(file, `cannot be read (${code ?? "error"})`, e, what);
   }
   if ((mode & 0o077) !== 0) {
     const octal = (mode & 0o777).toString(8).padStart(4, "0");
-    throw secretError(file, `is accessible by group or others (mode ${octal}); restrict it to its owner, e.g. chmod 600`);
+    throw secretError(file, `is accessible by group or others (mode ${octal}); restrict it to its owner, e.g. chmod 600`, undefined, what);
   }
   const secret = content.trim();
-  if (secret === "") throw secretError(file, "is empty");
+  if (secret === "") throw secretError(file, "is empty", undefined, what);
   return secret;
 }
 
-function secretError(file: string, message: string, cause?: unknown): ConfigError {
-  return new ConfigError([{ file, path: "", message: `password file ${message}` }], cause === undefined ? undefined : { cause });
+function secretError(file: string, message: string, cause?: unknown, what = "password file"): ConfigError {
+  return new ConfigError([{ file, path: "", message: `${what} ${message}` }], cause === undefined ? undefined : { cause });
 }

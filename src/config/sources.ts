@@ -28,7 +28,7 @@ export interface SourceResult {
 }
 
 /** Keys holding file paths: made absolute against the config file's directory or the cwd. */
-const PATH_KEYS = new Set(["dataDir", "git.tokenFile", "auth.passwordFile", "tls.cert", "tls.key"]);
+const PATH_KEYS = new Set(["dataDir", "git.tokenFile", "auth.passwordFile", "tls.cert", "tls.key", "webhook.secretFile"]);
 
 function resolvePathKey(key: string[], value: unknown, base: string): unknown {
   return PATH_KEYS.has(key.join(".")) && typeof value === "string" && value !== "" ? path.resolve(base, value) : value;
@@ -118,6 +118,8 @@ const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
   GITOPS_BROKER_LOG_LEVEL: { key: ["log", "level"], kind: "string" },
   GITOPS_BROKER_STATUS_MODE: { key: ["status", "mode"], kind: "string" },
   GITOPS_BROKER_SCHEDULER: { key: ["scheduler", "type"], kind: "string" },
+  GITOPS_BROKER_RECONCILE_MAX_PER_SECOND: { key: ["reconcile", "maxPerSecond"], kind: "number" },
+  GITOPS_BROKER_RECONCILE_BATCH_SIZE: { key: ["reconcile", "batchSize"], kind: "number" },
 };
 
 /** Numbers are converted when they look like one; anything else goes through as a string so the schema reports it. */
@@ -150,18 +152,22 @@ export function envSource(env: Record<string, string | undefined>, cwd: string):
     }
   }
 
-  // password and passwordFile are two forms of one setting: either one replaces the other.
-  const password = get("GITOPS_BROKER_PASSWORD");
-  const passwordFile = get("GITOPS_BROKER_PASSWORD_FILE");
-  if (password !== undefined && passwordFile !== undefined) {
-    problems.push({ file: "env", path: "GITOPS_BROKER_PASSWORD_FILE", message: "conflicts with GITOPS_BROKER_PASSWORD: set only one" });
-  } else if (password !== undefined) {
-    set("GITOPS_BROKER_PASSWORD", ["auth", "password"], password);
-    set("GITOPS_BROKER_PASSWORD", ["auth", "passwordFile"], null);
-  } else if (passwordFile !== undefined) {
-    set("GITOPS_BROKER_PASSWORD_FILE", ["auth", "passwordFile"], path.resolve(cwd, passwordFile));
-    set("GITOPS_BROKER_PASSWORD_FILE", ["auth", "password"], null);
-  }
+  // A secret and its file are two forms of one setting: either one replaces the other.
+  const secretPair = (name: string, section: string, key: string): void => {
+    const value = get(name);
+    const file = get(`${name}_FILE`);
+    if (value !== undefined && file !== undefined) {
+      problems.push({ file: "env", path: `${name}_FILE`, message: `conflicts with ${name}: set only one` });
+    } else if (value !== undefined) {
+      set(name, [section, key], value);
+      set(name, [section, `${key}File`], null);
+    } else if (file !== undefined) {
+      set(`${name}_FILE`, [section, `${key}File`], path.resolve(cwd, file));
+      set(`${name}_FILE`, [section, key], null);
+    }
+  };
+  secretPair("GITOPS_BROKER_PASSWORD", "auth", "password");
+  secretPair("GITOPS_BROKER_WEBHOOK_SECRET", "webhook", "secret");
 
   const cert = get("GITOPS_BROKER_TLS_CERT");
   const key = get("GITOPS_BROKER_TLS_KEY");

@@ -39,6 +39,22 @@ export interface TlsConfig {
   key: string;
 }
 
+export interface WebhookConfig {
+  /** Shared secret of POST /admin/webhook; at most one of secret and secretFile is set; neither: no webhook endpoint. */
+  secret: string | null;
+  /** Absolute path of a file holding the secret. */
+  secretFile: string | null;
+}
+
+export interface ReconcileConfig {
+  /** Re-render commits submitted per second at most (mass re-renders). */
+  maxPerSecond: number;
+  /** Re-renders queued in the git writer at once; OSB requests queue behind at most this many. */
+  batchSize: number;
+  /** Wait before retrying an instance skipped because an operation was in progress. */
+  retrySeconds: number;
+}
+
 export interface Config {
   listen: ListenAddress;
   /** Absolute. */
@@ -49,4 +65,6 @@ export interface Config {
   log: { level: LogLevel };
   status: { mode: "commit" | "live" };
   scheduler: { type: "single" | "round-robin" | "least-utilized" | "label-selector" };
+  webhook: WebhookConfig;
+  reconcile: ReconcileConfig;
 }

@@ -52,6 +52,8 @@ export function testConfig(
     log: { level: "fatal" },
     status: { mode: "commit" },
     scheduler: { type: scheduler },
+    webhook: { secret: null, secretFile: null },
+    reconcile: { maxPerSecond: 1000, batchSize: 4, retrySeconds: 30 },
   };
 }
 
@@ -59,6 +61,8 @@ export interface HarnessOptions {
   /** Seed the remote with exactly these files instead of the embedded default's sample. */
   files?: Record<string, string>;
   scheduler?: Config["scheduler"]["type"];
+  /** Changes to the configuration of the brokers (webhook secret, reconcile limits). */
+  configure?: (config: Config) => void;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -83,6 +87,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   async function start(name: string) {
     const config = testConfig(root, name, remoteUrl, {}, options.scheduler);
+    options.configure?.(config);
     const broker = await startBroker(config, { version: "test", logger: silentLogger() });
     started.push(broker);
     return { broker, osb: osbClient(broker.url, CREDENTIALS) };

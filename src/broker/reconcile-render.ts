@@ -1,0 +1,67 @@
+import { formatProblem } from "../errors/index.js";
+import type { Draft, Operation } from "../gitwriter/index.js";
+import type { Logger } from "../log/index.js";
+import { latestOperation, readInstance } from "../repo/index.js";
+import type { StatusWatcher } from "../status-watcher/index.js";
+import type { RepoView } from "./context.js";
+import { renderInstanceInto } from "./render-instance.js";
+
+/**
+ * One re-render: the instance's objects (and its bindings') rendered again from its records as
+ * they are, with the catalog, registry and overrides of the tree the operation runs on. The
+ * records do not change; when the result is identical, the writer makes no commit.
+ */
+
+export type RerenderReason = "plan-changed" | "override-changed" | "manual";
+
+export interface RerenderRequest {
+  /** The instance id, or its key (`overrides/<key>/` knows only the key; records are found by either). */
+  instance: string;
+  reason: RerenderReason;
+  /** The commit that caused it, cited as Plan-Commit / Override-Commit. */
+  cause?: string;
+}
+
+/** busy: an operation of the instance is in progress (retry later); gone: no live instance. */
+export type RerenderResult = "rendered" | "busy" | "gone";
+
+export interface RerenderDeps {
+  view: RepoView;
+  status: Pick<StatusWatcher, "instanceStatus">;
+  logger: Logger;
+  brokerVersion: string;
+}
+
+const CAUSE_TRAILER: Record<RerenderReason, string | undefined> = {
+  "plan-changed": "Plan-Commit",
+  "override-changed": "Override-Commit",
+  manual: undefined,
+};
+
+export function rerenderOperation(deps: RerenderDeps, request: RerenderRequest): Operation<RerenderResult> {
+  return async (draft: Draft) => {
+    await deps.view.sync(draft);
+    const record = await readInstance(draft, request.instance);
+    if (!record || record.status.deleted) return { commit: null, result: "gone" };
+    const op = latestOperation(record.status.operations);
+    if (op && deps.status.instanceStatus(record, op).state === "in progress") return { commit: null, result: "busy" };
+
+    const { instanceId, serviceId, planId } = record.spec;
+    const catalog = deps.view.catalog();
+    const rendered = await renderInstanceInto(draft, { catalog, clusters: deps.view.clusters() }, instanceId);
+    for (const p of rendered.problems) {
+      deps.logger.warn({ instanceId, file: p.file, path: p.path }, `override not applied: ${formatProblem(p)}`);
+    }
+    // renderInstanceInto found both, or it would have thrown.
+    const service = catalog.serviceById(serviceId)!;
+    const plan = catalog.planById(planId)!;
+
+    const trailers: Record<string, string> = { Reason: request.reason };
+    const causeTrailer = CAUSE_TRAILER[request.reason];
+    if (causeTrailer && request.cause) trailers[causeTrailer] = request.cause;
+    trailers["Instance-Id"] = instanceId;
+    if (rendered.overrides.length > 0) trailers.Overrides = rendered.overrides.join(", ");
+    trailers["Broker-Version"] = deps.brokerVersion;
+    return { commit: { subject: `re-render ${service.name}/${plan.name} instance ${instanceId}`, trailers }, result: "rendered" };
+  };
+}

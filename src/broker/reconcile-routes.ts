@@ -1,0 +1,105 @@
+import { createHmac } from "node:crypto";
+import express, { type Request, type Router } from "express";
+import { BadRequestError, NotFoundError, UnauthorizedError } from "../errors/index.js";
+import { basicAuth, safeEqual } from "./auth.js";
+import type { Ctx, ReconcileEndpoints } from "./context.js";
+import { isObject } from "./request-body.js";
+
+/**
+ * POST /admin/webhook: a GitHub or GitLab push event for the broker's branch makes it fetch the
+ * remote now rather than at the next poll (the fetch reloads the catalog, registry and overrides
+ * and reconciles, as polling does). Authenticated by the shared secret, not by basic auth.
+ * POST /admin/rerender: re-render one instance or every instance of a plan (basic auth).
+ */
+
+/** GitHub sends at most 25 MB; only `ref` is read. */
+const WEBHOOK_BODY_LIMIT = "25mb";
+
+function authenticWebhook(req: Request, secret: string, body: Buffer): boolean {
+  const signature = req.get("x-hub-signature-256");
+  if (signature !== undefined) {
+    return safeEqual(signature, `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`);
+  }
+  const token = req.get("x-gitlab-token");
+  return token !== undefined && safeEqual(token, secret);
+}
+
+/** The pushed ref, from a JSON body or GitHub's form-encoded `payload=`. */
+function pushedRef(req: Request, body: Buffer): unknown {
+  let text = body.toString("utf8");
+  if (req.is("application/x-www-form-urlencoded")) text = new URLSearchParams(text).get("payload") ?? "";
+  let payload: unknown;
+  try {
+    payload = JSON.parse(text);
+  } catch (e) {
+    throw new BadRequestError("the webhook payload is not JSON", { cause: e });
+  }
+  return isObject(payload) ? payload.ref : undefined;
+}
+
+function webhook(ctx: Ctx, endpoints: ReconcileEndpoints, secret: string): express.RequestHandler {
+  const log = ctx.deps.logger;
+  return (req, res) => {
+    const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    if (!authenticWebhook(req, secret, body)) {
+      throw new UnauthorizedError("the webhook needs a valid X-Hub-Signature-256 (GitHub) or X-Gitlab-Token (GitLab)");
+    }
+    const event = req.get("x-github-event") ?? req.get("x-gitlab-event");
+    if (event === "ping") {
+      res.status(200).json({ refresh: false, reason: "ping" });
+      return;
+    }
+    const ref = pushedRef(req, body);
+    const wanted = `refs/heads/${endpoints.branch}`;
+    if ((event !== "push" && event !== "Push Hook") || ref !== wanted) {
+      res.status(200).json({ refresh: false, reason: `not a push to ${wanted}` });
+      return;
+    }
+    // Answer at once; the fetch and what it triggers run in the background.
+    ctx.deps.writer.refresh().then(
+      (tip) => log.info({ tip, event }, "webhook: fetched the remote"),
+      (e: unknown) => log.warn({ err: e }, "webhook: fetching the Git remote failed"),
+    );
+    res.status(202).json({ refresh: true });
+  };
+}
+
+function rerender(ctx: Ctx, endpoints: ReconcileEndpoints): express.RequestHandler {
+  return async (req, res) => {
+    const body: unknown = req.body;
+    const planId = isObject(body) ? body.plan_id : undefined;
+    const instanceId = isObject(body) ? body.instance_id : undefined;
+    if ((planId === undefined) === (instanceId === undefined)) {
+      throw new BadRequestError("rerender: give exactly one of plan_id and instance_id");
+    }
+    const id = planId ?? instanceId;
+    if (typeof id !== "string" || id === "") throw new BadRequestError("rerender: plan_id / instance_id must be a non-empty string");
+    const { reconciler } = endpoints;
+    if (planId !== undefined) {
+      const instances = await reconciler.rerenderPlan(id, "manual");
+      if (instances === 0 && !ctx.deps.view.catalog().planById(id)) throw new NotFoundError(`plan ${id} is not in the catalog`);
+      res.status(202).json({ plan_id: id, instances });
+      return;
+    }
+    if (!(await reconciler.rerenderInstance(id, "manual"))) throw new NotFoundError(`instance ${id} does not exist`);
+    res.status(202).json({ instance_id: id, instances: 1 });
+  };
+}
+
+export function reconcileRoutes(ctx: Ctx, endpoints: ReconcileEndpoints): Router {
+  const router = express.Router();
+  if (endpoints.webhookSecret !== null) {
+    router.post(
+      "/admin/webhook",
+      express.raw({ type: () => true, limit: WEBHOOK_BODY_LIMIT }),
+      webhook(ctx, endpoints, endpoints.webhookSecret),
+    );
+  }
+  router.post(
+    "/admin/rerender",
+    basicAuth(ctx.deps.credentials),
+    express.json({ type: () => true, limit: "64kb" }),
+    rerender(ctx, endpoints),
+  );
+  return router;
+}

@@ -1,0 +1,130 @@
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createBareRemote, createTempDir, gitLog } from "../../test/support/git-fixtures.js";
+import { repoFiles } from "../../test/support/repo-files.js";
+import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
+import { silentLogger } from "../log/index.js";
+import { RECORD_API_VERSION, writeInstance, type InstanceRecord } from "../repo/index.js";
+import { createReconciler, type Reconciler } from "./reconcile.js";
+import { createRepoView, type LiveRepoView } from "./repo-view.js";
+
+const SERVICE = "4de30cf9-a981-48c9-9acf-909805db46bc";
+const SMALL = "55a0d659-3419-4ed1-adf3-19f9d0f5ba4b";
+
+/** A record without manifests: a re-render has something to write. */
+function record(id: string): InstanceRecord {
+  return {
+    apiVersion: RECORD_API_VERSION,
+    kind: "ServiceInstance",
+    metadata: { name: id, namespace: "gitops-broker-instances" },
+    spec: { instanceId: id, serviceId: SERVICE, planId: SMALL, clusterId: "local" },
+    status: { operations: [{ id: `op-${id}`, action: "provision", at: "2026-01-01T00:00:00.000Z" }] },
+  };
+}
+
+let root: string;
+let remote: string;
+let writer: GitWriter;
+let view: LiveRepoView;
+let reconciler: Reconciler | undefined;
+
+beforeEach(async () => {
+  root = await createTempDir();
+  remote = await createBareRemote(root, "remote.git", await repoFiles([{ id: "local" }]));
+  writer = createGitWriter({
+    gitdir: path.join(root, "work.git"),
+    remoteUrl: remote,
+    branch: "main",
+    author: { name: "t", email: "t@example.com" },
+    logger: silentLogger(),
+  });
+  await writer.start();
+  view = createRepoView(writer, silentLogger());
+  await view.reload();
+});
+afterEach(async () => {
+  await reconciler?.close();
+  reconciler = undefined;
+  view.close();
+  await writer.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+async function seed(ids: string[]): Promise<void> {
+  await writer.submit(async (draft) => {
+    for (const id of ids) writeInstance(draft, record(id));
+    return { commit: { subject: "records", trailers: {} }, result: null };
+  });
+}
+
+describe("createReconciler", () => {
+  it("submits a mass re-render in batches, waiting between them for the rate", async () => {
+    const ids = Array.from({ length: 10 }, (_, i) => `r-${i}`);
+    await seed(ids);
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const counting: GitWriter = Object.create(writer) as GitWriter;
+    counting.submit = async (op) => {
+      maxInFlight = Math.max(maxInFlight, ++inFlight);
+      try {
+        return await writer.submit(op);
+      } finally {
+        inFlight--;
+      }
+    };
+    const waits: number[] = [];
+    reconciler = createReconciler({
+      writer: counting,
+      view,
+      status: { instanceStatus: () => ({ state: "succeeded" }) },
+      logger: silentLogger(),
+      brokerVersion: "v",
+      maxPerSecond: 10,
+      batchSize: 3,
+      retryMs: 10,
+      clock: () => 0,
+      delay: async (ms) => {
+        waits.push(ms);
+      },
+    });
+    expect(await reconciler.rerenderPlan(SMALL, "manual")).toBe(10);
+    await reconciler.idle();
+    expect(maxInFlight).toBe(3);
+    // Batches of 3, 3, 3, 1: a wait of 3 / 10 s after each but the last.
+    expect(waits).toEqual([300, 300, 300]);
+    const subjects = (await gitLog(remote)).map((c) => c.subject);
+    expect(subjects.filter((s) => s.startsWith("re-render")).sort()).toEqual(ids.map((id) => `re-render postgresql/small instance ${id}`).sort());
+  });
+
+  it("skips an instance with an operation in progress and retries it until it is done", async () => {
+    await seed(["busy-1"]);
+    let busy = true;
+    let asked = 0;
+    reconciler = createReconciler({
+      writer,
+      view,
+      status: {
+        instanceStatus: () => {
+          asked++;
+          return { state: busy ? "in progress" : "succeeded" };
+        },
+      },
+      logger: silentLogger(),
+      brokerVersion: "v",
+      maxPerSecond: 1000,
+      batchSize: 2,
+      retryMs: 20,
+    });
+    const before = writer.snapshot().commit;
+    expect(await reconciler.rerenderInstance("busy-1", "manual")).toBe(true);
+    expect(await reconciler.rerenderInstance("nobody", "manual")).toBe(false);
+    await vi.waitFor(() => expect(asked).toBeGreaterThanOrEqual(3), { timeout: 5_000, interval: 5 });
+    expect(writer.snapshot().commit).toBe(before);
+    busy = false;
+    await reconciler.idle();
+    const [head] = await gitLog(remote);
+    expect(head?.subject).toBe("re-render postgresql/small instance busy-1");
+    expect(head?.message).toMatch(/\n\nReason: manual\nInstance-Id: busy-1\nBroker-Version: v$/);
+  });
+});

@@ -1,0 +1,180 @@
+import type { GitWriter } from "../gitwriter/index.js";
+import type { Logger } from "../log/index.js";
+import { keyOf, readInstance } from "../repo/index.js";
+import type { StatusWatcher } from "../status-watcher/index.js";
+import type { RepoView } from "./context.js";
+import { createPlanInstancesCache, liveInstancesOfPlan } from "./plan-instances.js";
+import { rerenderOperation, type RerenderReason, type RerenderRequest } from "./reconcile-render.js";
+import { tipChanges } from "./tip-changes.js";
+
+/**
+ * Reconciliation: repository changes (a plan with `autoUpdateInstances: true`, an instance's
+ * overrides) and manual requests become re-render commits, one per instance.
+ *
+ * Re-renders go through the writer's queue like OSB operations, but from a low-priority feeder:
+ * it keeps at most `batchSize` of them queued (they go out in one push) and submits at most
+ * `maxPerSecond`, so an OSB request never waits behind more than one batch of a mass re-render.
+ */
+
+export interface ReconcilerOptions {
+  writer: GitWriter;
+  view: RepoView;
+  status: Pick<StatusWatcher, "instanceStatus">;
+  logger: Logger;
+  brokerVersion: string;
+  maxPerSecond: number;
+  batchSize: number;
+  /** Wait before retrying an instance that had an operation in progress. */
+  retryMs: number;
+  /** Monotonic milliseconds (default performance.now). */
+  clock?: () => number;
+  delay?: (ms: number) => Promise<void>;
+}
+
+export interface Reconciler {
+  /** Queue a re-render of every live instance of the plan (on the current tip); resolves with their number. */
+  rerenderPlan(planId: string, reason: RerenderReason, cause?: string): Promise<number>;
+  /** Queue a re-render of one instance (id or key); false when there is no such live instance. */
+  rerenderInstance(instance: string, reason: RerenderReason, cause?: string): Promise<boolean>;
+  /** The writer's onTip listener: diff the two tips and queue what they call for. */
+  tipChanged(tip: string | null, previous: string | null): void;
+  /** Resolves once no diff, re-render or retry is pending. */
+  idle(): Promise<void>;
+  /** Drop what is queued and pending retries; resolves when the re-renders in flight settled. */
+  close(): Promise<void>;
+}
+
+export function createReconciler(options: ReconcilerOptions): Reconciler {
+  const { writer, logger, batchSize, maxPerSecond, retryMs } = options;
+  const clock = options.clock ?? (() => performance.now());
+  const delay = options.delay ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const planIds = createPlanInstancesCache();
+  /** By instance key: a second request for the same instance replaces the first. */
+  const queue = new Map<string, RerenderRequest>();
+  const retries = new Set<NodeJS.Timeout>();
+  let diffs: Promise<void> = Promise.resolve();
+  let feeding: Promise<void> | undefined;
+  let closed = false;
+  let idleWaiters: (() => void)[] = [];
+
+  function busy(): boolean {
+    return queue.size > 0 || feeding !== undefined || retries.size > 0;
+  }
+
+  function settle(): void {
+    if (busy()) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  function enqueue(request: RerenderRequest): void {
+    if (closed) return;
+    queue.set(keyOf(request.instance), request);
+    kick();
+  }
+
+  /**
+   * Starts the feeder unless it runs. In a microtask, so that requests queued in one go fill
+   * whole batches; and again when it ends, for what was queued after its last look.
+   */
+  function kick(): void {
+    if (feeding || closed || queue.size === 0) return;
+    feeding = Promise.resolve()
+      .then(feed)
+      .finally(() => {
+        feeding = undefined;
+        kick();
+        settle();
+      });
+  }
+
+  async function runOne(request: RerenderRequest): Promise<void> {
+    try {
+      const { result, commit } = await writer.submit(rerenderOperation(options, request));
+      if (result === "busy") {
+        logger.info({ instance: request.instance }, "re-render postponed: an operation is in progress");
+        const timer = setTimeout(() => {
+          retries.delete(timer);
+          enqueue(request);
+          settle();
+        }, retryMs);
+        timer.unref();
+        retries.add(timer);
+      } else {
+        logger.info({ instance: request.instance, reason: request.reason, result, commit }, commit ? "re-rendered" : "re-render unchanged");
+      }
+    } catch (e) {
+      logger.error({ err: e, instance: request.instance, reason: request.reason }, "re-render failed");
+    }
+  }
+
+  async function feed(): Promise<void> {
+    while (queue.size > 0 && !closed) {
+      const batch: RerenderRequest[] = [];
+      for (const [key, request] of queue) {
+        queue.delete(key);
+        if (batch.push(request) === batchSize) break;
+      }
+      const started = clock();
+      await Promise.all(batch.map(runOne));
+      const wait = (batch.length * 1000) / maxPerSecond - (clock() - started);
+      if (wait > 0 && queue.size > 0) await delay(wait);
+    }
+  }
+
+  async function rerenderPlan(planId: string, reason: RerenderReason, cause?: string): Promise<number> {
+    const ids = await liveInstancesOfPlan(writer.snapshot(), planId, planIds);
+    for (const instance of ids) enqueue({ instance, reason, ...(cause ? { cause } : {}) });
+    return ids.length;
+  }
+
+  async function handleTip(tip: string, previous: string): Promise<void> {
+    const [next, old] = await Promise.all([writer.readerAt(tip), writer.readerAt(previous)]);
+    if (!next || !old) return;
+    const changes = await tipChanges(old, next);
+    for (const plan of changes.plans) {
+      const ids = await liveInstancesOfPlan(next, plan.id, planIds);
+      logger.info({ plan: plan.name, planId: plan.id, instances: ids.length, commit: tip }, "plan changed: re-rendering its instances");
+      for (const instance of ids) enqueue({ instance, reason: "plan-changed", cause: tip });
+    }
+    for (const key of changes.overrideKeys) {
+      // Overrides of an id that has no live instance (yet, or any more) wait for its next render.
+      const record = await readInstance(next, key);
+      if (record && !record.status.deleted) enqueue({ instance: key, reason: "override-changed", cause: tip });
+    }
+  }
+
+  return {
+    rerenderPlan,
+    async rerenderInstance(instance, reason, cause) {
+      const record = await readInstance(writer.snapshot(), instance);
+      if (!record || record.status.deleted) return false;
+      enqueue({ instance, reason, ...(cause ? { cause } : {}) });
+      return true;
+    },
+    tipChanged(tip, previous) {
+      if (tip === null || previous === null || closed) return;
+      diffs = diffs
+        .then(() => handleTip(tip, previous))
+        .catch((e: unknown) => logger.error({ err: e, tip, previous }, "reconciling a new tip failed"));
+    },
+    async idle() {
+      // A diff may queue re-renders, and a retry may come due while we wait: look again each time.
+      for (;;) {
+        await diffs;
+        if (!busy()) return;
+        await new Promise<void>((resolve) => idleWaiters.push(resolve));
+      }
+    },
+    async close() {
+      closed = true;
+      queue.clear();
+      for (const t of retries) clearTimeout(t);
+      retries.clear();
+      await diffs;
+      await feeding;
+      settle();
+    },
+  };
+}
