@@ -128,6 +128,8 @@ describe("helpers", () => {
 
   it("and, or, not: #if truthiness, returning the deciding value", () => {
     expect(run(`{{and 1 "x"}} {{and 1 0 "x"}} {{or instance.spec.parameters.nope "fallback"}} {{or 0 false}}`)).toBe("x 0 fallback false");
+    // A missing value is falsy and decides `and`, even followed by truthy ones.
+    expect(run(`{{#if (and instance.spec.parameters.nope "x")}}yes{{else}}no{{/if}}`)).toBe("no");
     expect(run(`{{not bindings}} {{not plan.spec.context.ranges}} {{#if (and plan.spec.context.ranges (not plan.spec.context.enabled))}}yes{{/if}}`)).toBe("true false yes");
   });
 

@@ -57,7 +57,11 @@ export const HELPERS: Readonly<Record<string, Helper>> = {
   gt: helper(2, 2, (a, b) => compare(a, b) > 0),
   ge: helper(2, 2, (a, b) => compare(a, b) >= 0),
   // Like Go's and/or: the deciding value itself, so `or a b` also picks a value.
-  and: helper(1, Infinity, (...values) => values.find((v) => !truthy(v)) ?? values[values.length - 1]),
+  and: helper(1, Infinity, (...values) => {
+    // The first falsy value itself (even `undefined`), else the last value.
+    const i = values.findIndex((v) => !truthy(v));
+    return i >= 0 ? values[i] : values[values.length - 1];
+  }),
   or: helper(1, Infinity, (...values) => values.find(truthy) ?? values[values.length - 1]),
   not: helper(1, 1, (value) => !truthy(value)),
 
