@@ -135,7 +135,8 @@ export function createApp(deps: BrokerDeps): express.Express {
   v2.use(basicAuth(deps.credentials));
   v2.use(osbHeaders);
   // OSB bodies are JSON; a missing Content-Type is still parsed (spec: brokers MAY process it).
-  v2.use(express.json({ type: () => true, limit: "1mb", strict: false }));
+  // GET and DELETE carry no body: skip parsing on the polling path.
+  v2.use(express.json({ type: (req) => req.method === "PUT" || req.method === "PATCH", limit: "1mb", strict: false }));
   // body-parser turns an empty body into {}; OSB bodies are required where they are read.
   v2.use((req, _res, next) => {
     if (!req.get("transfer-encoding") && Number(req.get("content-length") ?? 0) === 0) req.body = undefined;
