@@ -5,6 +5,7 @@ import {
   ConflictError,
   GoneError,
   NotFoundError,
+  ServiceUnavailableError,
   UnprocessableEntityError,
 } from "../errors/index.js";
 import type { Draft } from "../gitwriter/index.js";
@@ -20,11 +21,14 @@ import {
   type InstanceRecord,
   type OperationEntry,
 } from "../repo/index.js";
-import { commitSpec, lookupPlan, submitOp, planBindable, type Ctx, type OsbResponse } from "./context.js";
+import { withoutSensitiveParameters, type Service } from "../catalog/index.js";
+import type { BindingResult } from "../status-watcher/index.js";
+import { appliedOverrides, commitSpec, lookupPlan, submitOp, planBindable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { checkParameters, operationResponse, pickOperation } from "./instances.js";
 import { removeBindingManifests, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
 import { sameJson, type BindBody } from "./request-body.js";
+import { refuseSensitiveParameters } from "./sensitive.js";
 
 function liveInstance(record: InstanceRecord | null, instanceId: string): InstanceRecord {
   if (!record || record.status.deleted) throw new NotFoundError(`instance ${instanceId} does not exist`);
@@ -51,17 +55,27 @@ function instanceBusy(ctx: Ctx, instance: InstanceRecord): OperationEntry | unde
   return op && ctx.deps.status.instanceStatus(instance, op).state === "in progress" ? op : undefined;
 }
 
-function bindingResponse(ctx: Ctx, instance: InstanceRecord, binding: BindingRecord, status: number): OsbResponse {
-  const result = ctx.deps.status.bindingResult(instance, binding);
+function bindingBody(result: BindingResult): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   if (result.credentials) body.credentials = result.credentials;
   if (result.endpoints) body.endpoints = result.endpoints;
-  return { status, body };
+  return body;
+}
+
+function bindingResponse(ctx: Ctx, instance: InstanceRecord, binding: BindingRecord, status: number): OsbResponse {
+  return { status, body: bindingBody(ctx.deps.status.bindingResult(instance, binding)) };
 }
 
 // ---------------------------------------------------------------------------
 // Bind
 // ---------------------------------------------------------------------------
+
+/** What the queued bind operation decided: a new binding (committed) or the existing one. */
+interface BindDecision {
+  instance: InstanceRecord;
+  binding: BindingRecord;
+  created: boolean;
+}
 
 export async function bind(
   ctx: Ctx,
@@ -80,7 +94,7 @@ export async function bind(
 
   const operationId = ctx.deps.newId();
   const at = ctx.deps.now().toISOString();
-  const { result } = await submitOp(ctx, async (draft: Draft) => {
+  const { result } = await submitOp<BindDecision>(ctx, async (draft: Draft) => {
     const instance = liveInstance(await readInstance(draft, instanceId), instanceId);
     if (instance.spec.serviceId !== service.id || instance.spec.planId !== plan.id) {
       throw new BadRequestError(
@@ -88,7 +102,10 @@ export async function bind(
       );
     }
     const existing = await readBinding(draft, instanceId, bindingId);
-    if (liveBinding(existing)) return { commit: null, result: repeatedBind(ctx, instance, existing, body) };
+    if (liveBinding(existing)) {
+      checkRepeatedBind(existing, body);
+      return { commit: null, result: { instance, binding: existing, created: false } };
+    }
 
     const busy = instanceBusy(ctx, instance);
     if (busy) throw new ConcurrencyError(`instance ${instanceId} has operation ${busy.action} ${busy.id} in progress`);
@@ -97,6 +114,7 @@ export async function bind(
     if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
     if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
     const place = placed(ctx, instance);
+    refuseSensitiveParameters(ctx, plan, "service_binding.create", body.parameters, instance.spec.clusterId);
     const binding: BindingRecord = {
       apiVersion: RECORD_API_VERSION,
       kind: "ServiceBinding",
@@ -118,20 +136,26 @@ export async function bind(
     const bindings = [...others, binding].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     const p = { ...place, service, plan, instance, bindings };
     // The instance's objects may depend on its bindings (e.g. one database user per binding).
-    await writeInstanceManifests(draft, p, "update");
-    await writeBindingManifests(draft, p, binding);
+    const rendered = [await writeInstanceManifests(draft, p, "update"), await writeBindingManifests(draft, p, binding)];
     writeBinding(draft, binding);
     return {
-      commit: commitSpec(ctx, { action: "bind", service, plan, instanceId, bindingId, operationId, osb }),
-      result: plan.asyncBinding
-        ? { status: 202, body: { operation: operationId } }
-        : bindingResponse(ctx, instance, binding, 201),
+      commit: commitSpec(ctx, {
+        action: "bind",
+        service,
+        plan,
+        instanceId,
+        bindingId,
+        operationId,
+        osb,
+        overrides: appliedOverrides(ctx, instanceId, ...rendered),
+      }),
+      result: { instance, binding, created: true },
     };
   });
-  return result;
+  return answerBind(ctx, result, service, accepts);
 }
 
-function repeatedBind(ctx: Ctx, instance: InstanceRecord, existing: BindingRecord, body: BindBody): OsbResponse {
+function checkRepeatedBind(existing: BindingRecord, body: BindBody): void {
   const s = existing.spec;
   const identical =
     s.serviceId === body.serviceId &&
@@ -140,11 +164,34 @@ function repeatedBind(ctx: Ctx, instance: InstanceRecord, existing: BindingRecor
     sameJson(s.bindResource ?? {}, body.bindResource ?? {}) &&
     (s.appGuid ?? null) === (body.appGuid ?? null);
   if (!identical) throw new ConflictError(`binding ${s.bindingId} already exists with different attributes`);
-  const op = latestOperation(existing.status.operations);
-  if (op && ctx.deps.status.bindingStatus(instance, existing, op).state === "in progress") {
-    return { status: 202, body: { operation: op.id } };
+}
+
+/**
+ * The answer to a bind, once its commit is on the remote. Asynchronous plans answer 202 (or the
+ * finished binding). Synchronous ones wait, within the status watcher's bound, for the
+ * credentials to be readable from the live cluster (at once in commit mode). If they are not:
+ * 202 when the platform accepts an asynchronous binding and can fetch it (bindings_retrievable),
+ * else 503, so that the platform unbinds what was committed (OSB orphan mitigation) rather than
+ * keeping a binding without credentials. ADR 0006.
+ */
+async function answerBind(ctx: Ctx, decision: BindDecision, service: Service, accepts: boolean): Promise<OsbResponse> {
+  const { instance, binding, created } = decision;
+  const { plan } = lookupPlan(ctx.deps.view.catalog(), binding.spec.serviceId, binding.spec.planId);
+  const op = latestOperation(binding.status.operations);
+  if (!op) throw new UnprocessableEntityError(`binding ${binding.spec.bindingId} has no operation`);
+  const accepted = { status: 202, body: { operation: op.id } };
+  if (plan.asyncBinding) {
+    if (created || ctx.deps.status.bindingStatus(instance, binding, op).state === "in progress") return accepted;
+    return bindingResponse(ctx, instance, binding, 200);
   }
-  return bindingResponse(ctx, instance, existing, 200);
+  const outcome = await ctx.deps.status.awaitBinding(instance, binding, op);
+  if (outcome.state === "succeeded") return { status: created ? 201 : 200, body: bindingBody(outcome.result) };
+  if (outcome.state === "in progress" && accepts && service.bindingsRetrievable) return accepted;
+  const what = outcome.state === "failed" ? "failed on the cluster" : "has no readable credentials yet";
+  throw new ServiceUnavailableError(
+    `binding ${binding.spec.bindingId} is committed but ${what} (${outcome.description}); ` +
+      "unbind it and bind again, or bind with accepts_incomplete=true to wait for it",
+  );
 }
 
 // ---------------------------------------------------------------------------
@@ -187,11 +234,20 @@ export async function unbind(
     if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
 
     const bindings = (await readLiveBindings(draft, instanceId)).filter((b) => b.spec.bindingId !== bindingId);
-    await writeInstanceManifests(draft, { ...place, instance: instanceRecord, bindings }, "update");
+    const rendered = await writeInstanceManifests(draft, { ...place, instance: instanceRecord, bindings }, "update");
     removeBindingManifests(draft, instanceRecord, bindingId);
     writeBinding(draft, { ...existing, status: { deleted: true, operations: [...existing.status.operations, op] } });
     return {
-      commit: commitSpec(ctx, { action: "unbind", service, plan, instanceId, bindingId, operationId, osb }),
+      commit: commitSpec(ctx, {
+        action: "unbind",
+        service,
+        plan,
+        instanceId,
+        bindingId,
+        operationId,
+        osb,
+        overrides: appliedOverrides(ctx, instanceId, rendered),
+      }),
       result: plan.asyncBinding ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
   });
@@ -223,7 +279,7 @@ export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: stri
   if (!instance || instance.status.deleted || !liveBinding(binding)) {
     throw new NotFoundError(`binding ${bindingId} of instance ${instanceId} does not exist`);
   }
-  const { service } = lookupPlan(ctx.deps.view.catalog(), binding.spec.serviceId, binding.spec.planId);
+  const { service, plan } = lookupPlan(ctx.deps.view.catalog(), binding.spec.serviceId, binding.spec.planId);
   if (!service.bindingsRetrievable) {
     throw new BadRequestError(`service ${service.name} does not support fetching bindings (bindings_retrievable is false)`);
   }
@@ -232,6 +288,6 @@ export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: stri
     throw new NotFoundError(`binding ${bindingId} is still being created`);
   }
   const response = bindingResponse(ctx, instance, binding, 200);
-  response.body.parameters = binding.spec.parameters ?? {};
+  response.body.parameters = withoutSensitiveParameters(plan, ["service_binding.create"], binding.spec.parameters ?? {});
   return response;
 }

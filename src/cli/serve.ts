@@ -4,13 +4,13 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createApp, createRepoView } from "../broker/index.js";
-import { ensurePassword, loadConfig, prepareEmbedded, type Config } from "../config/index.js";
+import { createApp, createReconciler, createRepoView, type Reconciler } from "../broker/index.js";
+import { ensurePassword, loadConfig, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstanceSummaryCache } from "../repo/index.js";
 import { createScheduler } from "../scheduler/index.js";
-import { createCommitStatusWatcher } from "../status-watcher/index.js";
+import { createStatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const SAMPLE_CATALOG_DIR = path.join(PROJECT_ROOT, "examples/catalog");
@@ -19,6 +19,8 @@ export const SAMPLE_REGISTRY_DIR = path.join(PROJECT_ROOT, "examples/registry");
 export interface RunningBroker {
   url: string;
   writer: GitWriter;
+  /** Re-renders on plan / override changes and on request (tests await `reconciler.idle()`). */
+  reconciler: Reconciler;
   /** Stop accepting requests, finish in-flight pushes, close. */
   close(): Promise<void>;
 }
@@ -37,8 +39,14 @@ async function gitEnv(config: Config): Promise<Record<string, string>> {
   return env;
 }
 
+/** Test and embedding hooks of the status watcher (clock, kubeconfig resolution, bind wait). */
+export type StatusWatcherOverrides = Partial<Omit<StatusWatcherOptions, "view" | "writer" | "logger" | "defaultMode">>;
+
 /** Start a broker from a loaded configuration. */
-export async function startBroker(config: Config, options: { version: string; logger?: Logger }): Promise<RunningBroker> {
+export async function startBroker(
+  config: Config,
+  options: { version: string; logger?: Logger; status?: StatusWatcherOverrides },
+): Promise<RunningBroker> {
   const logger = options.logger ?? createLogger({ level: config.log.level });
   let remoteUrl = config.git.remote;
   if (remoteUrl === null) {
@@ -54,6 +62,7 @@ export async function startBroker(config: Config, options: { version: string; lo
     logger.info({ remote: remoteDir }, "using the embedded Git remote");
   }
   const credentials = await ensurePassword({ dataDir: config.dataDir, config });
+  const webhookSecret = await readWebhookSecret(config);
   if (credentials.generatedFile) {
     logger.warn(
       { file: credentials.generatedFile, username: credentials.username },
@@ -61,8 +70,10 @@ export async function startBroker(config: Config, options: { version: string; lo
     );
   }
 
+  // The writer's local repository; the history endpoint reads it with `git log`.
+  const workGitdir = path.join(config.dataDir, "work.git");
   const writer = createGitWriter({
-    gitdir: path.join(config.dataDir, "work.git"),
+    gitdir: workGitdir,
     remoteUrl,
     branch: config.git.branch,
     author: config.git.author,
@@ -74,17 +85,40 @@ export async function startBroker(config: Config, options: { version: string; lo
   const summaries = createInstanceSummaryCache();
   const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries);
   await view.reload();
+  // Clusters come from the view: live clusters are watched as the registry adds them, and
+  // stopped when it drops them or switches them to commit mode.
+  const status = createStatusWatcher({
+    view,
+    writer,
+    logger: logger.child({ component: "status-watcher" }),
+    defaultMode: config.status.mode,
+    ...options.status,
+  });
+  const brokerVersion = `gitops-broker/${options.version}`;
+  const reconciler = createReconciler({
+    writer,
+    view,
+    status,
+    logger: logger.child({ component: "reconcile" }),
+    brokerVersion,
+    maxPerSecond: config.reconcile.maxPerSecond,
+    batchSize: config.reconcile.batchSize,
+    retryMs: config.reconcile.retrySeconds * 1000,
+  });
+  const stopReconciling = writer.onTip((tip, previous) => reconciler.tipChanged(tip, previous));
 
   const app = createApp({
     writer,
     view,
     scheduler: createScheduler(config.scheduler),
-    status: createCommitStatusWatcher(),
+    status,
     logger: logger.child({ component: "broker" }),
     credentials: { username: credentials.username, password: credentials.password },
-    brokerVersion: `gitops-broker/${options.version}`,
+    brokerVersion,
     readiness: () => view.readiness(),
     summaries,
+    reconcile: { reconciler, branch: config.git.branch, webhookSecret },
+    gitdir: workGitdir,
   });
   const server = config.tls
     ? https.createServer({ cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) }, app)
@@ -110,13 +144,18 @@ export async function startBroker(config: Config, options: { version: string; lo
   return {
     url,
     writer,
+    reconciler,
     async close() {
       clearInterval(poll);
+      stopReconciling();
+      // Re-renders in flight finish; queued ones are dropped (a manual trigger redoes them).
+      await reconciler.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Queued operations are pushed before the writer resolves; their HTTP responses go out then.
       await writer.close();
       server.closeIdleConnections();
       await closed;
+      await status.close();
       view.close();
       logger.info("gitops-broker stopped");
     },

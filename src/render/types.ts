@@ -12,6 +12,11 @@ export interface RenderValues {
   binding?: Record<string, unknown>;
   /** All live (not deleted) binding records of the instance, including the one being created. */
   bindings: Record<string, unknown>[];
+  /**
+   * Further top-level values of text templates: the `status` template sees the live objects
+   * named by the `sources` template under their keys (`postgresql.status`, `secret.data`).
+   */
+  [key: string]: unknown;
 }
 
 export interface RenderRequest {

@@ -1,0 +1,114 @@
+import type { TreeReader } from "../gitwriter/index.js";
+import type { Logger } from "../log/index.js";
+import { readBinding, readInstance } from "../repo/index.js";
+import type { StatusWriter } from "./types.js";
+
+/**
+ * "Has the sync agent applied operation X?" The record of an instance (or binding) at the
+ * applied revision lists X exactly when the commit of X is that revision or one of its
+ * ancestors: records only ever append operations. So one record read per (revision, record)
+ * answers it, without walking history. Reads are asynchronous; `answer` is not: it reports
+ * `pending` and reads in the background, then `onLoaded` tells the watcher to look again.
+ */
+
+export interface RecordRef {
+  instanceId: string;
+  bindingId?: string;
+}
+
+export type AppliedAnswer = { applied: boolean } | { pending: string };
+
+export interface AppliedIndex {
+  answer(revision: string, record: RecordRef, operationId: string): AppliedAnswer;
+  /** Starts reading `record` at `revision` unless known or under way. */
+  prefetch(revision: string, record: RecordRef): void;
+}
+
+/** (revision, record) entries kept; one per in-flight record and applied revision is what matters. */
+const ENTRY_LIMIT = 100_000;
+/** Revisions whose readers are kept. */
+const READER_LIMIT = 8;
+/** A revision that could not be read (remote down, not pushed yet) is tried again after this. */
+const RETRY_UNREADABLE_MS = 30_000;
+
+export function createAppliedIndex(deps: { writer: StatusWriter; logger: Logger; onLoaded: () => void }): AppliedIndex {
+  const { writer, logger } = deps;
+  /** `${revision} ${record}` -> operation ids in the record at that revision (empty: no record). */
+  const entries = new Map<string, ReadonlySet<string>>();
+  const loading = new Set<string>();
+  const readers = new Map<string, Promise<TreeReader>>();
+  /** Revisions that could not be read: why, and when (performance.now()). */
+  const unreadable = new Map<string, { reason: string; at: number }>();
+  const fetching = new Set<string>();
+
+  const keyOf = (revision: string, record: RecordRef) =>
+    `${revision} ${record.instanceId}${record.bindingId === undefined ? "" : ` ${record.bindingId}`}`;
+
+  async function readerAt(revision: string): Promise<TreeReader> {
+    let reader = await writer.readerAt(revision);
+    if (reader === null) {
+      // Someone else's commit (or ours, pushed by another replica): fetch once.
+      fetching.add(revision);
+      try {
+        await writer.refresh();
+      } finally {
+        fetching.delete(revision);
+      }
+      reader = await writer.readerAt(revision);
+    }
+    if (reader === null) throw new Error(`revision ${revision.slice(0, 7)} is not on the Git remote`);
+    return reader;
+  }
+
+  function readerFor(revision: string): Promise<TreeReader> {
+    let reader = readers.get(revision);
+    if (reader === undefined) {
+      if (readers.size >= READER_LIMIT) readers.delete(readers.keys().next().value as string);
+      reader = readerAt(revision);
+      reader.catch(() => readers.delete(revision));
+      readers.set(revision, reader);
+    }
+    return reader;
+  }
+
+  async function load(revision: string, record: RecordRef, key: string): Promise<void> {
+    const tree = await readerFor(revision);
+    const found =
+      record.bindingId === undefined
+        ? await readInstance(tree, record.instanceId)
+        : await readBinding(tree, record.instanceId, record.bindingId);
+    if (entries.size >= ENTRY_LIMIT) entries.delete(entries.keys().next().value as string);
+    entries.set(key, new Set(found?.status.operations.map((o) => o.id) ?? []));
+  }
+
+  function prefetch(revision: string, record: RecordRef): void {
+    const key = keyOf(revision, record);
+    const failed = unreadable.get(revision);
+    if (failed !== undefined && performance.now() - failed.at < RETRY_UNREADABLE_MS) return;
+    if (entries.has(key) || loading.has(key)) return;
+    unreadable.delete(revision);
+    loading.add(key);
+    load(revision, record, key)
+      .catch((error: unknown) => {
+        const reason = error instanceof Error ? error.message : String(error);
+        unreadable.set(revision, { reason, at: performance.now() });
+        logger.warn({ err: error, revision }, "cannot read the applied revision");
+      })
+      .finally(() => {
+        loading.delete(key);
+        deps.onLoaded();
+      });
+  }
+
+  return {
+    prefetch,
+    answer(revision, record, operationId) {
+      const ops = entries.get(keyOf(revision, record));
+      if (ops !== undefined) return { applied: ops.has(operationId) };
+      prefetch(revision, record);
+      const failed = unreadable.get(revision);
+      if (failed !== undefined) return { pending: failed.reason };
+      return { pending: fetching.has(revision) ? `fetching revision ${revision.slice(0, 7)} from the Git remote` : `reading revision ${revision.slice(0, 7)}` };
+    },
+  };
+}

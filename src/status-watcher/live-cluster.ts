@@ -1,0 +1,256 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
+import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
+import type { Logger } from "../log/index.js";
+import { LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY } from "../repo/index.js";
+import { collectionPath, createDiscovery, type ResourceInfo } from "./discovery.js";
+import { createWatchCache, type WatchCache, type WatchCacheEvent } from "./kube-cache.js";
+import { observeSync, syncCollectionPath, syncSubject, type SyncObservation } from "./sync-state.js";
+
+/**
+ * One sister cluster as the watcher sees it: watch caches of the broker's objects (label
+ * `app.kubernetes.io/managed-by=gitops-broker`), of the objects the plans' `sources` name that
+ * the broker did not render (`managed-by!=gitops-broker`: the two never hold the same object),
+ * and of the Argo CD Application / Flux Kustomization syncing it. Kinds are watched from the
+ * first time a status needs them (one discovery request per apiVersion, then list+watch); every
+ * read after that is from memory.
+ */
+
+/** A kind in a namespace ("" for cluster-scoped kinds or all namespaces). */
+export interface KindRef {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+}
+
+export type Role = "owned" | "foreign";
+
+const SELECTORS: Record<Role, string> = {
+  owned: `${LABEL_MANAGED_BY}=${MANAGED_BY}`,
+  foreign: `${LABEL_MANAGED_BY}!=${MANAGED_BY}`,
+};
+
+/** A failed kubeconfig load or discovery is tried again after this. */
+const RETRY_MS = 30_000;
+
+export interface LiveClusterDeps {
+  kubeConfigFor: (ref: KubeconfigRef | undefined, cluster: ClusterEntry) => Promise<KubeConfig>;
+  logger: Logger;
+  delay?: (ms: number) => Promise<void>;
+  random?: () => number;
+  relistIntervalMs?: number;
+}
+
+export interface LiveCluster {
+  readonly entry: ClusterEntry;
+  /** Changes with every change seen (objects, sync object, watches starting); never repeats. */
+  version(): number;
+  /** Counts as a change (e.g. a record read finished). */
+  touch(): void;
+  onChange(listener: () => void): () => void;
+  /** Why the cluster cannot be read now (kubeconfig, connection), or undefined. */
+  problem(): string | undefined;
+  /** The sync object's state, or why it is not known. */
+  sync(): SyncObservation | string;
+  /** Watches these kinds from now on; says why they cannot all be read yet, or undefined. */
+  watch(role: Role, kinds: KindRef[]): string | undefined;
+  /** A live object: the broker's, else a foreign one. Undefined when absent. */
+  get(kind: KindRef, name: string): KubernetesObject | undefined;
+  /** The broker's live objects carrying this instance (or binding) key. */
+  ownedBy(label: "instance" | "binding", key: string): KubernetesObject[];
+  stop(): Promise<void>;
+}
+
+interface KindWatch {
+  role: Role;
+  kind: KindRef;
+  info?: ResourceInfo;
+  cache?: WatchCache;
+  discovering: boolean;
+  failure?: { message: string; at: number };
+}
+
+interface Connection {
+  discover: ReturnType<typeof createDiscovery>;
+  kubeConfig: KubeConfig;
+  syncCache?: WatchCache;
+}
+
+/** Versions are unique across clusters and restarts: a memo of a replaced cluster never matches. */
+let lastVersion = 0;
+
+const kindKey = (role: Role, k: KindRef) => `${role} ${k.apiVersion} ${k.kind} ${k.namespace}`;
+const objectKey = (o: KubernetesObject) => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
+
+export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): LiveCluster {
+  const log = deps.logger.child({ cluster: entry.id });
+  const stopping = new AbortController();
+  const watches = new Map<string, KindWatch>();
+  const listeners = new Set<() => void>();
+  /** label -> key -> objects (by kind watch and object key) of the owned caches. */
+  const index = { instance: new Map<string, Map<string, KubernetesObject>>(), binding: new Map<string, Map<string, KubernetesObject>>() };
+  /** The reverse: object -> the key it is indexed under, per label. */
+  const owners = { instance: new Map<string, string>(), binding: new Map<string, string>() };
+  let version = ++lastVersion;
+  let connection: Connection | undefined;
+  let connectFailure: string | undefined;
+  let lastSync: { object: KubernetesObject; observation: SyncObservation } | undefined;
+
+  function touch(): void {
+    version = ++lastVersion;
+    for (const listener of listeners) listener();
+  }
+
+  const cacheOptions = (kubeConfig: KubeConfig, path: string, labelSelector?: string) => ({
+    kubeConfig,
+    path,
+    logger: log,
+    ...(labelSelector === undefined ? {} : { labelSelector }),
+    ...(deps.delay ? { delay: deps.delay } : {}),
+    ...(deps.random ? { random: deps.random } : {}),
+    ...(deps.relistIntervalMs ? { relistIntervalMs: deps.relistIntervalMs } : {}),
+  });
+
+  function startCache(cache: WatchCache, onEvent?: (event: WatchCacheEvent) => void): void {
+    cache.onChange((event) => {
+      onEvent?.(event);
+      touch();
+    });
+    // A failing list is retried by the cache and shown in its state(); stop() rejects start().
+    cache.start().then(touch, () => undefined);
+  }
+
+  function indexEvent(watchKey: string, event: WatchCacheEvent): void {
+    const key = `${watchKey} ${objectKey(event.object)}`;
+    const labels = event.object.metadata?.labels ?? {};
+    for (const [label, name] of [["instance", LABEL_INSTANCE], ["binding", LABEL_BINDING]] as const) {
+      const previous = owners[label].get(key);
+      const was = previous === undefined ? undefined : index[label].get(previous);
+      if (was?.delete(key) && was.size === 0) index[label].delete(previous!);
+      const value = labels[name];
+      if (event.type === "DELETED" || value === undefined) {
+        owners[label].delete(key);
+        continue;
+      }
+      owners[label].set(key, value);
+      const objects = index[label].get(value) ?? new Map<string, KubernetesObject>();
+      objects.set(key, event.object);
+      index[label].set(value, objects);
+    }
+  }
+
+  function startWatch(w: KindWatch, c: Connection): void {
+    w.discovering = true;
+    c.discover(w.kind.apiVersion, w.kind.kind)
+      .then((info) => {
+        if (stopping.signal.aborted) return;
+        w.info = info;
+        delete w.failure;
+        w.cache = createWatchCache(cacheOptions(c.kubeConfig, collectionPath(w.kind.apiVersion, info, w.kind.namespace), SELECTORS[w.role]));
+        const key = kindKey(w.role, w.kind);
+        startCache(w.cache, w.role === "owned" ? (event) => indexEvent(key, event) : undefined);
+      })
+      .catch((error: unknown) => {
+        w.failure = { message: error instanceof Error ? error.message : String(error), at: performance.now() };
+        log.warn({ err: error, apiVersion: w.kind.apiVersion, kind: w.kind.kind }, "cannot watch a kind");
+      })
+      .finally(() => {
+        w.discovering = false;
+        touch();
+      });
+  }
+
+  async function connect(): Promise<void> {
+    while (!stopping.signal.aborted) {
+      try {
+        const kubeConfig = await deps.kubeConfigFor(entry.kubeconfig, entry);
+        const syncKubeConfig = entry.sync?.kubeconfig ? await deps.kubeConfigFor(entry.sync.kubeconfig, entry) : kubeConfig;
+        if (stopping.signal.aborted) return;
+        const c: Connection = { discover: createDiscovery(kubeConfig), kubeConfig };
+        if (entry.sync) {
+          c.syncCache = createWatchCache(cacheOptions(syncKubeConfig, syncCollectionPath(entry.sync)));
+          startCache(c.syncCache);
+        }
+        connection = c;
+        connectFailure = undefined;
+        for (const w of watches.values()) startWatch(w, c);
+        log.info({ sync: entry.sync?.name }, "watching cluster");
+        touch();
+        return;
+      } catch (error) {
+        connectFailure = error instanceof Error ? error.message : String(error);
+        log.warn({ err: error }, "cannot load the cluster's kubeconfig, retrying");
+        touch();
+        await sleep(RETRY_MS, undefined, { signal: stopping.signal }).catch(() => undefined);
+      }
+    }
+  }
+  const connecting = connect();
+
+  function watchProblem(w: KindWatch): string | undefined {
+    const what = `${w.kind.apiVersion} ${w.kind.kind}${w.kind.namespace ? ` in ${w.kind.namespace}` : ""}`;
+    if (w.failure) {
+      if (connection && !w.discovering && performance.now() - w.failure.at > RETRY_MS) startWatch(w, connection);
+      return `cannot watch ${what}: ${w.failure.message}`;
+    }
+    if (w.discovering || !w.cache) return `discovering ${what}`;
+    const state = w.cache.state();
+    if (!state.synced) return `listing ${what}${state.lastError ? `: ${state.lastError}` : ""}`;
+    return undefined;
+  }
+
+  function findCache(role: Role, kind: KindRef, name: string): KubernetesObject | undefined {
+    const w = watches.get(kindKey(role, kind));
+    if (!w?.cache || !w.info) return undefined;
+    return w.cache.get(w.info.namespaced ? kind.namespace : "", name);
+  }
+
+  return {
+    entry,
+    version: () => version,
+    touch,
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    problem() {
+      if (connectFailure !== undefined) return `cluster ${entry.id} cannot be reached: ${connectFailure}`;
+      const caches = [connection?.syncCache, ...[...watches.values()].map((w) => w.cache)];
+      const failing = caches.find((c) => c?.state().lastError !== undefined);
+      return failing ? `cluster ${entry.id} cannot be reached: ${failing.state().lastError}` : undefined;
+    },
+    sync() {
+      const ref = entry.sync;
+      if (!ref) return `cluster ${entry.id} has no spec.sync: live status needs the Argo CD Application or Flux Kustomization that syncs it`;
+      const cache = connection?.syncCache;
+      if (!cache) return `connecting to cluster ${entry.id}`;
+      if (!cache.state().synced) return `listing the ${syncSubject(ref)}`;
+      const object = cache.get(ref.namespace, ref.name);
+      if (!object) return `${syncSubject(ref)} not found in namespace ${ref.namespace}`;
+      if (lastSync?.object !== object) lastSync = { object, observation: observeSync(ref, object) };
+      return lastSync.observation;
+    },
+    watch(role, kinds) {
+      let problem: string | undefined;
+      for (const kind of kinds) {
+        const key = kindKey(role, kind);
+        let w = watches.get(key);
+        if (!w) {
+          w = { role, kind, discovering: false };
+          watches.set(key, w);
+          if (connection) startWatch(w, connection);
+        }
+        problem ??= connection ? watchProblem(w) : `connecting to cluster ${entry.id}`;
+      }
+      return problem;
+    },
+    get: (kind, name) => findCache("owned", kind, name) ?? findCache("foreign", kind, name),
+    ownedBy: (label, key) => [...(index[label].get(key)?.values() ?? [])],
+    async stop() {
+      stopping.abort();
+      await connecting;
+      await Promise.all([connection?.syncCache, ...[...watches.values()].map((w) => w.cache)].map((c) => c?.stop()));
+      listeners.clear();
+    },
+  };
+}

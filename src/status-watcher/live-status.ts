@@ -1,0 +1,154 @@
+import type { Plan, Service } from "../catalog/index.js";
+import { hasTemplate, render, type RenderValues } from "../render/index.js";
+import { keyOf, LABEL_INSTANCE, type BindingRecord, type InstanceRecord, type OperationEntry } from "../repo/index.js";
+import type { AppliedIndex } from "./applied-index.js";
+import type { KindRef, LiveCluster } from "./live-cluster.js";
+import { renderSources, renderStatus, type SourceRef, type StatusAction, type StatusSection } from "./status-templates.js";
+import type { SyncObservation } from "./sync-state.js";
+import type { BindingResult, OperationStatus } from "./types.js";
+
+/**
+ * The state of one operation in live mode, from what the cluster's caches hold now. In order:
+ * the cluster must be readable, the sync object must have applied the operation's commit and
+ * settled, then the plan's `status` template judges the live objects (without one: the sync
+ * object's health); a deprovision or unbind also needs the broker's objects gone.
+ */
+
+export interface Subject {
+  instance: InstanceRecord;
+  binding?: BindingRecord;
+  operation: OperationEntry;
+  service: Service;
+  plan: Plan;
+  cluster: LiveCluster;
+}
+
+/** What a subject's records and plan say, independent of the cluster: computed once per operation. */
+export interface Prepared {
+  /** Deprovision / unbind: kinds (and namespaces) of the objects the broker rendered, all watched for deletion. */
+  kinds: KindRef[];
+  sources: Map<string, SourceRef> | Error;
+}
+
+function values(s: Omit<Subject, "cluster">): RenderValues {
+  return {
+    service: s.service.raw,
+    plan: s.plan.raw,
+    instance: s.instance as unknown as Record<string, unknown>,
+    ...(s.binding ? { binding: s.binding as unknown as Record<string, unknown> } : {}),
+    bindings: s.binding ? [s.binding as unknown as Record<string, unknown>] : [],
+  };
+}
+
+/** Renders what does not depend on the cluster (pure; the caller memoizes it per operation). */
+export function prepare(s: Omit<Subject, "cluster">): Prepared {
+  const kinds = new Map<string, KindRef>();
+  const collect = (action: string): void => {
+    if (!hasTemplate(s.plan.templates, action)) return;
+    const namespace = s.instance.metadata.namespace;
+    for (const m of render({ action, templates: s.plan.templates, values: values(s), defaultNamespace: namespace, labels: {}, planName: s.plan.name })) {
+      const kind = { apiVersion: m.apiVersion, kind: m.kind, namespace: m.namespace ?? "" };
+      kinds.set(`${kind.apiVersion} ${kind.kind} ${kind.namespace}`, kind);
+    }
+  };
+  let sources: Prepared["sources"];
+  try {
+    // Rendering manifests is the costly part: only a removal needs to know every kind. The
+    // instance's objects come from `provision`, or `update` once updated, bound or unbound.
+    if (s.operation.action === "deprovision") ["provision", "update"].forEach(collect);
+    if (s.operation.action === "unbind") collect("bind");
+    sources = renderSources(s.plan, values(s));
+  } catch (error) {
+    sources = error instanceof Error ? error : new Error(String(error));
+  }
+  return { kinds: [...kinds.values()], sources };
+}
+
+const inProgress = (description: string): OperationStatus => ({ state: "in progress", description });
+const sha7 = (revision: string) => revision.slice(0, 7);
+
+/** `prepared` is asked for only once the commit is applied: polls before that render nothing. */
+export function evaluate(s: Subject, prepared: () => Prepared, index: AppliedIndex): OperationStatus {
+  const { cluster, operation: op } = s;
+  const problem = cluster.problem();
+  if (problem) return inProgress(problem);
+  const sync = cluster.sync();
+  if (typeof sync === "string") return inProgress(sync);
+  const gate = appliedGate(s, sync, index) ?? (sync.settling && `waiting for ${sync.subject}: ${sync.settling}`);
+  if (gate) return inProgress(gate);
+  const rendered = prepared();
+  const waiting = cluster.watch("owned", rendered.kinds);
+  if (waiting) return inProgress(waiting);
+
+  const judged = statusSection(s, rendered, op.action as StatusAction);
+  if ("waiting" in judged) return inProgress(judged.waiting);
+  const applied = `${op.action} applied by ${sync.subject} at ${sha7(sync.appliedRevision ?? "")}`;
+  if (op.action === "deprovision" || op.action === "unbind") {
+    const left = leftovers(s);
+    if (left.length > 0) {
+      const names = left.slice(0, 3).map((o) => `${o.kind}/${o.metadata?.name}`).join(", ");
+      return inProgress(`${applied}; waiting for ${left.length} object(s) to be deleted from cluster ${cluster.entry.id}: ${names}`);
+    }
+    if (judged.section && judged.section.state !== "succeeded") return fromSection(judged.section);
+    return { state: "succeeded", description: judged.section?.description ?? `${applied}; its objects are gone from cluster ${cluster.entry.id}` };
+  }
+  if (judged.section) return fromSection(judged.section, applied);
+  return sync.healthy
+    ? { state: "succeeded", description: `${applied}${sync.health ? `, ${sync.health}` : ""}` }
+    : inProgress(`${applied}; waiting for it to report healthy (${sync.health ?? "no health reported yet"})`);
+}
+
+/** The bind credentials, when the status template says the bind succeeded (from the caches alone). */
+export function bindResponse(s: Subject, prepared: Prepared): BindingResult {
+  const judged = statusSection(s, prepared, "bind");
+  return "section" in judged && judged.section?.state === "succeeded" ? (judged.section.response ?? {}) : {};
+}
+
+/** Why the operation's commit is not known to be applied yet, or undefined when it is. */
+function appliedGate(s: Subject, sync: SyncObservation, index: AppliedIndex): string | undefined {
+  const { operation: op } = s;
+  const failed = sync.error ? `; the last sync failed: ${sync.error}` : "";
+  const revision = sync.appliedRevision;
+  if (revision === undefined) return `waiting for ${sync.subject} to apply operation ${op.id} (nothing applied yet)${failed}`;
+  const record = { instanceId: s.instance.spec.instanceId, ...(s.binding ? { bindingId: s.binding.spec.bindingId } : {}) };
+  const answer = index.answer(revision, record, op.id);
+  if ("pending" in answer) return `checking whether ${sync.subject} applied operation ${op.id}: ${answer.pending}`;
+  return answer.applied ? undefined : `waiting for ${sync.subject} to apply operation ${op.id} (applied: ${sha7(revision)})${failed}`;
+}
+
+type Judged = { waiting: string } | { section?: StatusSection };
+
+function statusSection(s: Subject, prepared: Prepared, action: StatusAction): Judged {
+  if (!hasTemplate(s.plan.templates, "status")) return {};
+  if (prepared.sources instanceof Error) return { waiting: `the templates of plan ${s.plan.name} fail: ${prepared.sources.message}` };
+  const namespace = s.instance.metadata.namespace;
+  const refs = [...prepared.sources].map(([key, ref]) => ({ key, name: ref.name, kind: { apiVersion: ref.apiVersion, kind: ref.kind, namespace: ref.namespace ?? namespace } }));
+  // A source may be the broker's own object (the postgresql) or one the operator made (its Secret).
+  const kinds = refs.map((r) => r.kind);
+  const waiting = s.cluster.watch("owned", kinds) ?? s.cluster.watch("foreign", kinds);
+  if (waiting) return { waiting };
+  const live = Object.fromEntries(refs.map((r) => [r.key, s.cluster.get(r.kind, r.name)]));
+  try {
+    const section = renderStatus(s.plan, action, { ...live, ...values(s) });
+    return section ? { section } : {};
+  } catch (error) {
+    return { waiting: `the status template of plan ${s.plan.name} fails: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}
+
+function fromSection(section: StatusSection, fallbackDescription?: string): OperationStatus {
+  const status: OperationStatus = { state: section.state };
+  const description = section.state === "failed" ? (section.error ?? section.description) : (section.description ?? fallbackDescription);
+  if (description !== undefined) status.description = description;
+  if (section.instanceUsable !== undefined) status.instanceUsable = section.instanceUsable;
+  if (section.updateRepeatable !== undefined) status.updateRepeatable = section.updateRepeatable;
+  if (section.dashboardUrl !== undefined) status.dashboardUrl = section.dashboardUrl;
+  return status;
+}
+
+/** The broker's objects of the instance (deprovision) or binding (unbind) still on the cluster. */
+function leftovers(s: Subject) {
+  const instanceKey = keyOf(s.instance.spec.instanceId);
+  if (!s.binding) return s.cluster.ownedBy("instance", instanceKey);
+  return s.cluster.ownedBy("binding", keyOf(s.binding.spec.bindingId)).filter((o) => o.metadata?.labels?.[LABEL_INSTANCE] === instanceKey);
+}

@@ -1,0 +1,115 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import type { SyncRef } from "../catalog/index.js";
+import { observeSync, parseFluxRevision } from "./sync-state.js";
+
+const SHA_A = "a".repeat(40);
+const SHA_B = "b".repeat(40);
+const ARGO: SyncRef = { kind: "argocd", name: "east", namespace: "argocd" };
+const FLUX: SyncRef = { kind: "flux", name: "west", namespace: "flux-system" };
+
+const app = (status: Record<string, unknown>): KubernetesObject =>
+  ({ apiVersion: "argoproj.io/v1alpha1", kind: "Application", metadata: { name: "east", namespace: "argocd" }, status }) as KubernetesObject;
+const kustomization = (status: Record<string, unknown>, generation = 1): KubernetesObject =>
+  ({ apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", metadata: { name: "west", namespace: "flux-system", generation }, status }) as KubernetesObject;
+const succeeded = (revision: string, finishedAt = "2026-01-01T00:00:10Z") => ({
+  phase: "Succeeded",
+  finishedAt,
+  message: "successfully synced (all tasks run)",
+  syncResult: { revision },
+});
+
+describe("Argo CD Application", () => {
+  it("reads the applied revision and health of a synced application", () => {
+    const observed = observeSync(ARGO, app({
+      sync: { status: "Synced", revision: SHA_A },
+      health: { status: "Healthy" },
+      reconciledAt: "2026-01-01T00:00:10Z",
+      operationState: succeeded(SHA_A),
+    }));
+    expect(observed).toEqual({ subject: "Argo CD application east", appliedRevision: SHA_A, healthy: true, health: "health Healthy" });
+  });
+
+  it("out of sync: the last successful sync says what is applied", () => {
+    const observed = observeSync(ARGO, app({ sync: { status: "OutOfSync", revision: SHA_B }, reconciledAt: "2026-01-01T00:00:20Z", operationState: succeeded(SHA_A) }));
+    expect(observed.appliedRevision).toBe(SHA_A);
+  });
+
+  it("reports a failed sync; what is applied is the newest deployment of the history", () => {
+    const failed = {
+      sync: { status: "OutOfSync", revision: SHA_B },
+      reconciledAt: "2026-01-01T00:00:20Z",
+      operationState: { phase: "Failed", finishedAt: "2026-01-01T00:00:20Z", message: "one or more objects failed to apply", syncResult: { revision: SHA_B } },
+    };
+    const observed = observeSync(ARGO, app(failed));
+    expect(observed).toMatchObject({ error: "one or more objects failed to apply" });
+    expect(observed.appliedRevision).toBeUndefined();
+    expect(observeSync(ARGO, app({ ...failed, history: [{ id: 0, revision: SHA_A, deployedAt: "2026-01-01T00:00:10Z" }] })).appliedRevision).toBe(SHA_A);
+  });
+
+  it("reports an error condition (e.g. ComparisonError)", () => {
+    const observed = observeSync(ARGO, app({ conditions: [{ type: "ComparisonError", message: "repository not accessible" }] }));
+    expect(observed.error).toBe("ComparisonError: repository not accessible");
+  });
+
+  it("guards against stale health: reconciledAt older than the sync's finishedAt", () => {
+    const stale = observeSync(ARGO, app({
+      sync: { status: "Synced", revision: SHA_A },
+      health: { status: "Healthy" },
+      reconciledAt: "2026-01-01T00:00:05Z",
+      operationState: succeeded(SHA_A, "2026-01-01T00:00:10Z"),
+    }));
+    expect(stale.settling).toBe("health not assessed since the sync finished at 2026-01-01T00:00:10Z");
+    const fresh = observeSync(ARGO, app({
+      sync: { status: "Synced", revision: SHA_A },
+      health: { status: "Healthy" },
+      reconciledAt: "2026-01-01T00:00:10Z",
+      operationState: succeeded(SHA_A, "2026-01-01T00:00:10Z"),
+    }));
+    expect(fresh.settling).toBeUndefined();
+  });
+
+  it("is settling while a sync runs", () => {
+    expect(observeSync(ARGO, app({ operationState: { phase: "Running" } })).settling).toBe("a sync is running");
+  });
+});
+
+describe("Flux Kustomization", () => {
+  it("reads lastAppliedRevision in both formats and the Ready condition", () => {
+    for (const revision of [`main@sha1:${SHA_A}`, `main/${SHA_A}`]) {
+      const observed = observeSync(FLUX, kustomization({
+        observedGeneration: 1,
+        lastAppliedRevision: revision,
+        conditions: [{ type: "Ready", status: "True", reason: "ReconciliationSucceeded", message: `Applied revision: ${revision}` }],
+      }));
+      expect(observed).toMatchObject({ subject: "Flux Kustomization west", appliedRevision: SHA_A, healthy: true });
+      expect(observed.error).toBeUndefined();
+    }
+  });
+
+  it("reports Ready=False with its reason, keeping the last applied revision", () => {
+    const observed = observeSync(FLUX, kustomization({
+      observedGeneration: 1,
+      lastAppliedRevision: `main@sha1:${SHA_A}`,
+      lastAttemptedRevision: `main@sha1:${SHA_B}`,
+      conditions: [{ type: "Ready", status: "False", reason: "ReconciliationFailed", message: "kustomize build failed" }],
+    }));
+    expect(observed).toMatchObject({ appliedRevision: SHA_A, healthy: false, error: "ReconciliationFailed: kustomize build failed" });
+  });
+
+  it("is settling while reconciling or before it observed its generation", () => {
+    expect(observeSync(FLUX, kustomization({ observedGeneration: 1, conditions: [{ type: "Ready", status: "Unknown", reason: "Progressing" }] })).settling).toBe(
+      "reconciling (Progressing)",
+    );
+    expect(observeSync(FLUX, kustomization({ observedGeneration: 1 }, 2)).settling).toBe("generation 2 not reconciled yet (observed 1)");
+  });
+
+  it("parses revisions, and nothing that is not a commit", () => {
+    expect(parseFluxRevision(`main@sha1:${SHA_A}`)).toBe(SHA_A);
+    expect(parseFluxRevision(`release/v1/${SHA_A}`)).toBe(SHA_A);
+    expect(parseFluxRevision(`sha1:${SHA_A}`)).toBe(SHA_A);
+    expect(parseFluxRevision(SHA_A)).toBe(SHA_A);
+    expect(parseFluxRevision(`latest@sha256:${"c".repeat(64)}`)).toBeUndefined();
+    expect(parseFluxRevision(undefined)).toBeUndefined();
+  });
+});

@@ -1,0 +1,80 @@
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Catalog, ClusterEntry, KubeconfigRef } from "../catalog/index.js";
+import type { GitWriter } from "../gitwriter/index.js";
+import type { Logger } from "../log/index.js";
+import type { BindingRecord, InstanceRecord, OperationEntry } from "../repo/index.js";
+
+export type StatusMode = "commit" | "live";
+
+export type OperationState = "in progress" | "succeeded" | "failed";
+
+export interface OperationStatus {
+  state: OperationState;
+  description?: string;
+  instanceUsable?: boolean;
+  updateRepeatable?: boolean;
+  /** From the status template's `provision`/`update` section (OSB `dashboard_url`). */
+  dashboardUrl?: string;
+}
+
+export interface BindingResult {
+  /** Credentials as read from the live cluster (never from Git). Undefined when the mode cannot read them. */
+  credentials?: Record<string, unknown>;
+  endpoints?: unknown[];
+}
+
+/** How a bind ended after `awaitBinding`, or that it had not ended within the bound. */
+export type BindingOutcome =
+  | { state: "succeeded"; result: BindingResult }
+  | { state: "failed" | "in progress"; description: string };
+
+/**
+ * The status watcher answers "how far is this operation?" for last_operation, GET instance and
+ * GET binding, from memory (zero Kubernetes API requests per call). It never writes to Git.
+ */
+export interface StatusWatcher {
+  /** The default mode; a cluster may set its own (`ClusterEntry.statusMode`). */
+  readonly mode: StatusMode;
+  instanceStatus(instance: InstanceRecord, operation: OperationEntry): OperationStatus;
+  bindingStatus(instance: InstanceRecord, binding: BindingRecord, operation: OperationEntry): OperationStatus;
+  bindingResult(instance: InstanceRecord, binding: BindingRecord): BindingResult;
+  /**
+   * Waits, at most the watcher's bind bound, until the bind `operation` is no longer in progress
+   * (live mode: applied and its credentials readable). Commit mode answers at once.
+   */
+  awaitBinding(instance: InstanceRecord, binding: BindingRecord, operation: OperationEntry): Promise<BindingOutcome>;
+  /** Stops every watch. */
+  close(): Promise<void>;
+}
+
+/** The catalog and registry as last loaded (the broker's RepoView). */
+export interface StatusView {
+  catalog(): Catalog;
+  clusters(): readonly ClusterEntry[];
+}
+
+/** The part of the git writer the watcher reads (it never writes). */
+export type StatusWriter = Pick<GitWriter, "readerAt" | "refresh" | "snapshot" | "onTip">;
+
+export interface StatusWatcherOptions {
+  view: StatusView;
+  writer: StatusWriter;
+  logger: Logger;
+  /** Mode of clusters without `spec.status.mode` (config `status.mode`). */
+  defaultMode: StatusMode;
+  /**
+   * The KubeConfig for a cluster (`ref` is the cluster's kubeconfig, or its sync object's when
+   * that lives elsewhere). Default: `createKubeConfigResolver()`.
+   */
+  kubeConfigFor?: (ref: KubeconfigRef | undefined, cluster: ClusterEntry) => Promise<KubeConfig>;
+  /** Clock for maximum_polling_duration (default: the wall clock). */
+  now?: () => Date;
+  /** Waits between retries of the watches (default: timers). */
+  delay?: (ms: number) => Promise<void>;
+  /** Jitter source of the watches' backoff (default Math.random). */
+  random?: () => number;
+  /** How long a synchronous bind waits for its credentials (default 10 s). */
+  bindTimeoutMs?: number;
+  /** Full re-list period of every watch (default 5 minutes). */
+  relistIntervalMs?: number;
+}
