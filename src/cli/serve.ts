@@ -92,6 +92,7 @@ export async function startBroker(
     writer,
     logger: logger.child({ component: "status-watcher" }),
     defaultMode: config.status.mode,
+    bindTimeoutMs: config.status.bindTimeoutSeconds * 1000,
     ...options.status,
   });
   const brokerVersion = `gitops-broker/${options.version}`;

@@ -45,7 +45,7 @@ describe("loadConfig", () => {
       auth: { username: "broker", password: null, passwordFile: null },
       tls: null,
       log: { level: "info" },
-      status: { mode: "commit" },
+      status: { mode: "commit", bindTimeoutSeconds: 10 },
       scheduler: { type: "single" },
       webhook: { secret: null, secretFile: null },
       reconcile: { maxPerSecond: 10, batchSize: 4, retrySeconds: 30 },

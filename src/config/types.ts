@@ -63,7 +63,7 @@ export interface Config {
   auth: AuthConfig;
   tls: TlsConfig | null;
   log: { level: LogLevel };
-  status: { mode: "commit" | "live" };
+  status: { mode: "commit" | "live"; bindTimeoutSeconds: number };
   scheduler: { type: "single" | "round-robin" | "least-utilized" | "label-selector" };
   webhook: WebhookConfig;
   reconcile: ReconcileConfig;

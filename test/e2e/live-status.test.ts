@@ -51,7 +51,7 @@ beforeAll(async () => {
   });
   git = await startGitHttpServer({ root: remotes });
   const config = testConfig(root, "broker", git.url("remote.git"));
-  config.status = { mode: "live" };
+  config.status = { ...config.status, mode: "live" };
   broker = await startBroker(config, {
     version: "test",
     logger: createLogger({ level: "debug", destination: { write: (line: string) => void logLines.push(line) } }),

@@ -50,7 +50,7 @@ export function testConfig(
     auth: { username: CREDENTIALS.username, password: CREDENTIALS.password, passwordFile: null },
     tls: null,
     log: { level: "fatal" },
-    status: { mode: "commit" },
+    status: { mode: "commit", bindTimeoutSeconds: 10 },
     scheduler: { type: scheduler },
     webhook: { secret: null, secretFile: null },
     reconcile: { maxPerSecond: 1000, batchSize: 4, retrySeconds: 30 },
