@@ -11,6 +11,7 @@ import {
 import type { Draft } from "../gitwriter/index.js";
 import {
   RECORD_API_VERSION,
+  byBindingKey,
   keyOf,
   latestOperation,
   readBinding,
@@ -23,7 +24,7 @@ import {
 } from "../repo/index.js";
 import { withoutSensitiveParameters, type Service } from "../catalog/index.js";
 import type { BindingResult } from "../status-watcher/index.js";
-import { appliedOverrides, commitSpec, lookupPlan, submitOp, planBindable, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, lookupPlan, operationEntry, submitOp, planBindable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { checkParameters, operationResponse, pickOperation } from "./instances.js";
 import { removeBindingManifests, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
@@ -110,9 +111,7 @@ export async function bind(
     const busy = instanceBusy(ctx, instance);
     if (busy) throw new ConcurrencyError(`instance ${instanceId} has operation ${busy.action} ${busy.id} in progress`);
 
-    const op: OperationEntry<"bind"> = { id: operationId, action: "bind", at };
-    if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
-    if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
+    const op = operationEntry("bind", operationId, at, osb);
     const place = placed(ctx, instance);
     refuseSensitiveParameters(ctx, plan, "service_binding.create", body.parameters, instance.spec.clusterId);
     const binding: BindingRecord = {
@@ -133,7 +132,7 @@ export async function bind(
       status: { operations: [op] },
     };
     const others = (await readLiveBindings(draft, instanceId)).filter((b) => b.spec.bindingId !== bindingId);
-    const bindings = [...others, binding].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    const bindings = [...others, binding].sort(byBindingKey);
     const p = { ...place, service, plan, instance, bindings };
     // The instance's objects may depend on its bindings (e.g. one database user per binding).
     const rendered = [await writeInstanceManifests(draft, p, "update"), await writeBindingManifests(draft, p, binding)];
@@ -229,9 +228,7 @@ export async function unbind(
       throw new ConcurrencyError(`instance ${instanceId} has operation ${busy.action} ${busy.id} in progress`);
     }
 
-    const op: OperationEntry<"unbind"> = { id: operationId, action: "unbind", at };
-    if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
-    if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
+    const op = operationEntry("unbind", operationId, at, osb);
 
     const bindings = (await readLiveBindings(draft, instanceId)).filter((b) => b.spec.bindingId !== bindingId);
     const rendered = await writeInstanceManifests(draft, { ...place, instance: instanceRecord, bindings }, "update");

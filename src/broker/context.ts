@@ -4,7 +4,7 @@ import type { CommitSpec, GitWriter, Operation, SubmitResult, TreeReader } from 
 import type { Logger } from "../log/index.js";
 import type { Scheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
-import type { InstanceSummaryCache } from "../repo/index.js";
+import type { InstanceSummaryCache, OperationEntry } from "../repo/index.js";
 import type { OsbRequestInfo } from "./headers.js";
 import type { Rendered } from "./materialize.js";
 import type { Reconciler } from "./reconcile.js";
@@ -166,4 +166,22 @@ export async function submitOp<R>(ctx: Ctx, op: Operation<R>): Promise<SubmitRes
     );
   }
   return submitted;
+}
+
+/** An operation entry for a record, with the request's identities. */
+export function operationEntry<A extends string>(
+  action: A,
+  id: string,
+  at: string,
+  osb: OsbRequestInfo,
+  extra: Partial<OperationEntry<A>> = {},
+): OperationEntry<A> {
+  return {
+    id,
+    action,
+    at,
+    ...extra,
+    ...(osb.requestIdentity ? { requestIdentity: osb.requestIdentity } : {}),
+    ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
+  };
 }

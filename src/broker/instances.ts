@@ -24,7 +24,7 @@ import {
   type OperationEntry,
 } from "../repo/index.js";
 import type { OperationStatus } from "../status-watcher/index.js";
-import { appliedOverrides, commitSpec, lookupPlan, submitOp, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, lookupPlan, operationEntry, submitOp, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
 import { removeInstanceManifests, writeInstanceManifests } from "./materialize.js";
@@ -114,9 +114,7 @@ export async function provision(
     const existing = await readInstance(draft, instanceId);
     if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, body) };
 
-    const op: OperationEntry<"provision"> = { id: operationId, action: "provision", at, planId: plan.id };
-    if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
-    if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
+    const op = operationEntry("provision", operationId, at, osb, { planId: plan.id });
 
     const record: InstanceRecord = {
       apiVersion: RECORD_API_VERSION,
@@ -244,12 +242,12 @@ export async function update(
       sameJson(maintenanceInfo ?? null, record.spec.maintenanceInfo ?? null);
     if (unchanged) return { commit: null, result: { status: 200, body: {} } };
 
-    const op: OperationEntry<"update"> = { id: operationId, action: "update", at, planId: target.plan.id };
-    if (body.parameters) op.parameters = body.parameters;
-    if (body.context) op.context = body.context;
-    if (body.maintenanceInfo) op.maintenanceInfo = body.maintenanceInfo;
-    if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
-    if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
+    const op = operationEntry("update", operationId, at, osb, {
+      planId: target.plan.id,
+      ...(body.parameters ? { parameters: body.parameters } : {}),
+      ...(body.context ? { context: body.context } : {}),
+      ...(body.maintenanceInfo ? { maintenanceInfo: body.maintenanceInfo } : {}),
+    });
 
     const next: InstanceRecord = {
       ...record,
@@ -307,9 +305,7 @@ export async function deprovision(
       throw new ConcurrencyError(`instance ${instanceId} has operation ${running.action} ${running.id} in progress`);
     }
 
-    const op: OperationEntry<"deprovision"> = { id: operationId, action: "deprovision", at };
-    if (osb.requestIdentity) op.requestIdentity = osb.requestIdentity;
-    if (osb.originatingIdentity) op.originatingIdentity = osb.originatingIdentity;
+    const op = operationEntry("deprovision", operationId, at, osb);
 
     // Bindings go with the instance (platforms unbind first; orphan mitigation may not).
     for (const binding of await readLiveBindings(draft, instanceId)) {

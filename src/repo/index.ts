@@ -23,6 +23,7 @@ export {
   readBindings,
   readInstance,
   readRecordAt,
+  byBindingKey,
   readLiveBindings,
   recordYaml,
   writeBinding,

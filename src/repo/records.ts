@@ -115,7 +115,12 @@ export async function readBindings(tree: TreeReader, instanceId: string): Promis
     const rec = await readRecordAt<BindingRecord>(tree, `${dir}/${e.name}`);
     if (rec) out.push(rec);
   }
-  return out;
+  return out.sort(byBindingKey);
+}
+
+/** The one order of bindings handed to templates: by binding key, code point by code point. */
+export function byBindingKey(a: BindingRecord, b: BindingRecord): number {
+  return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
 }
 
 /** Binding records of an instance that are not deleted, sorted by binding key. */
