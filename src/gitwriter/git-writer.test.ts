@@ -441,7 +441,9 @@ describe("git writer", () => {
     const log = await gitLog(bare);
     expect(log).toHaveLength(1);
     expect(log[0]).toMatchObject({ oid: first.commit, parents: [] });
-    expect(await writer.snapshot().list("")).toEqual([{ name: "catalog", type: "tree" }]);
+    expect(await writer.snapshot().list("")).toEqual([
+      { name: "catalog", type: "tree", oid: await revParse(bare, "main:catalog") },
+    ]);
   });
 
   it("close() pushes what is queued, then refuses new operations", async () => {
@@ -475,6 +477,17 @@ describe("git writer", () => {
     const log = await gitLog(bare);
     expect(log[0]).toMatchObject({ oid: next.commit, parents: [external] });
     expect(log.map((c) => c.subject)).not.toContain("never pushed");
+  });
+
+  it("readerAt() reads any commit of the local repository, older tips included", async () => {
+    const { writer } = await setup();
+    const first = await writer.submit(writeOp("v.txt", "1"));
+    await writer.submit(writeOp("v.txt", "2"));
+
+    expect(await (await writer.readerAt(first.commit!))?.readText("v.txt")).toBe("1");
+    expect(await writer.snapshot().readText("v.txt")).toBe("2");
+    expect(await writer.readerAt("0".repeat(40))).toBeNull();
+    expect(await writer.readerAt("not-a-commit")).toBeNull();
   });
 
   it("keeps the local repository bare: no working tree, no index", async () => {

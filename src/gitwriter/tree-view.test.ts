@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBareRemote, createTempDir, fsck, git, revParse } from "../../test/support/git-fixtures.js";
 import { formatCommitMessage } from "./commit-message.js";
-import { ObjectStore, type Tip } from "./object-store.js";
+import { blobOid, ObjectStore, type Tip } from "./object-store.js";
 import { DraftTree, TreeView } from "./tree-view.js";
 
 const BASE_FILES = {
@@ -32,8 +32,9 @@ afterEach(async () => {
   await fs.rm(root, { recursive: true, force: true });
 });
 
-/** `git ls-tree -r` of a tree: path -> blob content. */
+/** `git ls-tree -r` of a tree: path -> blob content. Flushes the store first, so git sees new objects. */
 async function filesOf(tree: string): Promise<Record<string, string>> {
+  await store.flush();
   const out = await git(["ls-tree", "-r", "--format=%(objectname) %(path)", tree], bare);
   const files: Record<string, string> = {};
   for (const line of out.split("\n").filter(Boolean)) {
@@ -44,6 +45,7 @@ async function filesOf(tree: string): Promise<Record<string, string>> {
 }
 
 async function subtreeOid(tree: string, dir: string): Promise<string | null> {
+  await store.flush();
   return revParse(bare, `${tree}:${dir}`);
 }
 
@@ -54,15 +56,16 @@ describe("TreeView", () => {
     expect(view.commit).toBe(base.commit);
     expect(await view.readText("a/b/c.yaml")).toBe("c\n");
     expect(await view.oid("a/b/c.yaml")).toBe(await revParse(bare, "main:a/b/c.yaml"));
+    const oidOf = async (file: string) => (await revParse(bare, `main:${file}`))!;
     expect(await view.list("")).toEqual([
-      { name: "README.md", type: "blob" },
-      { name: "a", type: "tree" },
-      { name: "f", type: "blob" },
-      { name: "instances", type: "tree" },
+      { name: "README.md", type: "blob", oid: await oidOf("README.md") },
+      { name: "a", type: "tree", oid: await oidOf("a") },
+      { name: "f", type: "blob", oid: await oidOf("f") },
+      { name: "instances", type: "tree", oid: await oidOf("instances") },
     ]);
     expect(await view.list("a")).toEqual([
-      { name: "b", type: "tree" },
-      { name: "e.yaml", type: "blob" },
+      { name: "b", type: "tree", oid: await oidOf("a/b") },
+      { name: "e.yaml", type: "blob", oid: await oidOf("a/e.yaml") },
     ]);
     expect(await view.readFile("a")).toBeNull();
     expect(await view.readFile("missing")).toBeNull();
@@ -92,8 +95,10 @@ describe("DraftTree", () => {
     expect(await draft.readText("a/b/c.yaml")).toBe("changed\n");
     expect(await draft.readText("new/dir/file.txt")).toBe("bytes\n");
     expect(await draft.readFile("a/e.yaml")).toBeNull();
+    // An edited directory has no oid until it is written; an untouched one keeps the base's.
     expect(await draft.list("a")).toEqual([{ name: "b", type: "tree" }]);
     expect(await draft.list("")).toContainEqual({ name: "new", type: "tree" });
+    expect(await draft.list("")).toContainEqual({ name: "instances", type: "tree", oid: await subtreeOid(base.tree!, "instances") });
     expect(draft.changed).toBe(true);
 
     const tree = await draft.writeTree();
@@ -123,7 +128,7 @@ describe("DraftTree", () => {
     draft.write("f/inner.txt", "inner\n");
     draft.write("a/b", "b is a file now\n");
 
-    expect(await draft.list("f")).toEqual([{ name: "inner.txt", type: "blob" }]);
+    expect(await draft.list("f")).toEqual([{ name: "inner.txt", type: "blob", oid: blobOid(Buffer.from("inner\n")) }]);
     expect(await draft.readText("a/b")).toBe("b is a file now\n");
     expect(await draft.readFile("a/b/c.yaml")).toBeNull();
     expect(await draft.list("a/b")).toBeNull();
@@ -143,8 +148,8 @@ describe("DraftTree", () => {
     draft.remove("a");
     draft.write("a/new.txt", "only this");
 
-    expect(await draft.list("x")).toEqual([{ name: "z", type: "blob" }]);
-    expect(await draft.list("a")).toEqual([{ name: "new.txt", type: "blob" }]);
+    expect(await draft.list("x")).toEqual([{ name: "z", type: "blob", oid: blobOid(Buffer.from("x is a dir again")) }]);
+    expect(await draft.list("a")).toEqual([{ name: "new.txt", type: "blob", oid: blobOid(Buffer.from("only this")) }]);
     const files = await filesOf(await draft.writeTree());
     expect(Object.keys(files).filter((f) => f.startsWith("x") || f.startsWith("a/"))).toEqual(["a/new.txt", "x/z"]);
   });
@@ -156,7 +161,9 @@ describe("DraftTree", () => {
 
     expect(await draft.readFile("a/b/c.yaml")).toBeNull();
     expect(await draft.list("instances/00/01")).toBeNull();
-    expect(await draft.list("instances/00")).toEqual([{ name: "02", type: "tree" }]);
+    expect(await draft.list("instances/00")).toEqual([
+      { name: "02", type: "tree", oid: await subtreeOid(base.tree!, "instances/00/02") },
+    ]);
 
     const tree = await draft.writeTree();
     expect(await subtreeOid(tree, "instances/00/01")).toBeNull();
@@ -192,7 +199,9 @@ describe("DraftTree", () => {
     const draft = new DraftTree(store, { commit: null, tree });
     draft.write("run.sh", "#!/bin/sh\necho hi\n");
 
-    const out = await git(["ls-tree", await draft.writeTree()], bare);
+    const written = await draft.writeTree();
+    await store.flush();
+    const out = await git(["ls-tree", written], bare);
     expect(out).toMatch(/^100755 blob [0-9a-f]{40}\trun\.sh$/m);
   });
 

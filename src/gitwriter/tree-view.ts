@@ -207,18 +207,18 @@ export class DraftTree extends TreeView implements Draft {
   private async build(view: DirView): Promise<string | null> {
     if (view.overlay === undefined) return view.base ?? null;
     const base: Tree = view.base === undefined ? new Map() : await this.store.readTree(view.base);
-    const entries = new Map(base);
-    // Siblings are independent: write them concurrently (each object write is a file write).
-    const built = await Promise.all(
-      [...view.overlay.children].map(async ([name, node]) => [name, await this.buildEntry(node, base.get(name))] as const),
-    );
-    for (const [name, entry] of built) {
-      if (entry === undefined) entries.delete(name);
-      else entries.set(name, entry);
+    const changes = new Map<string, TreeEntry | undefined>();
+    let size = base.size;
+    for (const [name, node] of view.overlay.children) {
+      const old = base.get(name);
+      const entry = await this.buildEntry(node, old);
+      if (entry === undefined ? old === undefined : old !== undefined && old.oid === entry.oid && old.mode === entry.mode) continue;
+      changes.set(name, entry);
+      size += (entry === undefined ? -1 : 0) + (old === undefined ? 1 : 0);
     }
-    if (entries.size === 0) return null;
-    if (view.base !== undefined && sameEntries(base, entries)) return view.base;
-    return this.store.writeTree(entries);
+    if (size === 0) return null;
+    if (view.base !== undefined && changes.size === 0) return view.base;
+    return this.store.writeTreeEdit(view.base, changes);
   }
 
   private async buildEntry(node: Node, baseEntry: TreeEntry | undefined): Promise<TreeEntry | undefined> {
@@ -226,7 +226,7 @@ export class DraftTree extends TreeView implements Draft {
       case "removed":
         return undefined;
       case "file": {
-        if (baseEntry?.oid !== node.oid) await this.store.writeBlob(node.content);
+        if (baseEntry?.oid !== node.oid) this.store.writeBlob(node.content);
         // Keep the executable bit of a file that is overwritten.
         const mode = baseEntry?.type === "blob" && baseEntry.mode === "100755" ? "100755" : "100644";
         return { mode, oid: node.oid, type: "blob" };
@@ -257,15 +257,6 @@ function dirView(node: DirNode, baseEntry: TreeEntry | undefined): DirView | "ba
   if (baseEntry?.type === "tree") return { overlay: node, base: baseEntry.oid };
   if (baseEntry !== undefined && !node.created) return "base";
   return { overlay: node, base: undefined };
-}
-
-function sameEntries(a: Tree, b: Tree): boolean {
-  if (a.size !== b.size) return false;
-  for (const [name, entry] of b) {
-    const other = a.get(name);
-    if (other === undefined || other.oid !== entry.oid || other.mode !== entry.mode) return false;
-  }
-  return true;
 }
 
 /** True when a file is written somewhere below `dir` (and not removed again). */

@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { BaseError, GitRemoteError, GitWriterClosedError } from "../errors/index.js";
 import { formatCommitMessage } from "./commit-message.js";
 import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
@@ -30,6 +31,9 @@ interface Backoff {
   baseMs: number;
   capMs: number;
 }
+
+/** A fetch bringing this many objects (a clone, mostly) is repacked for reading (see capDeltaChains). */
+const CAP_DELTAS_AFTER_FETCHING = 20_000;
 
 /** After a rejected push: someone else just pushed, so retry soon. */
 const REJECTED_BACKOFF: Backoff = { baseMs: 25, capMs: 1_000 };
@@ -70,10 +74,12 @@ interface Waiter<T> {
 type State = "new" | "open" | "closing" | "closed";
 
 /**
- * One queue per writer, drained by one worker loop. Each round runs the queued operations that
- * have not run yet on top of the chain (one commit each), then pushes the chain's tip: every
- * operation that arrived while the previous push was in flight goes out in this push. On a
- * rejected push the chain is dropped and every unsettled operation re-runs on the new remote tip.
+ * One queue per writer, drained by one worker loop, as a two-stage pipeline: queued operations run
+ * in order on top of the chain (one commit each, objects in memory), and the chain's tip is pushed
+ * as soon as it holds a commit. Operations that arrive while a push is in flight run meanwhile and
+ * go out together in the next push; each is acknowledged when the push carrying its commit is
+ * accepted. On a rejected push the chain is dropped and every unsettled operation re-runs on the
+ * new remote tip.
  *
  * The local branch ref only ever moves to a tip the remote holds (after a push or a fetch);
  * unpushed commits live in `chain` only, so nothing unpushed is ever visible and a crash loses
@@ -96,6 +102,10 @@ export class Writer implements GitWriter {
   private rejections = 0;
   /** Consecutive failures to reach the remote. */
   private outages = 0;
+  /** Wakes the worker waiting for a push when an operation arrives (see pushWhileBuilding). */
+  private wake: (() => void) | undefined;
+  /** The pack compaction in progress. */
+  private compacting: Promise<void> | undefined;
 
   constructor(deps: WriterDeps) {
     this.deps = deps;
@@ -126,6 +136,7 @@ export class Writer implements GitWriter {
         resolve: resolve as (value: SubmitResult<unknown>) => void,
         reject,
       });
+      this.wake?.();
       this.kick();
     });
   }
@@ -162,6 +173,8 @@ export class Writer implements GitWriter {
     }
     this.state = "closing";
     while (this.worker !== undefined) await this.worker;
+    await this.compacting;
+    this.deps.store.close();
     this.state = "closed";
     this.deps.logger.info({ tip: this.remoteTip.commit }, "git writer closed");
   }
@@ -211,37 +224,86 @@ export class Writer implements GitWriter {
     }
   }
 
-  /** Runs what is queued onto the chain and pushes it. */
+  /**
+   * Runs what is queued onto the chain and pushes it. Operations that arrive during the push run
+   * onto the chain meanwhile (the CPU works while the remote does), and go out with the next push.
+   */
   private async step(): Promise<void> {
-    await this.build();
+    // Push as soon as one operation is on the chain: the others run during that push, and what
+    // ran during a push goes out with the next. Building everything first would leave the remote
+    // idle while the CPU works, then the CPU idle while the remote works.
+    if (this.chain.built === 0 || this.chain.base.commit !== this.remoteTip.commit) {
+      await this.build(() => this.chain.built > 0);
+    }
     const batch = this.entries.slice(0, this.chain.built);
     if (batch.length === 0) return;
     const tip = this.chain.tip;
-    try {
-      // build() leaves entries queued only behind a commit, so the chain has one.
-      await this.deps.remote.push(tip.commit!);
-    } catch (error) {
-      if (!(error instanceof GitRemoteError)) throw error;
-      await this.onPushFailure(error, batch);
-      return;
+    if (tip.commit !== this.remoteTip.commit) {
+      const started = performance.now();
+      const failure = await this.pushWhileBuilding(tip.commit!);
+      if (failure !== undefined) {
+        if (!(failure.error instanceof GitRemoteError)) throw failure.error;
+        await this.onPushFailure(failure.error, batch);
+        return;
+      }
+      this.rejections = 0;
+      this.markReachable();
+      const commits = batch.filter((e) => typeof e.outcome?.commit === "string").length;
+      const ms = Math.round(performance.now() - started);
+      this.deps.logger.info({ commit: tip.commit, ops: batch.length, commits, ms }, "pushed");
     }
+    // Whatever ran on top of the pushed tip stays on the chain, now based on that tip.
     this.entries.splice(0, batch.length);
-    this.rejections = 0;
-    this.markReachable();
-    const commits = batch.filter((e) => typeof e.outcome?.commit === "string").length;
-    this.deps.logger.info({ commit: tip.commit, ops: batch.length, commits }, "pushed");
+    this.chain = { base: tip, tip: this.chain.tip, built: this.chain.built - batch.length };
     await this.adopt(tip);
     for (const entry of batch) {
       entry.resolve({ result: entry.outcome?.result, commit: entry.outcome?.commit ?? null });
     }
+    this.maintain();
   }
 
-  /** Runs every queued operation that has not run on the chain yet, in order. */
-  private async build(): Promise<void> {
+  /** Flushes and pushes `commit`, building arrivals until the push is over; resolves with its failure if any. */
+  private async pushWhileBuilding(commit: string): Promise<{ error: unknown } | undefined> {
+    let settled: { failure: { error: unknown } | undefined } | undefined;
+    const pushed = (async () => {
+      await this.deps.store.flush();
+      await this.deps.remote.push(commit);
+    })().then(
+      () => void (settled = { failure: undefined }),
+      (error: unknown) => void (settled = { failure: { error } }),
+    );
+    while (settled === undefined) {
+      if (this.chain.built < this.entries.length) {
+        await this.build(() => settled !== undefined);
+        continue;
+      }
+      await Promise.race([pushed, new Promise<void>((resolve) => (this.wake = resolve))]);
+      this.wake = undefined;
+    }
+    return settled.failure;
+  }
+
+  /** Rolls up small packs in the background, one compaction at a time. */
+  private maintain(): void {
+    const { store, logger } = this.deps;
+    if (this.compacting !== undefined || !store.needsCompaction) return;
+    const packs = store.packCount;
+    const started = performance.now();
+    this.compacting = store
+      .compact()
+      .then(
+        () => logger.info({ packs, after: store.packCount, ms: Math.round(performance.now() - started) }, "packs compacted"),
+        (error: unknown) => logger.warn({ err: error, packs }, "compacting packs failed"),
+      )
+      .finally(() => (this.compacting = undefined));
+  }
+
+  /** Runs the queued operations that have not run on the chain yet, in order, until `stop()` says so. */
+  private async build(stop: () => boolean = () => false): Promise<void> {
     if (this.chain.base.commit !== this.remoteTip.commit) {
       this.chain = { base: this.remoteTip, tip: this.remoteTip, built: 0 };
     }
-    while (this.chain.built < this.entries.length) {
+    while (this.chain.built < this.entries.length && !stop()) {
       const index = this.chain.built;
       const entry = this.entries[index]!;
       const base = this.chain.tip;
@@ -263,6 +325,9 @@ export class Writer implements GitWriter {
       entry.outcome = { commit: applied.tip.commit === base.commit ? null : applied.tip.commit, result: applied.result };
       this.chain.tip = applied.tip;
       this.chain.built += 1;
+      // An operation reads from memory and page cache only, so it never waits for I/O: without
+      // this, a long queue would hold back HTTP requests and the end of the push in flight.
+      await yieldToEventLoop();
     }
   }
 
@@ -283,7 +348,7 @@ export class Writer implements GitWriter {
     const message = formatCommitMessage(spec);
     const tree = await draft.writeTree();
     if (tree === (base.tree ?? EMPTY_TREE_OID)) return { tip: base, result };
-    const commit = await this.deps.store.writeCommit({
+    const commit = this.deps.store.writeCommit({
       tree,
       parent: base.commit,
       message,
@@ -371,7 +436,12 @@ export class Writer implements GitWriter {
       throw error;
     }
     this.markReachable();
-    await store.forgetRemovedPacks();
+    const fetched = store.refreshPacks();
+    if (fetched >= CAP_DELTAS_AFTER_FETCHING) {
+      const started = performance.now();
+      await store.capDeltaChains();
+      this.deps.logger.info({ objects: fetched, ms: Math.round(performance.now() - started) }, "fetched pack repacked with short delta chains");
+    }
     if (!found) {
       if (this.remoteTip.commit === null) return EMPTY_TIP;
       // Adopting "no branch" would make the next commit a new root: a history without any of the

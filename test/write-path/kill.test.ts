@@ -1,0 +1,144 @@
+import { readdir, mkdir } from "node:fs/promises";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fsck, installPreReceiveHook } from "../support/git-fixtures.js";
+import { spawnBroker, type BrokerProcess } from "./broker-process.js";
+import { counts, history, instanceRecords, samplePlans, send, startRemote, type Remote, type SamplePlans, type Sent } from "./fixture.js";
+
+/**
+ * kill -9 of a broker under load, again and again on the same data directory: before, during and
+ * after pushes. Acknowledged operations must all be on the remote, once; requests that got no
+ * answer are retried and answered as OSB says (the same instance exists: 200; it does not: 201/202).
+ */
+
+const CLIENTS = 8;
+
+let remote: Remote;
+let gate: string;
+let dataDir: string;
+let plans: SamplePlans;
+let live: BrokerProcess | undefined;
+
+beforeAll(async () => {
+  remote = await startRemote("write-path-kill-");
+  gate = path.join(remote.root, "gate");
+  await mkdir(gate);
+  // Every push announces itself and takes a little longer, so kills can land in the middle of one.
+  await installPreReceiveHook(remote.dir, `touch ${gate}/in-push-$$\nsleep 0.1\nrm -f ${gate}/in-push-$$\n`);
+  dataDir = path.join(remote.root, "broker");
+});
+
+afterAll(async () => {
+  await live?.stop();
+  await remote?.close();
+});
+
+/** Resolves when the `nth` push (counted from the call) is in flight on the remote. */
+async function pushInFlight(nth: number): Promise<void> {
+  const seen = new Set<string>();
+  for (;;) {
+    for (const name of await readdir(gate)) if (name.startsWith("in-push-")) seen.add(name);
+    if (seen.size >= nth) return;
+    await sleep(2);
+  }
+}
+
+/** When to kill: a delay after the load starts, right after the first acknowledgement, or during the nth push. */
+type KillPoint = { delayMs: number } | { afterFirstAck: true } | { duringPush: number };
+
+const KILL_POINTS: KillPoint[] = [
+  { delayMs: 0 },
+  { delayMs: 60 },
+  { delayMs: 200 },
+  { delayMs: 450 },
+  { delayMs: 900 },
+  { delayMs: 1500 },
+  { afterFirstAck: true },
+  { duringPush: 1 },
+  { duringPush: 3 },
+  { duringPush: 6 },
+];
+
+function provisionBody(n: number): Record<string, unknown> {
+  // Every third one is the asynchronous plan (202 with an operation).
+  return { service_id: plans.serviceId, plan_id: n % 3 === 0 ? plans.medium : plans.small, organization_guid: "org", space_guid: "space" };
+}
+
+/** Load on a broker until it is killed at `point`; every request sent, answered or not. */
+async function loadAndKill(broker: BrokerProcess, round: number, point: KillPoint): Promise<Sent[]> {
+  const sent: Sent[] = [];
+  let killed = false;
+  let firstAck: () => void = () => {};
+  const acked = new Promise<void>((resolve) => (firstAck = resolve));
+  const client = async (c: number): Promise<void> => {
+    for (let n = 0; !killed; n++) {
+      const result = await send(broker.osb, { kind: "provision", instanceId: `k${round}-c${c}-${n}` }, provisionBody(n), plans);
+      sent.push(result);
+      if (result.reply && result.reply.status < 300) firstAck();
+    }
+  };
+  const clients = Array.from({ length: CLIENTS }, (_, c) => client(c));
+  if ("afterFirstAck" in point) await acked;
+  else if ("duringPush" in point) await pushInFlight(point.duringPush);
+  else await sleep(point.delayMs);
+  await broker.kill();
+  killed = true;
+  await Promise.all(clients);
+  return sent;
+}
+
+describe("kill -9 under load", () => {
+  it(`loses and duplicates nothing over ${KILL_POINTS.length} kills; retried requests are answered per OSB`, async () => {
+    const sent: Sent[] = [];
+    for (const [round, point] of KILL_POINTS.entries()) {
+      const broker = await spawnBroker({ dataDir, remoteUrl: remote.url, keepLogs: false });
+      plans ??= await samplePlans(broker.osb);
+      sent.push(...(await loadAndKill(broker, round, point)));
+    }
+    const answered = sent.filter((s) => s.reply !== undefined);
+    const unanswered = sent.filter((s) => s.reply === undefined);
+    // A killed broker gives no answer; one that answered acknowledged (nothing else can fail here).
+    expect(answered.map((s) => s.reply!.status).filter((status) => status !== 201 && status !== 202)).toEqual([]);
+    expect(answered.length).toBeGreaterThan(20);
+    expect(unanswered.length).toBeGreaterThan(0);
+
+    // A replacement on the same data directory starts from what the kills left behind.
+    live = await spawnBroker({ dataDir, remoteUrl: remote.url });
+    const beforeRetries = await history(remote.dir);
+    const acknowledged = new Set(answered.map((s) => s.identity));
+    const inHistory = counts(beforeRetries.map((c) => c.trailers["Request-Identity"] ?? ""));
+    for (const s of answered) expect(inHistory.get(s.identity), `${s.instanceId} was acknowledged`).toBe(1);
+
+    // Platforms retry what got no answer, and may retry what did: same id, same body.
+    const before = await instanceRecords(remote.dir);
+    const outcomes = { committedUnanswered: 0, lostUnanswered: 0 };
+    const retries = [...unanswered, ...answered.filter((_, i) => i % 10 === 0)];
+    const replies = await Promise.all(
+      retries.map((s) => send(live!.osb, { kind: "provision", instanceId: s.instanceId }, provisionBody(Number(s.instanceId.split("-").pop())), plans)),
+    );
+    for (const [i, s] of retries.entries()) {
+      const existed = before.has(s.instanceId);
+      if (s.reply === undefined) outcomes[existed ? "committedUnanswered" : "lostUnanswered"] += 1;
+      if (existed) expect(replies[i]!.reply?.status, `retry of ${s.instanceId}, which exists`).toBe(200);
+      else expect([201, 202], `retry of ${s.instanceId}, which does not exist`).toContain(replies[i]!.reply?.status);
+    }
+    // Both crash windows were hit: killed after the push carrying a request, and before it.
+    expect(outcomes.committedUnanswered).toBeGreaterThan(0);
+    expect(outcomes.lostUnanswered).toBeGreaterThan(0);
+
+    // Once per instance: one provision commit and one provision in each record, none lost.
+    const log = await history(remote.dir);
+    const provisions = counts(log.filter((c) => c.subject.startsWith("provision ")).map((c) => c.trailers["Instance-Id"] ?? ""));
+    const records = await instanceRecords(remote.dir);
+    for (const s of sent) {
+      expect(provisions.get(s.instanceId), s.instanceId).toBe(1);
+      const operations = records.get(s.instanceId)?.status.operations ?? [];
+      expect(operations.map((o) => o.action), s.instanceId).toEqual(["provision"]);
+      if (acknowledged.has(s.identity)) expect(operations[0]!.requestIdentity).toBe(s.identity);
+    }
+    for (const [i, c] of log.entries()) expect(c.parents).toEqual(i === log.length - 1 ? [] : [log[i + 1]!.oid]);
+    await fsck(remote.dir);
+    await fsck(path.join(dataDir, "work.git"));
+  });
+});
