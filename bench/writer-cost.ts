@@ -9,6 +9,8 @@ import { silentLogger } from "../src/log/index.js";
 import { instanceManifestDir, instanceRecordPath } from "../src/repo/index.js";
 import { provisionFiles, type SamplePlacement } from "./prefill.js";
 
+const WARM_UP = 200;
+
 export interface WriterCost {
   ops: number;
   /** CPU of this process (all threads) per operation. */
@@ -20,7 +22,7 @@ export async function measureWriterCost(gitdir: string, remoteUrl: string, place
   const writer = createGitWriter({ gitdir, remoteUrl, branch: "main", author: { name: "bench", email: "bench@gitops-broker.invalid" }, logger: silentLogger() });
   await writer.start();
   const at = new Date().toISOString();
-  const prepared = Array.from({ length: ops }, (_, n) => {
+  const prepared = Array.from({ length: WARM_UP + ops }, (_, n) => {
     const id = `writer-cost-${Date.now()}-${n}`;
     return { id, files: provisionFiles(placement, id, `op-${n}`, at) };
   });
@@ -31,6 +33,8 @@ export async function measureWriterCost(gitdir: string, remoteUrl: string, place
     for (const [file, content] of files) draft.write(file, content);
     return { commit: { subject: `provision ${id}`, trailers: { "Instance-Id": id } }, result: null };
   };
+  // Warm-up, not measured: JIT and the caches of the trees near the root.
+  await Promise.all(prepared.splice(0, WARM_UP).map((p) => writer.submit(operation(p))));
   const cpu = process.cpuUsage();
   const started = performance.now();
   await Promise.all(prepared.map((p) => writer.submit(operation(p))));

@@ -4,13 +4,12 @@ import path from "node:path";
 import type { PromiseFsClient } from "isomorphic-git";
 
 /**
- * The node fs for isomorphic-git, with one change: `writeFile` is atomic (temp file in the same
- * directory, then rename). isomorphic-git writes loose objects and refs in place and never
- * rewrites an object file that exists, so a kill -9 in the middle of a write would leave a
- * truncated object that poisons every later commit reusing it.
+ * The node fs for isomorphic-git (which the writer uses for refs), with one change: `writeFile` is
+ * atomic (temp file in the same directory, then rename). isomorphic-git writes refs in place, so
+ * a kill -9 in the middle of a write would leave a truncated ref.
  *
- * Temp names start with `tmp_obj_` (what `git prune` sweeps out of objects/) and end in `.lock`
- * (a name git never reads as a ref), so a temp file orphaned by a crash is harmless.
+ * Temp names end in `.lock` (a name git never reads as a ref), so a temp file orphaned by a crash
+ * is harmless.
  */
 export function createAtomicFs(): PromiseFsClient {
   const promises = {

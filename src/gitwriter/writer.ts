@@ -182,6 +182,8 @@ export class Writer implements GitWriter {
   private async doStart(): Promise<void> {
     const { remote, store, logger } = this.deps;
     await remote.init();
+    // What the repository holds already is not news to the fetch below (see fetchTip).
+    store.refreshPacks();
     const tip = await this.fetchTip();
     // Unconditionally: the ref may hold a commit a crashed process never got acknowledged.
     await store.setRef(this.branchRef, tip.commit);

@@ -63,6 +63,12 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("GITOPS_BROKER_")));
 }
 
+/** Brokers still running; killed when this process exits, so a failed test or benchmark leaves none behind. */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
 export async function spawnBroker(options: BrokerProcessOptions): Promise<BrokerProcess> {
   const started = performance.now();
   const child = spawn(process.execPath, options.command ?? [BIN, "serve"], {
@@ -79,7 +85,13 @@ export async function spawnBroker(options: BrokerProcessOptions): Promise<Broker
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  running.add(child);
+  const exited = new Promise<number | null>((resolve) =>
+    child.once("exit", (code) => {
+      running.delete(child);
+      resolve(code);
+    }),
+  );
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const logs: LogLine[] = [];
