@@ -1,7 +1,6 @@
 import { ConcurrencyError, NotFoundError, SchedulingError, UnprocessableEntityError } from "../errors/index.js";
 import type { Draft, GitWriter } from "../gitwriter/index.js";
 import {
-  latestOperation,
   liveOnCluster,
   readInstance,
   readLiveBindings,
@@ -14,6 +13,7 @@ import { createScheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import { lookupPlan, type RepoView } from "./context.js";
 import { removeInstanceManifests, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
+import { runningOperation } from "./instance-state.js";
 import { placeInstance } from "./placement.js";
 
 /**
@@ -75,8 +75,8 @@ export async function moveInstance(
     if (from === targetId) throw new UnprocessableEntityError(`instance ${instanceId} is already on cluster ${targetId}`);
     const target = deps.view.clusters().find((c) => c.id === targetId);
     if (!target) throw new SchedulingError(`cluster ${targetId} is not in the registry`);
-    const op = latestOperation(record.status.operations);
-    if (op && deps.status.instanceStatus(record, op).state === "in progress") {
+    const op = runningOperation(deps.status, record);
+    if (op) {
       throw new ConcurrencyError(`instance ${instanceId} has operation ${op.action} ${op.id} in progress`);
     }
     const { service, plan } = lookupPlan(deps.view.catalog(), record.spec.serviceId, record.spec.planId);

@@ -20,12 +20,12 @@ import {
   writeBinding,
   type BindingRecord,
   type InstanceRecord,
-  type OperationEntry,
 } from "../repo/index.js";
 import { withoutSensitiveParameters, type Service } from "../catalog/index.js";
 import type { BindingResult } from "../status-watcher/index.js";
 import { appliedOverrides, commitSpec, lookupPlan, operationEntry, submitOp, planBindable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
+import { recordedCluster, recordedPlan, runningOperation } from "./instance-state.js";
 import { checkParameters, operationResponse, pickOperation } from "./instances.js";
 import { removeBindingManifests, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
 import { sameJson, type BindBody } from "./request-body.js";
@@ -41,19 +41,8 @@ function liveBinding(record: BindingRecord | null): record is BindingRecord {
 }
 
 function placed(ctx: Ctx, instance: InstanceRecord) {
-  const { service, plan } = lookupPlan(ctx.deps.view.catalog(), instance.spec.serviceId, instance.spec.planId);
-  const cluster = ctx.deps.view.clusters().find((c) => c.id === instance.spec.clusterId);
-  if (!cluster) {
-    throw new UnprocessableEntityError(
-      `instance ${instance.spec.instanceId} is placed on cluster ${instance.spec.clusterId}, which is not in the cluster registry`,
-    );
-  }
-  return { service, plan, namespace: cluster.namespace };
-}
-
-function instanceBusy(ctx: Ctx, instance: InstanceRecord): OperationEntry | undefined {
-  const op = latestOperation(instance.status.operations);
-  return op && ctx.deps.status.instanceStatus(instance, op).state === "in progress" ? op : undefined;
+  const { service, plan } = recordedPlan(ctx.deps.view, instance);
+  return { service, plan, namespace: recordedCluster(ctx.deps.view, instance).namespace };
 }
 
 function bindingBody(result: BindingResult): Record<string, unknown> {
@@ -108,7 +97,7 @@ export async function bind(
       return { commit: null, result: { instance, binding: existing, created: false } };
     }
 
-    const busy = instanceBusy(ctx, instance);
+    const busy = runningOperation(ctx.deps.status, instance);
     if (busy) throw new ConcurrencyError(`instance ${instanceId} has operation ${busy.action} ${busy.id} in progress`);
 
     const op = operationEntry("bind", operationId, at, osb);
@@ -223,7 +212,7 @@ export async function unbind(
     if (plan.asyncBinding && !accepts) {
       throw new AsyncRequiredError("This service plan requires client support for asynchronous binding operations.");
     }
-    const busy = instanceBusy(ctx, instanceRecord);
+    const busy = runningOperation(ctx.deps.status, instanceRecord);
     if (busy && busy.action !== "provision") {
       throw new ConcurrencyError(`instance ${instanceId} has operation ${busy.action} ${busy.id} in progress`);
     }

@@ -1,4 +1,4 @@
-import { validateParameters, withoutSensitiveParameters, type ClusterEntry, type Plan, type Service } from "../catalog/index.js";
+import { validateParameters, withoutSensitiveParameters, type Plan } from "../catalog/index.js";
 import {
   AsyncRequiredError,
   BadRequestError,
@@ -26,6 +26,7 @@ import {
 import type { OperationStatus } from "../status-watcher/index.js";
 import { appliedOverrides, commitSpec, lookupPlan, operationEntry, submitOp, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
+import { recordedCluster, recordedPlan, runningOperation } from "./instance-state.js";
 import { placeInstance } from "./placement.js";
 import { removeInstanceManifests, writeInstanceManifests } from "./materialize.js";
 import { refuseSensitiveParameters } from "./sensitive.js";
@@ -61,34 +62,8 @@ function statusOf(ctx: Ctx, record: InstanceRecord, op: OperationEntry): Operati
   return ctx.deps.status.instanceStatus(record, op);
 }
 
-function inProgress(ctx: Ctx, record: InstanceRecord): OperationEntry | undefined {
-  const op = latestOperation(record.status.operations);
-  return op && statusOf(ctx, record, op).state === "in progress" ? op : undefined;
-}
-
 function live(record: InstanceRecord | null): record is InstanceRecord {
   return record !== null && !record.status.deleted;
-}
-
-function clusterOf(ctx: Ctx, record: InstanceRecord): ClusterEntry {
-  const cluster = ctx.deps.view.clusters().find((c) => c.id === record.spec.clusterId);
-  if (!cluster) {
-    throw new UnprocessableEntityError(
-      `instance ${record.spec.instanceId} is placed on cluster ${record.spec.clusterId}, which is not in the cluster registry`,
-    );
-  }
-  return cluster;
-}
-
-function placedPlan(ctx: Ctx, record: InstanceRecord): { service: Service; plan: Plan } {
-  try {
-    return lookupPlan(ctx.deps.view.catalog(), record.spec.serviceId, record.spec.planId);
-  } catch (e) {
-    throw new UnprocessableEntityError(
-      `instance ${record.spec.instanceId} uses plan ${record.spec.planId}, which is no longer in the catalog`,
-      { cause: e },
-    );
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -211,7 +186,7 @@ export async function update(
     if (record.spec.serviceId !== body.serviceId) {
       throw new BadRequestError(`service_id ${body.serviceId} does not match the service of instance ${instanceId}`);
     }
-    const current = placedPlan(ctx, record);
+    const current = recordedPlan(ctx.deps.view, record);
     const target = body.planId === undefined ? current : lookupPlan(catalog, body.serviceId, body.planId);
     const planChange = target.plan.id !== current.plan.id;
     if (planChange && !planUpdateable(current.service, current.plan)) {
@@ -224,7 +199,7 @@ export async function update(
     if (body.parameters !== undefined) checkParameters(target.plan, "service_instance.update", body.parameters);
     refuseSensitiveParameters(ctx, target.plan, "service_instance.update", body.parameters, record.spec.clusterId);
 
-    const running = inProgress(ctx, record);
+    const running = runningOperation(ctx.deps.status, record);
     if (running) {
       throw new ConcurrencyError(`instance ${instanceId} has operation ${running.action} ${running.id} in progress`);
     }
@@ -260,7 +235,7 @@ export async function update(
       },
       status: { ...record.status, operations: [...record.status.operations, op] },
     };
-    const cluster = clusterOf(ctx, record);
+    const cluster = recordedCluster(ctx.deps.view, record);
     const bindings = await readLiveBindings(draft, instanceId);
     const placed = { ...target, instance: next, bindings, namespace: cluster.namespace };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "update"));
@@ -294,12 +269,12 @@ export async function deprovision(
     if (record.spec.serviceId !== ids.serviceId) {
       throw new BadRequestError(`service_id ${ids.serviceId} does not match the service of instance ${instanceId}`);
     }
-    const { service, plan } = placedPlan(ctx, record);
+    const { service, plan } = recordedPlan(ctx.deps.view, record);
     if (ids.planId !== record.spec.planId) {
       throw new BadRequestError(`plan_id ${ids.planId} does not match plan ${plan.name} (${plan.id}) of instance ${instanceId}`);
     }
     if (plan.async && !accepts) throw new AsyncRequiredError();
-    const running = inProgress(ctx, record);
+    const running = runningOperation(ctx.deps.status, record);
     if (running && running.action !== "provision") {
       // Deleting during provisioning is allowed (it halts the creation); during an update it is not.
       throw new ConcurrencyError(`instance ${instanceId} has operation ${running.action} ${running.id} in progress`);
@@ -351,11 +326,11 @@ export async function instanceLastOperation(ctx: Ctx, instanceId: string, operat
 export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbResponse> {
   const record = await readInstance(ctx.deps.writer.snapshot(), instanceId);
   if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
-  const { service, plan } = placedPlan(ctx, record);
+  const { service, plan } = recordedPlan(ctx.deps.view, record);
   if (!service.instancesRetrievable) {
     throw new BadRequestError(`service ${service.name} does not support fetching instances (instances_retrievable is false)`);
   }
-  const running = inProgress(ctx, record);
+  const running = runningOperation(ctx.deps.status, record);
   if (running?.action === "provision") throw new NotFoundError(`instance ${instanceId} is still being provisioned`);
   if (running) throw new ConcurrencyError(`instance ${instanceId} is being updated (${running.id}) and cannot be fetched now`);
   const body: Record<string, unknown> = {

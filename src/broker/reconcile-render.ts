@@ -1,9 +1,10 @@
 import { formatProblem } from "../errors/index.js";
 import type { Draft, Operation } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
-import { latestOperation, readInstance } from "../repo/index.js";
+import { readInstance } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import type { RepoView } from "./context.js";
+import { runningOperation } from "./instance-state.js";
 import { renderInstanceInto } from "./render-instance.js";
 
 /**
@@ -43,8 +44,7 @@ export function rerenderOperation(deps: RerenderDeps, request: RerenderRequest):
     await deps.view.sync(draft);
     const record = await readInstance(draft, request.instance);
     if (!record || record.status.deleted) return { commit: null, result: "gone" };
-    const op = latestOperation(record.status.operations);
-    if (op && deps.status.instanceStatus(record, op).state === "in progress") return { commit: null, result: "busy" };
+    if (runningOperation(deps.status, record)) return { commit: null, result: "busy" };
 
     const { instanceId, serviceId, planId } = record.spec;
     const catalog = deps.view.catalog();

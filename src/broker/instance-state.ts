@@ -1,0 +1,36 @@
+import type { ClusterEntry, Plan, Service } from "../catalog/index.js";
+import { UnprocessableEntityError } from "../errors/index.js";
+import { latestOperation, type InstanceRecord, type OperationEntry } from "../repo/index.js";
+import type { StatusWatcher } from "../status-watcher/index.js";
+import { lookupPlan, type RepoView } from "./context.js";
+
+/** What every operation on an existing instance asks first: is it busy, and where does it live. */
+
+/** The instance's latest operation when the status watcher says it is still in progress. */
+export function runningOperation(status: Pick<StatusWatcher, "instanceStatus">, record: InstanceRecord): OperationEntry | undefined {
+  const op = latestOperation(record.status.operations);
+  return op && status.instanceStatus(record, op).state === "in progress" ? op : undefined;
+}
+
+/** The plan of a recorded instance; 422 when the catalog no longer has it. */
+export function recordedPlan(view: RepoView, record: InstanceRecord): { service: Service; plan: Plan } {
+  try {
+    return lookupPlan(view.catalog(), record.spec.serviceId, record.spec.planId);
+  } catch (e) {
+    throw new UnprocessableEntityError(
+      `instance ${record.spec.instanceId} uses plan ${record.spec.planId}, which is no longer in the catalog`,
+      { cause: e },
+    );
+  }
+}
+
+/** The cluster a recorded instance is placed on; 422 when the registry no longer has it. */
+export function recordedCluster(view: RepoView, record: InstanceRecord): ClusterEntry {
+  const cluster = view.clusters().find((c) => c.id === record.spec.clusterId);
+  if (!cluster) {
+    throw new UnprocessableEntityError(
+      `instance ${record.spec.instanceId} is placed on cluster ${record.spec.clusterId}, which is not in the cluster registry`,
+    );
+  }
+  return cluster;
+}
