@@ -16,6 +16,7 @@ import { promises as fsp } from "node:fs";
 import path from "node:path";
 import { GitRemoteError } from "../src/errors/index.js";
 import type { Draft, GitAuthor, GitWriter, Operation, SubmitResult, TreeEntryInfo, TreeReader } from "../src/gitwriter/index.js";
+import { run } from "./exec.js";
 
 export interface NaiveWriterOptions {
   /** Working-tree clone (created by start() when missing). */
@@ -135,7 +136,7 @@ class NaiveWriter implements GitWriter {
   }
 
   private git(args: string[], input?: string): Promise<string> {
-    return run("git", args, this.options.dir, input);
+    return run("git", args, { cwd: this.options.dir, ...(input !== undefined ? { input } : {}) });
   }
 }
 
@@ -359,17 +360,6 @@ class WorkingTreeDraft implements Draft {
   }
 }
 
-async function run(command: string, args: string[], cwd?: string, input?: string): Promise<string> {
-  const child = spawn(command, args, { cwd, env: { ...process.env, LC_ALL: "C" }, stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
-  child.stderr!.on("data", (c: Buffer) => (err += c.toString()));
-  child.stdin?.end(input);
-  const [code] = (await once(child, "exit")) as [number | null];
-  if (code !== 0) throw new Error(`${command} ${args.join(" ")} exited with ${String(code)}: ${err.trim()}`);
-  return out;
-}
 
 async function exitCode(command: string, args: string[], cwd: string): Promise<number | null> {
   const child = spawn(command, args, { cwd, stdio: "ignore" });

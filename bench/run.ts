@@ -9,16 +9,23 @@
  *
  *   --quick   1k and 10k instances only, shorter runs (a couple of minutes)
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { startGitHttpServer, type GitHttpServer } from "../test/support/git-http-server.js";
 import { spawnBroker, CREDENTIALS, type BrokerProcess } from "../test/write-path/broker-process.js";
+import { run } from "./exec.js";
 import { quantile, runLoad, type LoadResult } from "./load.js";
 import { prefillRemote } from "./prefill.js";
 import { measureWriterCost, type WriterCost } from "./writer-cost.js";
+
+/** Commits the benchmark makes itself (pre-fill, maintenance) have a fixed identity. */
+const BENCH_IDENTITY = {
+  GIT_AUTHOR_NAME: "bench",
+  GIT_AUTHOR_EMAIL: "bench@gitops-broker.invalid",
+  GIT_COMMITTER_NAME: "bench",
+  GIT_COMMITTER_EMAIL: "bench@gitops-broker.invalid",
+};
 
 const quick = process.argv.includes("--quick");
 const SIZES = quick ? [1_000, 10_000] : [1_000, 10_000, 100_000];
@@ -78,7 +85,7 @@ async function benchSize(git: GitHttpServer, instances: number): Promise<void> {
   // The remote shares this machine's two cores: its background `git gc` after receiving pushes
   // would compete with the broker. A hosted remote runs its maintenance elsewhere; here it runs
   // between measurements (maintainRemote).
-  await run("git", ["config", "receive.autogc", "false"], { GIT_DIR: remoteDir });
+  await run("git", ["config", "receive.autogc", "false"], { env: { GIT_DIR: remoteDir, ...BENCH_IDENTITY } });
   log(`${instances} instances: pre-filled in ${seconds(t)} s`);
   const remoteUrl = git.url(`n${instances}/remote.git`);
   const dataDir = path.join(dir, "gitwriter");
@@ -164,7 +171,8 @@ async function provisionBody(broker: BrokerProcess): Promise<Record<string, unkn
  * pushed with `git push` as the writer does it (smart HTTP, pack.window=0); the median.
  */
 async function pushRoundTrip(gitdir: string, url: string): Promise<number> {
-  const git = (args: string[], input?: string) => run("git", args, { GIT_DIR: gitdir }, input);
+  const git = (args: string[], input?: string) =>
+    run("git", args, { env: { GIT_DIR: gitdir, ...BENCH_IDENTITY }, ...(input !== undefined ? { input } : {}) });
   await git(["fetch", "-q", url, "+refs/heads/main:refs/remotes/rtt/main"]);
   let tip = (await git(["rev-parse", "refs/remotes/rtt/main"])).trim();
   const samples: number[] = [];
@@ -183,23 +191,9 @@ async function pushRoundTrip(gitdir: string, url: string): Promise<number> {
 
 /** The remote's housekeeping, between measurements: roll the packs pushes left up. */
 async function maintainRemote(remoteDir: string): Promise<void> {
-  await run("git", ["repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index"], { GIT_DIR: remoteDir });
+  await run("git", ["repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index"], { env: { GIT_DIR: remoteDir, ...BENCH_IDENTITY } });
 }
 
-async function run(command: string, args: string[], env: Record<string, string>, input?: string): Promise<string> {
-  const child = spawn(command, args, {
-    env: { ...process.env, ...env, LC_ALL: "C", GIT_AUTHOR_NAME: "bench", GIT_AUTHOR_EMAIL: "bench@gitops-broker.invalid", GIT_COMMITTER_NAME: "bench", GIT_COMMITTER_EMAIL: "bench@gitops-broker.invalid" },
-    stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
-  child.stderr!.on("data", (c: Buffer) => (err += c.toString()));
-  child.stdin?.end(input);
-  const [code] = (await once(child, "exit")) as [number | null];
-  if (code !== 0) throw new Error(`${command} ${args.join(" ")} exited with ${String(code)}: ${err.trim()}`);
-  return out;
-}
 
 function printReport(): void {
   const out: string[] = [];
