@@ -1,6 +1,7 @@
+import { parse } from "yaml";
 import type { TreeReader } from "../gitwriter/index.js";
 import { INSTANCES_DIR } from "./layout.js";
-import { readRecordAt, type InstanceRecord } from "./records.js";
+import type { InstanceRecord } from "./records.js";
 
 /**
  * What schedulers and offboarding checks need to know about all instances, derived from the tree
@@ -85,7 +86,8 @@ function ofRecord(record: InstanceRecord | null): InstanceSummary {
 
 /**
  * Levels: 0 = `instances`, 1 = `<ab>`, 2 = `<cd>`, 3 = `<key>` (holds instance.yaml). Levels 0-2 are
- * memoized by tree oid; an instance directory is folded from its record (parsed once per blob oid).
+ * memoized by tree oid; an instance directory is folded from its record (read only when its bucket
+ * is not memoized).
  */
 async function foldDir(
   tree: TreeReader,
@@ -98,7 +100,10 @@ async function foldDir(
   if (hit) return hit;
   let summary: InstanceSummary;
   if (level === 3) {
-    summary = ofRecord(await readRecordAt<InstanceRecord>(tree, `${path}/instance.yaml`));
+    // Parsed here without the shared record cache: a cold fold reads every record once, and
+    // copying each into (and out of) that cache would only evict the records operations use.
+    const text = await tree.readText(`${path}/instance.yaml`);
+    summary = ofRecord(text === null ? null : (parse(text) as InstanceRecord));
   } else {
     const parts: InstanceSummary[] = [];
     for (const e of (await tree.list(path)) ?? []) {
