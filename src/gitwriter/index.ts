@@ -12,6 +12,7 @@ import type { GitAuthor, GitWriter } from "./types.js";
 import { Writer, type GitWriterLogger } from "./writer.js";
 
 export type {
+  BulkReader,
   CommitSpec,
   Draft,
   GitAuthor,
@@ -21,6 +22,7 @@ export type {
   SubmitResult,
   TreeEntryInfo,
   TreeReader,
+  WalkEntry,
 } from "./types.js";
 export type { GitWriterLogger } from "./writer.js";
 

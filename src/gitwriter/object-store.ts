@@ -19,7 +19,10 @@ import {
   type TreeEntry,
   type TreeObject,
 } from "./git-objects.js";
+import { catFileBatch, lsTreeRecursive } from "./git-bulk.js";
 import { GenerationCache, PackFile, createDeltaBaseCache, exactCopy, writePack, type GitObject } from "./pack.js";
+
+import type { BulkReader, WalkEntry } from "./types.js";
 
 export { blobOid, EMPTY_TREE_OID, type Tree, type TreeEntry } from "./git-objects.js";
 
@@ -64,6 +67,38 @@ export class ObjectStore {
 
   constructor(private readonly gitdir: string) {
     this.packDir = path.join(gitdir, "objects", "pack");
+  }
+
+  /**
+   * Whole-subtree reads through the git CLI. Objects not flushed yet (the trees of commits waiting
+   * for their push) are not on disk: those are read here; anything a flushed tree refers to is.
+   */
+  readonly bulk: BulkReader = {
+    walk: async (treeOid, keep = () => true) =>
+      this.pending.has(treeOid) ? this.walkHere(treeOid, "", keep) : lsTreeRecursive(this.gitdir, treeOid, keep),
+    readBlobs: async (oids, each) => {
+      const onDisk = oids.flatMap((oid, index) => (this.pending.has(oid) ? [] : [index]));
+      let next = 0;
+      const fromMemory = (upTo: number) => {
+        for (; next < upTo; next++) each(this.pending.get(oids[next]!)!.data, next);
+      };
+      await catFileBatch(this.gitdir, onDisk.map((i) => oids[i]!), (content, n) => {
+        fromMemory(onDisk[n]!);
+        each(content, next++);
+      });
+      fromMemory(oids.length);
+    },
+  };
+
+  private walkHere(treeOid: string, prefix: string, keep: (path: string, type: "blob" | "tree") => boolean): WalkEntry[] {
+    const out: WalkEntry[] = [];
+    for (const [name, entry] of this.treeObject(treeOid).tree) {
+      if (entry.type === "commit") continue;
+      const at = `${prefix}${name}`;
+      if (keep(at, entry.type)) out.push({ path: at, type: entry.type, oid: entry.oid });
+      if (entry.type === "tree") out.push(...this.walkHere(entry.oid, `${at}/`, keep));
+    }
+    return out;
   }
 
   /** Packs in the repository (compaction keeps this small). */

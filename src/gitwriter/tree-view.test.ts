@@ -239,3 +239,42 @@ describe("formatCommitMessage", () => {
     expect(() => formatCommitMessage({ subject: "s", trailers: { Key: "two\nlines" } })).toThrow(TypeError);
   });
 });
+
+describe("bulk reads", () => {
+  async function readAll(oids: string[]): Promise<string[]> {
+    const out: string[] = [];
+    await store.bulk.readBlobs(oids, (content, i) => (out[i] = Buffer.from(content).toString()));
+    return out;
+  }
+
+  it("walk lists a subtree like reading it tree by tree, and readBlobs returns contents in order", async () => {
+    const view = new TreeView(store, base);
+    const a = (await view.list(""))!.find((e) => e.name === "a")!.oid!;
+    expect(await view.bulk.walk(a)).toEqual([
+      { path: "b", type: "tree", oid: (await subtreeOid(base.tree!, "a/b"))! },
+      { path: "b/c.yaml", type: "blob", oid: blobOid(Buffer.from("c\n")) },
+      { path: "b/d.yaml", type: "blob", oid: blobOid(Buffer.from("d\n")) },
+      { path: "e.yaml", type: "blob", oid: blobOid(Buffer.from("e\n")) },
+    ]);
+    const oids = ["e\n", "c\n", "e\n"].map((text) => blobOid(Buffer.from(text)));
+    expect(await readAll(oids)).toEqual(["e\n", "c\n", "e\n"]);
+    expect(await readAll([])).toEqual([]);
+    expect((await view.bulk.walk(a, (p, type) => type === "blob" && p.endsWith("d.yaml"))).map((e) => e.path)).toEqual(["b/d.yaml"]);
+  });
+
+  it("reads objects not flushed yet from memory, the rest through git", async () => {
+    const draft = new DraftTree(store, base);
+    draft.write("a/b/new.yaml", "new\n");
+    const tree = await draft.writeTree(); // pending: not in the repository yet
+    const a = (await new TreeView(store, { commit: null, tree }).list(""))!.find((e) => e.name === "a")!.oid!;
+    const walked = await store.bulk.walk(a);
+    expect(walked.map((e) => e.path)).toEqual(["b", "b/c.yaml", "b/d.yaml", "b/new.yaml", "e.yaml"]);
+    const blobs = await readAll(walked.filter((e) => e.type === "blob").map((e) => e.oid));
+    expect(blobs).toEqual(["c\n", "d\n", "new\n", "e\n"]);
+  });
+
+  it("fails with git's message for an object that is not there", async () => {
+    await expect(readAll(["0".repeat(40)])).rejects.toThrow(/missing/);
+    await expect(store.bulk.walk("0".repeat(40))).rejects.toThrow(/git ls-tree/);
+  });
+});

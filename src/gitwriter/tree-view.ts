@@ -1,6 +1,6 @@
 import { blobOid, EMPTY_TREE_OID, type ObjectStore, type Tip, type Tree, type TreeEntry } from "./object-store.js";
 import { parseDirPath, parsePath } from "./paths.js";
-import type { Draft, TreeEntryInfo, TreeReader } from "./types.js";
+import type { BulkReader, Draft, TreeEntryInfo, TreeReader } from "./types.js";
 
 /*
  * A Draft keeps its edits as an overlay over the base tree: a sparse tree of nodes on the edited
@@ -54,6 +54,10 @@ export class TreeView implements TreeReader {
     this.store = store;
     this.commit = base.commit;
     this.root = { overlay, base: base.tree ?? undefined };
+  }
+
+  get bulk(): BulkReader {
+    return this.store.bulk;
   }
 
   async readFile(path: string): Promise<Uint8Array | null> {

@@ -15,6 +15,30 @@ export interface TreeReader {
   list(dir: string): Promise<TreeEntryInfo[] | null>;
   /** Blob oid of a file, or null. Cheap: used for optimistic checks and parse caches. */
   oid(path: string): Promise<string | null>;
+  /**
+   * Reads for folds over a whole subtree (many thousand files), by tree oid (see TreeEntryInfo).
+   * Optional: a reader over a plain directory does without, and folds then read file by file.
+   */
+  readonly bulk?: BulkReader;
+}
+
+export interface BulkReader {
+  /**
+   * The entries below the tree `treeOid` at any depth that `keep` accepts (default: all), parents
+   * before children; paths relative to it.
+   */
+  walk(treeOid: string, keep?: (path: string, type: "blob" | "tree") => boolean): Promise<WalkEntry[]>;
+  /**
+   * Calls `each` with the content of each blob of `oids`, in order. The content is only valid
+   * during the call (it may be a view into a buffer that is reused).
+   */
+  readBlobs(oids: readonly string[], each: (content: Uint8Array, index: number) => void): Promise<void>;
+}
+
+export interface WalkEntry {
+  path: string;
+  type: "blob" | "tree";
+  oid: string;
 }
 
 export interface TreeEntryInfo {
