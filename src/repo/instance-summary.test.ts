@@ -103,4 +103,38 @@ describe("summarizeInstances", () => {
     expect(instanceCounts(await summarizeInstances(next.tree, cache))).toEqual(new Map([["c1", 31], ["c2", 30]]));
     expect(next.reads()).toBeLessThanOrEqual(2);
   });
+
+  it("folds a cold tree in bulk to the same summary as file by file, and memoizes every level", async () => {
+    const many = Array.from({ length: 300 }, (_, i) =>
+      record(`bulk-${i}`, `c${i % 3}`, `p${i % 4}`, `2026-02-01T00:${String(Math.floor(i / 60)).padStart(2, "0")}:${String(i % 60).padStart(2, "0")}Z`, i % 7 === 0),
+    );
+    await commit(many);
+    await writer.submit(async (draft: Draft) => {
+      // Beyond the scan: a hand-edited record with a comment is parsed; stray files are ignored.
+      draft.write("instances/ff/ff/hand/instance.yaml", "# edited by hand\nspec:\n  clusterId: c9\n  planId: p9\nstatus:\n  operations:\n    - id: o\n      action: provision\n      at: 2027-01-01T00:00:00Z\n");
+      draft.write("instances/README.md", "not a record\n");
+      draft.write("instances/ff/ff/empty/notes.txt", "no record here\n");
+      return { commit: { subject: "hand edits", trailers: {} }, result: null };
+    });
+    const snapshot = writer.snapshot();
+    expect(snapshot.bulk).toBeDefined();
+    const fileByFile = countingReader(snapshot); // forwards no bulk reader
+    const expected = await summarizeInstances(fileByFile.tree, createInstanceSummaryCache());
+    expect(fileByFile.reads()).toBe(302); // 301 records, and the directory without one
+
+    const bulkCache = createInstanceSummaryCache();
+    const summary = await summarizeInstances(snapshot, bulkCache);
+    expect(summary.latestProvision).toEqual({ at: "2027-01-01T00:00:00Z", clusterId: "c9" });
+    expect(instanceCounts(summary)).toEqual(instanceCounts(expected));
+    for (const plan of ["p0", "p1", "p2", "p3", "p9"]) expect(liveOfPlan(summary, plan)).toBe(liveOfPlan(expected, plan));
+
+    // Every bucket is memoized: the next draft re-reads only what it changed.
+    await writer.submit(async (draft: Draft) => {
+      writeInstance(draft, record("late", "c1", "p1", "2027-02-01T00:00:00Z"));
+      const pending = countingReader(draft);
+      expect(instanceCounts(await summarizeInstances(pending.tree, bulkCache)).get("c1")).toBe(instanceCounts(expected).get("c1")! + 1);
+      expect(pending.reads()).toBeLessThanOrEqual(2);
+      return { commit: { subject: "one more", trailers: {} }, result: null };
+    });
+  });
 });

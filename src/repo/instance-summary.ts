@@ -1,7 +1,8 @@
 import { parse } from "yaml";
-import type { TreeReader } from "../gitwriter/index.js";
+import type { BulkReader, TreeReader } from "../gitwriter/index.js";
 import { INSTANCES_DIR } from "./layout.js";
 import type { InstanceRecord } from "./records.js";
+import { scanInstanceRecord, type ScannedInstance } from "./record-scan.js";
 
 /**
  * What schedulers and offboarding checks need to know about all instances, derived from the tree
@@ -74,14 +75,26 @@ function merge(parts: InstanceSummary[]): InstanceSummary {
   return { live, latestProvision: latest };
 }
 
-function ofRecord(record: InstanceRecord | null): InstanceSummary {
+function ofRecord(record: ScannedInstance | null): InstanceSummary {
   if (!record) return EMPTY;
-  const provision = [...record.status.operations].reverse().find((o) => o.action === "provision");
-  const latestProvision = provision ? { at: provision.at, clusterId: record.spec.clusterId } : undefined;
-  const live = record.status.deleted
-    ? new Map<string, Map<string, number>>()
-    : new Map([[record.spec.clusterId, new Map([[record.spec.planId, 1]])]]);
+  const provision = [...record.operations].reverse().find((o) => o.action === "provision");
+  const latestProvision = provision ? { at: provision.at, clusterId: record.clusterId } : undefined;
+  const live = record.deleted ? new Map<string, Map<string, number>>() : new Map([[record.clusterId, new Map([[record.planId, 1]])]]);
   return { live, latestProvision };
+}
+
+/** The summary's fields of a record: scanned, or parsed when the text is beyond the scan. */
+function ofText(text: string): InstanceSummary {
+  const scanned = scanInstanceRecord(text);
+  if (scanned) return ofRecord(scanned);
+  const record = parse(text) as InstanceRecord | null;
+  if (!record) return EMPTY;
+  return ofRecord({
+    clusterId: record.spec.clusterId,
+    planId: record.spec.planId,
+    deleted: Boolean(record.status.deleted),
+    operations: record.status.operations,
+  });
 }
 
 /**
@@ -100,10 +113,8 @@ async function foldDir(
   if (hit) return hit;
   let summary: InstanceSummary;
   if (level === 3) {
-    // Parsed here without the shared record cache: a cold fold reads every record once, and
-    // copying each into (and out of) that cache would only evict the records operations use.
     const text = await tree.readText(`${path}/instance.yaml`);
-    summary = ofRecord(text === null ? null : (parse(text) as InstanceRecord));
+    summary = text === null ? EMPTY : ofText(text);
   } else {
     const parts: InstanceSummary[] = [];
     for (const e of (await tree.list(path)) ?? []) {
@@ -115,7 +126,63 @@ async function foldDir(
   return summary;
 }
 
+const utf8 = new TextDecoder("utf-8");
+
+function slashes(path: string): number {
+  let n = 0;
+  for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) n++;
+  return n;
+}
+
+/**
+ * A cold fold (start-up, or after the memo lost the tree): one recursive listing and one bulk read
+ * of the records of every bucket not memoized yet, then the buckets and levels memoized bottom-up,
+ * so that foldDir finds them all. The same result as foldDir's, in a fraction of the time.
+ */
+async function prefold(bulk: BulkReader, instancesOid: string, cache: InstanceSummaryCache): Promise<void> {
+  const levels: [Map<string, string>, Map<string, string>] = [new Map(), new Map()]; // path -> oid of <ab>, <ab>/<cd>
+  const records: { bucket: string; oid: string }[] = [];
+  // Levels 1-2 and the records; not the bindings below the records.
+  const keep = (path: string, type: "blob" | "tree") => {
+    const depth = slashes(path);
+    return type === "tree" ? depth <= 1 : depth === 3 && path.endsWith("/instance.yaml");
+  };
+  for (const e of await bulk.walk(instancesOid, keep)) {
+    if (e.type === "tree") levels[slashes(e.path)]!.set(e.path, e.oid);
+    else records.push({ bucket: e.path.slice(0, e.path.indexOf("/", e.path.indexOf("/") + 1)), oid: e.oid });
+  }
+  const wanted = records.filter((r) => cache.get(levels[1].get(r.bucket)!) === undefined);
+  const perBucket = new Map<string, InstanceSummary[]>();
+  await bulk.readBlobs(
+    wanted.map((r) => r.oid),
+    (content, i) => {
+      const bucket = wanted[i]!.bucket;
+      let parts = perBucket.get(bucket);
+      if (!parts) perBucket.set(bucket, (parts = []));
+      parts.push(ofText(utf8.decode(content)));
+    },
+  );
+  const perTop = new Map<string, InstanceSummary[]>();
+  for (const [bucket, oid] of levels[1]) {
+    let summary = cache.get(oid);
+    if (!summary) cache.set(oid, (summary = merge(perBucket.get(bucket) ?? [])));
+    const top = bucket.slice(0, bucket.indexOf("/"));
+    let parts = perTop.get(top);
+    if (!parts) perTop.set(top, (parts = []));
+    parts.push(summary);
+  }
+  const tops: InstanceSummary[] = [];
+  for (const [top, oid] of levels[0]) {
+    let summary = cache.get(oid);
+    if (!summary) cache.set(oid, (summary = merge(perTop.get(top) ?? [])));
+    tops.push(summary);
+  }
+  cache.set(instancesOid, merge(tops));
+}
+
 export async function summarizeInstances(tree: TreeReader, cache: InstanceSummaryCache): Promise<InstanceSummary> {
   const entry = (await tree.list(""))?.find((e) => e.name === INSTANCES_DIR && e.type === "tree");
-  return entry ? foldDir(tree, INSTANCES_DIR, 0, entry.oid, cache) : EMPTY;
+  if (!entry) return EMPTY;
+  if (entry.oid !== undefined && tree.bulk && cache.get(entry.oid) === undefined) await prefold(tree.bulk, entry.oid, cache);
+  return foldDir(tree, INSTANCES_DIR, 0, entry.oid, cache);
 }
