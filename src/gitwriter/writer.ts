@@ -104,7 +104,7 @@ export class Writer implements GitWriter {
   private outages = 0;
   /** Wakes the worker waiting for a push when an operation arrives (see pushWhileBuilding). */
   private wake: (() => void) | undefined;
-  /** The pack compaction in progress. */
+  /** The repack in progress (compaction or delta-chain capping): one at a time, in the background. */
   private compacting: Promise<void> | undefined;
 
   constructor(deps: WriterDeps) {
@@ -287,17 +287,30 @@ export class Writer implements GitWriter {
 
   /** Rolls up small packs in the background, one compaction at a time. */
   private maintain(): void {
-    const { store, logger } = this.deps;
+    const { store } = this.deps;
     if (this.compacting !== undefined || !store.needsCompaction) return;
     const packs = store.packCount;
-    const started = performance.now();
-    this.compacting = store
-      .compact()
-      .then(
-        () => logger.info({ packs, after: store.packCount, ms: Math.round(performance.now() - started) }, "packs compacted"),
-        (error: unknown) => logger.warn({ err: error, packs }, "compacting packs failed"),
-      )
-      .finally(() => (this.compacting = undefined));
+    this.repackInBackground(() => store.compact(), (ms) => ({ msg: "packs compacted", fields: { packs, after: store.packCount, ms } }));
+  }
+
+  /**
+   * Runs a repack after the one in progress (two repacks of one repository must not race). Reads
+   * go on meanwhile: the store finds objects that moved to the new pack (see ObjectStore.find).
+   */
+  private repackInBackground(job: () => Promise<void>, done: (ms: number) => { msg: string; fields: object }): void {
+    const { logger } = this.deps;
+    const run: Promise<void> = (this.compacting ?? Promise.resolve())
+      .then(async () => {
+        const started = performance.now();
+        await job();
+        const { msg, fields } = done(Math.round(performance.now() - started));
+        logger.info(fields, msg);
+      })
+      .catch((error: unknown) => logger.warn({ err: error }, "repacking failed"))
+      .finally(() => {
+        if (this.compacting === run) this.compacting = undefined;
+      });
+    this.compacting = run;
   }
 
   /** Runs the queued operations that have not run on the chain yet, in order, until `stop()` says so. */
@@ -440,9 +453,12 @@ export class Writer implements GitWriter {
     this.markReachable();
     const fetched = store.refreshPacks();
     if (fetched >= CAP_DELTAS_AFTER_FETCHING) {
-      const started = performance.now();
-      await store.capDeltaChains();
-      this.deps.logger.info({ objects: fetched, ms: Math.round(performance.now() - started) }, "fetched pack repacked with short delta chains");
+      // In the background: start-up reads in bulk through git (BulkReader); only the few objects
+      // an operation reads come through the pack reader, slower until the chains are capped.
+      this.repackInBackground(
+        () => store.capDeltaChains(),
+        (ms) => ({ msg: "fetched pack repacked with short delta chains", fields: { objects: fetched, ms } }),
+      );
     }
     if (!found) {
       if (this.remoteTip.commit === null) return EMPTY_TIP;
