@@ -67,6 +67,8 @@ const root = await mkdtemp(path.join(os.tmpdir(), "gitops-broker-bench-"));
 await main();
 
 async function main(): Promise<void> {
+  // Brokers run as in production: the compiled build (bin/gitops-broker.js prefers it when fresh).
+  await run("npm", ["run", "--silent", "build"], { cwd: path.join(import.meta.dirname, "..") });
   const server = await startGitHttpServer({ root });
   try {
     for (const instances of SIZES) await benchSize(server, instances);

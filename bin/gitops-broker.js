@@ -1,8 +1,33 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly through tsx's loader: no build step between a clone and a
-// running broker.
-import { register } from "tsx/esm/api";
+// Runs the compiled build (`npm run build`: dist/) when it is newer than every source file, else
+// the TypeScript sources through tsx's loader: no build step between a clone and a running broker,
+// and never a stale build. The build starts faster and needs ~80 MB less memory (no loader thread).
+import { readdirSync, statSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
-register();
-const { main } = await import("../src/cli/main.ts");
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+function newestSource() {
+  let newest = 0;
+  for (const entry of readdirSync(`${root}src`, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) newest = Math.max(newest, statSync(`${entry.parentPath ?? entry.path}/${entry.name}`).mtimeMs);
+  }
+  return newest;
+}
+
+function builtEntry() {
+  try {
+    return statSync(`${root}dist/cli/main.js`).mtimeMs >= newestSource() ? "../dist/cli/main.js" : undefined;
+  } catch {
+    return undefined; // not built
+  }
+}
+
+let entry = builtEntry();
+if (entry === undefined) {
+  const { register } = await import("tsx/esm/api");
+  register();
+  entry = "../src/cli/main.ts";
+}
+const { main } = await import(entry);
 process.exitCode = await main(process.argv.slice(2));
