@@ -128,7 +128,8 @@ describe("summarizeInstances", () => {
     expect(instanceCounts(summary)).toEqual(instanceCounts(expected));
     for (const plan of ["p0", "p1", "p2", "p3", "p9"]) expect(liveOfPlan(summary, plan)).toBe(liveOfPlan(expected, plan));
 
-    // Every bucket is memoized: the next draft re-reads only what it changed.
+    // Every bucket is memoized: the next draft re-reads only what it changed, and the next
+    // commit's tree (new root oid, one bucket changed) is folded incrementally, not walked again.
     await writer.submit(async (draft: Draft) => {
       writeInstance(draft, record("late", "c1", "p1", "2027-02-01T00:00:00Z"));
       const pending = countingReader(draft);
@@ -136,5 +137,19 @@ describe("summarizeInstances", () => {
       expect(pending.reads()).toBeLessThanOrEqual(2);
       return { commit: { subject: "one more", trailers: {} }, result: null };
     });
+    const next = writer.snapshot();
+    let walks = 0;
+    const counted: TreeReader = {
+      commit: next.commit,
+      readFile: (p) => next.readFile(p),
+      readText: (p) => next.readText(p),
+      list: (d) => next.list(d),
+      oid: (p) => next.oid(p),
+      bulk: { walk: (oid, keep) => (walks++, next.bulk!.walk(oid, keep)), readBlobs: (oids, each) => next.bulk!.readBlobs(oids, each) },
+    };
+    expect(instanceCounts(await summarizeInstances(counted, bulkCache)).get("c1")).toBe(instanceCounts(expected).get("c1")! + 1);
+    expect(walks).toBe(0);
+    expect(instanceCounts(await summarizeInstances(counted, createInstanceSummaryCache())).get("c1")).toBe(instanceCounts(expected).get("c1")! + 1);
+    expect(walks).toBe(1);
   });
 });

@@ -180,9 +180,25 @@ async function prefold(bulk: BulkReader, instancesOid: string, cache: InstanceSu
   cache.set(instancesOid, merge(tops));
 }
 
+/**
+ * More than a few first-level buckets not memoized: a fold from scratch (start-up). A commit
+ * changes one or two of them, and those foldDir re-reads incrementally; a walk of the whole tree
+ * would cost far more.
+ */
+async function isCold(tree: TreeReader, cache: InstanceSummaryCache): Promise<boolean> {
+  let missing = 0;
+  for (const e of (await tree.list(INSTANCES_DIR)) ?? []) {
+    if (e.type === "tree" && (e.oid === undefined || cache.get(e.oid) === undefined) && ++missing > COLD_BUCKETS) return true;
+  }
+  return false;
+}
+const COLD_BUCKETS = 8;
+
 export async function summarizeInstances(tree: TreeReader, cache: InstanceSummaryCache): Promise<InstanceSummary> {
   const entry = (await tree.list(""))?.find((e) => e.name === INSTANCES_DIR && e.type === "tree");
   if (!entry) return EMPTY;
-  if (entry.oid !== undefined && tree.bulk && cache.get(entry.oid) === undefined) await prefold(tree.bulk, entry.oid, cache);
+  if (entry.oid !== undefined && tree.bulk && cache.get(entry.oid) === undefined && (await isCold(tree, cache))) {
+    await prefold(tree.bulk, entry.oid, cache);
+  }
   return foldDir(tree, INSTANCES_DIR, 0, entry.oid, cache);
 }
