@@ -11,6 +11,7 @@ import {
   summarizeInstances,
   type InstanceSummaryCache,
 } from "./instance-summary.js";
+import { instanceRecordDir } from "./layout.js";
 import { RECORD_API_VERSION, writeInstance, type InstanceRecord } from "./records.js";
 
 function record(id: string, clusterId: string, planId: string, at: string, deleted = false): InstanceRecord {
@@ -151,5 +152,41 @@ describe("summarizeInstances", () => {
     expect(walks).toBe(0);
     expect(instanceCounts(await summarizeInstances(counted, createInstanceSummaryCache())).get("c1")).toBe(instanceCounts(expected).get("c1")! + 1);
     expect(walks).toBe(1);
+  });
+
+  it("stays equal to a fold from scratch through adds, deletions and removed records (incremental levels)", async () => {
+    let seed = 7;
+    const next = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    const ids: string[] = [];
+    let clock = 0;
+    const at = () => new Date(Date.UTC(2026, 2, 1) + clock++ * 1000).toISOString();
+    for (let round = 0; round < 12; round++) {
+      await writer.submit(async (draft: Draft) => {
+        for (let k = 0; k < 1 + next(40); k++) {
+          const roll = next(10);
+          if (roll < 6 || ids.length === 0) {
+            const id = `r${round}-${k}`;
+            ids.push(id);
+            writeInstance(draft, record(id, `c${next(3)}`, `p${next(2)}`, at()));
+          } else if (roll < 8) {
+            const id = ids[next(ids.length)]!;
+            writeInstance(draft, record(id, `c${next(3)}`, "p0", at(), true));
+          } else {
+            const id = ids.splice(next(ids.length), 1)[0]!;
+            draft.remove(instanceRecordDir(id));
+          }
+        }
+        // The placement path: a fold of the draft itself, with edits, against the shared cache.
+        const fresh = await summarizeInstances(countingReader(draft).tree, createInstanceSummaryCache());
+        const incremental = await summarizeInstances(draft, cache);
+        expect(incremental.live).toEqual(fresh.live);
+        expect(incremental.latestProvision).toEqual(fresh.latestProvision);
+        return { commit: { subject: `round ${round}`, trailers: {} }, result: null };
+      });
+      const fresh = await summarizeInstances(countingReader(writer.snapshot()).tree, createInstanceSummaryCache());
+      const incremental = await summarizeInstances(writer.snapshot(), cache);
+      expect(incremental.live).toEqual(fresh.live);
+      expect(incremental.latestProvision).toEqual(fresh.latestProvision);
+    }
   });
 });
