@@ -81,10 +81,18 @@ export class TreeView implements TreeReader {
     const segments = parseDirPath(dir);
     const found = await this.resolve(segments);
     if (found?.type !== "tree") return null;
-    const names = await this.entryNames(found.view);
+    const { view } = found;
     const entries: TreeEntryInfo[] = [];
-    for (const name of names) {
-      const child = await this.child(found.view, name);
+    // Names the draft did not touch are the base tree's entries as they are (no lookup each: a
+    // fan-out level lists 256 of them on every operation).
+    if (view.base !== undefined) {
+      for (const [name, entry] of await this.store.readTree(view.base)) {
+        if (view.overlay?.children.has(name) || (entry.type !== "blob" && entry.type !== "tree")) continue;
+        entries.push({ name, type: entry.type, oid: entry.oid });
+      }
+    }
+    for (const name of view.overlay?.children.keys() ?? []) {
+      const child = await this.child(view, name);
       if (child?.type === "blob") entries.push({ name, type: "blob", oid: child.oid });
       else if (child?.type === "tree" && (await this.hasEntries(child.view))) {
         // A tree untouched by the draft keeps its oid; an edited one has none until written.
