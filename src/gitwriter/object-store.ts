@@ -77,10 +77,15 @@ export class ObjectStore {
     walk: async (treeOid, keep = () => true) =>
       this.pending.has(treeOid) ? this.walkHere(treeOid, "", keep) : lsTreeRecursive(this.gitdir, treeOid, keep),
     readBlobs: async (oids, each) => {
-      const onDisk = oids.flatMap((oid, index) => (this.pending.has(oid) ? [] : [index]));
+      // Taken now: a flush during the read below empties `pending` (into a pack git reads too late).
+      const inMemory = new Map(oids.flatMap((oid) => {
+        const object = this.pending.get(oid);
+        return object === undefined ? [] : [[oid, object.data] as const];
+      }));
+      const onDisk = oids.flatMap((oid, index) => (inMemory.has(oid) ? [] : [index]));
       let next = 0;
       const fromMemory = (upTo: number) => {
-        for (; next < upTo; next++) each(this.pending.get(oids[next]!)!.data, next);
+        for (; next < upTo; next++) each(inMemory.get(oids[next]!)!, next);
       };
       await catFileBatch(this.gitdir, onDisk.map((i) => oids[i]!), (content, n) => {
         fromMemory(onDisk[n]!);

@@ -271,6 +271,11 @@ describe("bulk reads", () => {
     expect(walked.map((e) => e.path)).toEqual(["b", "b/c.yaml", "b/d.yaml", "b/new.yaml", "e.yaml"]);
     const blobs = await readAll(walked.filter((e) => e.type === "blob").map((e) => e.oid));
     expect(blobs).toEqual(["c\n", "d\n", "new\n", "e\n"]);
+    // A flush (a push going out) while git is still streaming the blobs before the pending one.
+    const [c, , fresh, e] = walked.filter((x) => x.type === "blob").map((x) => x.oid);
+    const reading = readAll([...Array<string>(20_000).fill(c!), fresh!, e!]);
+    await store.flush();
+    expect((await reading).slice(-3)).toEqual(["c\n", "new\n", "e\n"]);
   });
 
   it("fails with git's message for an object that is not there", async () => {
