@@ -12,7 +12,7 @@ import {
 import { createScheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import { lookupPlan, type RepoView } from "./context.js";
-import { removeInstanceManifests, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
+import { removeInstanceManifests, sensitiveFiles, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
 import { runningOperation } from "./instance-state.js";
 import { placeInstance } from "./placement.js";
 
@@ -60,7 +60,8 @@ export async function clusterReport(deps: AdminDeps): Promise<ClusterReport[]> {
 /**
  * Move an instance to another cluster in one commit: its objects (and its bindings') leave
  * `clusters/<from>/` and are rendered into `clusters/<to>/`; the record follows. The target must
- * be registered, schedulable and have room.
+ * be registered, schedulable and have room. An instance with sensitive parameters is not moved:
+ * they are encrypted for the source cluster and the broker cannot decrypt them (ADR 0007).
  */
 export async function moveInstance(
   deps: AdminDeps,
@@ -80,6 +81,12 @@ export async function moveInstance(
       throw new ConcurrencyError(`instance ${instanceId} has operation ${op.action} ${op.id} in progress`);
     }
     const { service, plan } = lookupPlan(deps.view.catalog(), record.spec.serviceId, record.spec.planId);
+    if (sensitiveFiles(record, await readLiveBindings(draft, instanceId)).length > 0) {
+      throw new UnprocessableEntityError(
+        `instance ${instanceId} holds sensitive parameters encrypted for cluster ${from}; the broker cannot re-encrypt them for ${targetId}: ` +
+          "deprovision it and provision it again on the target",
+      );
+    }
     // The `single` scheduler over just the target says whether it has room (instances, resources).
     await placeInstance({
       tree: draft,

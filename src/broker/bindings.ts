@@ -10,7 +10,12 @@ import {
 } from "../errors/index.js";
 import type { Draft } from "../gitwriter/index.js";
 import {
+  LABEL_BINDING,
+  LABEL_INSTANCE,
+  LABEL_MANAGED_BY,
+  MANAGED_BY,
   RECORD_API_VERSION,
+  bindingManifestDir,
   byBindingKey,
   keyOf,
   latestOperation,
@@ -21,7 +26,7 @@ import {
   type BindingRecord,
   type InstanceRecord,
 } from "../repo/index.js";
-import { withoutSensitiveParameters, type Service } from "../catalog/index.js";
+import { withoutSensitiveParameters, type Plan, type Service } from "../catalog/index.js";
 import type { BindingResult } from "../status-watcher/index.js";
 import { appliedOverrides, commitSpec, lookupPlan, operationEntry, submitOp, planBindable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
@@ -29,7 +34,7 @@ import { recordedCluster, recordedPlan, runningOperation } from "./instance-stat
 import { checkParameters, operationResponse, pickOperation } from "./instances.js";
 import { removeBindingManifests, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
 import { sameJson, type BindBody } from "./request-body.js";
-import { refuseSensitiveParameters } from "./sensitive.js";
+import { sealSensitiveValues, sensitiveKeys, sensitiveValues } from "./sensitive.js";
 
 function liveInstance(record: InstanceRecord | null, instanceId: string): InstanceRecord {
   if (!record || record.status.deleted) throw new NotFoundError(`instance ${instanceId} does not exist`);
@@ -81,6 +86,8 @@ export async function bind(
     throw new AsyncRequiredError("This service plan requires client support for asynchronous binding operations.");
   }
   checkParameters(plan, "service_binding.create", body.parameters);
+  // Sensitive values never enter the record (ADR 0007); they are sealed in the binding's directory.
+  const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_binding.create"], body.parameters);
 
   const operationId = ctx.deps.newId();
   const at = ctx.deps.now().toISOString();
@@ -93,7 +100,7 @@ export async function bind(
     }
     const existing = await readBinding(draft, instanceId, bindingId);
     if (liveBinding(existing)) {
-      checkRepeatedBind(existing, body);
+      checkRepeatedBind(existing, plan, body);
       return { commit: null, result: { instance, binding: existing, created: false } };
     }
 
@@ -102,7 +109,19 @@ export async function bind(
 
     const op = operationEntry("bind", operationId, at, osb);
     const place = placed(ctx, instance);
-    refuseSensitiveParameters(ctx, plan, "service_binding.create", body.parameters, instance.spec.clusterId);
+    const sensitive = sensitiveValues(ctx, plan, "service_binding.create", body.parameters, instance.spec.clusterId);
+    const refs = await sealSensitiveValues(
+      draft,
+      {
+        dir: bindingManifestDir(instance.spec.clusterId, instanceId, bindingId),
+        namespace: place.namespace,
+        labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: keyOf(instanceId), [LABEL_BINDING]: keyOf(bindingId) },
+        instanceId,
+        operationId,
+        at,
+      },
+      sensitive,
+    );
     const binding: BindingRecord = {
       apiVersion: RECORD_API_VERSION,
       kind: "ServiceBinding",
@@ -113,10 +132,11 @@ export async function bind(
         serviceId: service.id,
         planId: plan.id,
         ...(body.context ? { context: body.context } : {}),
-        ...(body.parameters ? { parameters: body.parameters } : {}),
+        ...(parameters ? { parameters } : {}),
         ...(body.bindResource ? { bindResource: body.bindResource } : {}),
         ...(body.appGuid ? { appGuid: body.appGuid } : {}),
         ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
+        ...(refs ? { sensitiveParameters: refs } : {}),
       },
       status: { operations: [op] },
     };
@@ -143,12 +163,15 @@ export async function bind(
   return answerBind(ctx, result, service, accepts);
 }
 
-function checkRepeatedBind(existing: BindingRecord, body: BindBody): void {
+/** Sensitive values cannot be compared (the broker cannot decrypt them): the same keys count as identical. */
+function checkRepeatedBind(existing: BindingRecord, plan: Plan, body: BindBody): void {
   const s = existing.spec;
+  const plain = body.parameters && withoutSensitiveParameters(plan, ["service_binding.create"], body.parameters);
   const identical =
     s.serviceId === body.serviceId &&
     s.planId === body.planId &&
-    sameJson(s.parameters ?? {}, body.parameters ?? {}) &&
+    sameJson(s.parameters ?? {}, plain ?? {}) &&
+    sameJson(Object.keys(s.sensitiveParameters ?? {}).sort(), sensitiveKeys(plan, "service_binding.create", body.parameters)) &&
     sameJson(s.bindResource ?? {}, body.bindResource ?? {}) &&
     (s.appGuid ?? null) === (body.appGuid ?? null);
   if (!identical) throw new ConflictError(`binding ${s.bindingId} already exists with different attributes`);

@@ -7,6 +7,7 @@ export type { LiveRepoView } from "./repo-view.js";
 export { clusterReport, moveInstance } from "./admin.js";
 export type { AdminDeps, ClusterReport } from "./admin.js";
 export { renderInstanceInto } from "./render-instance.js";
+export { sensitiveFiles } from "./materialize.js";
 export type { Rendered } from "./materialize.js";
 export { createReconciler } from "./reconcile.js";
 export type { Reconciler, ReconcilerOptions } from "./reconcile.js";

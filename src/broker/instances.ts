@@ -12,7 +12,11 @@ import {
 } from "../errors/index.js";
 import type { Draft } from "../gitwriter/index.js";
 import {
+  LABEL_INSTANCE,
+  LABEL_MANAGED_BY,
+  MANAGED_BY,
   RECORD_API_VERSION,
+  instanceManifestDir,
   keyOf,
   latestOperation,
   readInstance,
@@ -29,7 +33,7 @@ import type { OsbRequestInfo } from "./headers.js";
 import { recordedCluster, recordedPlan, runningOperation } from "./instance-state.js";
 import { placeInstance } from "./placement.js";
 import { removeInstanceManifests, writeInstanceManifests } from "./materialize.js";
-import { refuseSensitiveParameters } from "./sensitive.js";
+import { keptRefs, sealSensitiveValues, sensitiveKeys, sensitiveValues } from "./sensitive.js";
 import { sameJson, type ProvisionBody, type UpdateBody } from "./request-body.js";
 
 /** Seconds a platform should wait before polling an operation that is still in progress. */
@@ -85,9 +89,12 @@ export async function provision(
   const operationId = ctx.deps.newId();
   const at = ctx.deps.now().toISOString();
 
+  // Sensitive values never enter the record (ADR 0007); they are sealed once the cluster is known.
+  const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
+
   const { result } = await submitOp(ctx, async (draft: Draft) => {
     const existing = await readInstance(draft, instanceId);
-    if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, body) };
+    if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, plan, body) };
 
     const op = operationEntry("provision", operationId, at, osb, { planId: plan.id });
 
@@ -103,7 +110,7 @@ export async function provision(
         organizationGuid: body.organizationGuid,
         spaceGuid: body.spaceGuid,
         ...(body.context ? { context: body.context } : {}),
-        ...(body.parameters ? { parameters: body.parameters } : {}),
+        ...(parameters ? { parameters } : {}),
         ...(body.maintenanceInfo ? { maintenanceInfo: body.maintenanceInfo } : {}),
         ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
       },
@@ -121,7 +128,9 @@ export async function provision(
     });
     record.spec.clusterId = cluster.id;
     record.metadata.namespace = cluster.namespace;
-    refuseSensitiveParameters(ctx, plan, "service_instance.create", body.parameters, cluster.id);
+    const sensitive = sensitiveValues(ctx, plan, "service_instance.create", body.parameters, cluster.id);
+    const refs = await sealSensitiveValues(draft, sealTarget(record, operationId, at), sensitive);
+    if (refs) record.spec.sensitiveParameters = refs;
     // A re-provision of a deprovisioned id starts a new record; its old bindings stay deleted.
     const placed = { service, plan, instance: record, bindings: [], namespace: cluster.namespace };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "provision"));
@@ -136,16 +145,34 @@ export async function provision(
   return result;
 }
 
-/** A provision of an id that already exists: 200 / 202 when identical, else 409. */
-function repeatedProvision(ctx: Ctx, existing: InstanceRecord, body: ProvisionBody): OsbResponse {
+/** Where an instance's encrypted Secrets go, and what they are labelled with. */
+function sealTarget(record: InstanceRecord, operationId: string, at: string) {
+  const { instanceId, clusterId } = record.spec;
+  return {
+    dir: instanceManifestDir(clusterId, instanceId),
+    namespace: record.metadata.namespace,
+    labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: keyOf(instanceId) },
+    instanceId,
+    operationId,
+    at,
+  };
+}
+
+/**
+ * A provision of an id that already exists: 200 / 202 when identical, else 409. Sensitive values
+ * cannot be compared (the broker cannot decrypt them): the same keys count as identical.
+ */
+function repeatedProvision(ctx: Ctx, existing: InstanceRecord, plan: Plan, body: ProvisionBody): OsbResponse {
   const s = existing.spec;
   const first = existing.status.operations.find((o) => o.action === "provision");
+  const plain = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
   const identical =
     s.serviceId === body.serviceId &&
     s.planId === body.planId &&
     s.organizationGuid === body.organizationGuid &&
     s.spaceGuid === body.spaceGuid &&
-    sameJson(s.parameters ?? {}, body.parameters ?? {}) &&
+    sameJson(s.parameters ?? {}, plain ?? {}) &&
+    sameJson(Object.keys(s.sensitiveParameters ?? {}).sort(), sensitiveKeys(plan, "service_instance.create", body.parameters)) &&
     sameJson(s.context ?? {}, body.context ?? {}) &&
     (body.maintenanceInfo === undefined || s.maintenanceInfo?.version === body.maintenanceInfo.version);
   if (!identical) {
@@ -197,21 +224,26 @@ export async function update(
     if ((current.plan.async || target.plan.async) && !accepts) throw new AsyncRequiredError();
     checkMaintenanceInfo(target.plan, body.maintenanceInfo);
     if (body.parameters !== undefined) checkParameters(target.plan, "service_instance.update", body.parameters);
-    refuseSensitiveParameters(ctx, target.plan, "service_instance.update", body.parameters, record.spec.clusterId);
+    const sensitive = sensitiveValues(ctx, target.plan, "service_instance.update", body.parameters, record.spec.clusterId);
 
     const running = runningOperation(ctx.deps.status, record);
     if (running) {
       throw new ConcurrencyError(`instance ${instanceId} has operation ${running.action} ${running.id} in progress`);
     }
 
-    // Parameters given in an update are merged over the recorded ones (OSB leaves the
-    // interpretation to the broker; platforms send only what the user changed).
-    const parameters =
-      body.parameters === undefined ? record.spec.parameters : { ...(record.spec.parameters ?? {}), ...body.parameters };
+    // Parameters given in an update replace the recorded top-level ones (OSB leaves the
+    // interpretation to the broker; platforms send only what the user changed). Sensitive values
+    // go to an encrypted Secret; those under a replaced top-level key are dropped (ADR 0007).
+    const replaced = Object.keys(body.parameters ?? {});
+    const plain = body.parameters && withoutSensitiveParameters(target.plan, ["service_instance.update"], body.parameters);
+    const parameters = plain === undefined ? record.spec.parameters : mergeTopLevel(record.spec.parameters, plain, replaced);
+    const kept = keptRefs(record.spec.sensitiveParameters, replaced);
     const context = body.context ?? record.spec.context;
     const maintenanceInfo = body.maintenanceInfo ?? record.spec.maintenanceInfo;
     const unchanged =
       !planChange &&
+      !sensitive &&
+      sameJson(kept, record.spec.sensitiveParameters ?? {}) &&
       sameJson(parameters ?? {}, record.spec.parameters ?? {}) &&
       sameJson(context ?? {}, record.spec.context ?? {}) &&
       sameJson(maintenanceInfo ?? null, record.spec.maintenanceInfo ?? null);
@@ -219,19 +251,22 @@ export async function update(
 
     const op = operationEntry("update", operationId, at, osb, {
       planId: target.plan.id,
-      ...(body.parameters ? { parameters: body.parameters } : {}),
+      ...(plain ? { parameters: plain } : {}),
       ...(body.context ? { context: body.context } : {}),
       ...(body.maintenanceInfo ? { maintenanceInfo: body.maintenanceInfo } : {}),
     });
 
+    const { sensitiveParameters: _previous, ...spec } = record.spec;
+    const refs = await sealSensitiveValues(draft, sealTarget(record, operationId, at), sensitive, record.spec.sensitiveParameters, replaced);
     const next: InstanceRecord = {
       ...record,
       spec: {
-        ...record.spec,
+        ...spec,
         planId: target.plan.id,
         ...(parameters ? { parameters } : {}),
         ...(context ? { context } : {}),
         ...(maintenanceInfo ? { maintenanceInfo } : {}),
+        ...(refs ? { sensitiveParameters: refs } : {}),
       },
       status: { ...record.status, operations: [...record.status.operations, op] },
     };
@@ -248,6 +283,17 @@ export async function update(
     };
   });
   return result;
+}
+
+/** `update` over `base`, and the keys of `replaced` the update left out (sensitive ones) removed. */
+function mergeTopLevel(
+  base: Record<string, unknown> | undefined,
+  update: Record<string, unknown>,
+  replaced: readonly string[],
+): Record<string, unknown> {
+  const merged = { ...(base ?? {}), ...update };
+  for (const key of replaced) if (!Object.hasOwn(update, key)) delete merged[key];
+  return merged;
 }
 
 // ---------------------------------------------------------------------------

@@ -13,8 +13,10 @@ import {
   MANAGED_BY,
   namespaceManifest,
   readOverrides,
+  sensitiveSecretPath,
   type BindingRecord,
   type InstanceRecord,
+  type SensitiveParameterRefs,
 } from "../repo/index.js";
 import { applyOverrides } from "./overrides.js";
 
@@ -41,6 +43,15 @@ export interface PlacedInstance {
   namespace: string;
 }
 
+/**
+ * The `sensitive` value of a template: per Secret key (`adminPassword`, `users.0.password`), the
+ * encrypted Secret holding it, for `secretKeyRef`s: `{{sensitive.adminPassword.name}}`,
+ * `{{sensitive.[users.0.password].key}}`. ADR 0007.
+ */
+function sensitiveRefs(refs: SensitiveParameterRefs | undefined): Record<string, { name: string; key: string }> {
+  return Object.fromEntries(Object.entries(refs ?? {}).map(([key, name]) => [key, { name, key }]));
+}
+
 function values(p: PlacedInstance, binding?: BindingRecord) {
   return {
     service: p.service.raw,
@@ -48,10 +59,15 @@ function values(p: PlacedInstance, binding?: BindingRecord) {
     instance: p.instance as unknown as Record<string, unknown>,
     bindings: p.bindings as unknown as Record<string, unknown>[],
     ...(binding ? { binding: binding as unknown as Record<string, unknown> } : {}),
+    // The bind template sees the binding's sensitive parameters, the others the instance's.
+    sensitive: sensitiveRefs((binding ?? p.instance).spec.sensitiveParameters),
   };
 }
 
-/** Replace the plain files of `dir` (not its subdirectories) by `manifests`. */
+/**
+ * Replace the plain files of `dir` by `manifests`. Subdirectories stay: `sensitive/` holds
+ * encrypted Secrets the broker could not write again (it cannot decrypt them).
+ */
 async function replaceFiles(draft: Draft, dir: string, manifests: Manifest[]): Promise<void> {
   for (const entry of (await draft.list(dir)) ?? []) {
     if (entry.type === "blob") draft.remove(`${dir}/${entry.name}`);
@@ -92,9 +108,7 @@ export async function writeBindingManifests(draft: Draft, p: PlacedInstance, bin
   const { overrides } = await readOverrides(draft, instanceId);
   const own = overrides.filter((o) => o.binding !== undefined && keyOf(o.binding) === bindingKey);
   const out = applyOverrides(rendered, own, defaults, `binding ${binding.spec.bindingId} of instance ${instanceId}`);
-  const dir = bindingManifestDir(p.instance.spec.clusterId, instanceId, binding.spec.bindingId);
-  draft.remove(dir);
-  for (const m of out.manifests) draft.write(`${dir}/${m.fileName}`, m.yaml);
+  await replaceFiles(draft, bindingManifestDir(p.instance.spec.clusterId, instanceId, binding.spec.bindingId), out.manifests);
   return { overrides: out.applied, problems: out.problems };
 }
 
@@ -104,6 +118,31 @@ export function removeBindingManifests(draft: Draft, instance: InstanceRecord, b
 
 export function removeInstanceManifests(draft: Draft, instance: InstanceRecord): void {
   draft.remove(instanceManifestDir(instance.spec.clusterId, instance.spec.instanceId));
+}
+
+/** The encrypted Secret files the records name (instance and `bindings`), repo paths. */
+export function sensitiveFiles(instance: InstanceRecord, bindings: readonly BindingRecord[]): string[] {
+  const { clusterId, instanceId } = instance.spec;
+  const files = (dir: string, refs: SensitiveParameterRefs | undefined) =>
+    [...new Set(Object.values(refs ?? {}))].map((name) => sensitiveSecretPath(dir, name));
+  return [
+    ...files(instanceManifestDir(clusterId, instanceId), instance.spec.sensitiveParameters),
+    ...bindings.flatMap((b) => files(bindingManifestDir(clusterId, instanceId, b.spec.bindingId), b.spec.sensitiveParameters)),
+  ];
+}
+
+/**
+ * Empties the instance's manifest directory but for the encrypted Secrets the records of the
+ * instance and of `bindings` name: those cannot be rendered again.
+ */
+export async function clearInstanceManifests(draft: Draft, instance: InstanceRecord, bindings: readonly BindingRecord[]): Promise<void> {
+  const kept: [string, Uint8Array][] = [];
+  for (const path of sensitiveFiles(instance, bindings)) {
+    const content = await draft.readFile(path);
+    if (content !== null) kept.push([path, content]);
+  }
+  removeInstanceManifests(draft, instance);
+  for (const [path, content] of kept) draft.write(path, content);
 }
 
 /** Every cluster directory holds the Namespace its instances live in (see namespaceManifest). */

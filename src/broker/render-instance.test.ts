@@ -1,7 +1,16 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import type { Catalog, ClusterEntry, Plan, Service } from "../catalog/index.js";
-import { bindingManifestDir, bindingRecordPath, instanceManifestDir, instanceRecordPath, recordYaml, type BindingRecord, type InstanceRecord } from "../repo/index.js";
+import {
+  bindingManifestDir,
+  bindingRecordPath,
+  instanceManifestDir,
+  instanceRecordPath,
+  recordYaml,
+  sensitiveSecretPath,
+  type BindingRecord,
+  type InstanceRecord,
+} from "../repo/index.js";
 import { overlayDraft } from "../validate/index.js";
 import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
 import { renderInstanceInto } from "./render-instance.js";
@@ -9,8 +18,14 @@ import { renderInstanceInto } from "./render-instance.js";
 const cm = (name: string, data: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${data}`;
 const templates = [
   { action: "provision", content: cm("{{instance.metadata.name}}-cfg", '  from: provision\n  users: "{{#each bindings}}{{metadata.name}} {{/each}}"\n') },
-  { action: "update", content: cm("{{instance.metadata.name}}-cfg", '  from: update\n  users: "{{#each bindings}}{{metadata.name}} {{/each}}"\n') },
-  { action: "bind", content: cm("{{binding.metadata.name}}-creds-ref", "  secret: elsewhere\n") },
+  {
+    action: "update",
+    content: cm(
+      "{{instance.metadata.name}}-cfg",
+      '  from: update\n  users: "{{#each bindings}}{{metadata.name}} {{/each}}"\n  refs: "{{#each sensitive}}{{@key}}={{name}}/{{key}} {{/each}}"\n',
+    ),
+  },
+  { action: "bind", content: cm("{{binding.metadata.name}}-creds-ref", '  secret: elsewhere\n  refs: "{{#each sensitive}}{{@key}}={{name}}/{{key}} {{/each}}"\n') },
 ].map((t) => ({ ...t, type: "handlebars", source: `catalog/plan.yaml#${t.action}` }));
 
 const plan: Plan = {
@@ -85,6 +100,36 @@ describe("renderInstanceInto", () => {
       data: { secret: "vault" },
     });
     expect(await draft.list(bindingManifestDir("c1", "db-1", "b-0"))).toBeNull();
+  });
+
+  it("keeps the encrypted Secrets the records name (they cannot be rendered again), and only those", async () => {
+    const sealed = (d: string, name: string) => sensitiveSecretPath(d, name);
+    const b1 = bindingManifestDir("c1", "db-1", "b-1");
+    const withRefs = instance();
+    withRefs.spec.sensitiveParameters = { adminPassword: "db-1-sensitive-op-2", "tls.key": "db-1-sensitive-op-1" };
+    const bound = binding("b-1", "2026-01-02T00:00:00.000Z");
+    bound.spec.sensitiveParameters = { token: "db-1-sensitive-op-b-1" };
+    await repo.write({
+      [instanceRecordPath("db-1")]: recordYaml(withRefs),
+      [bindingRecordPath("db-1", "b-1")]: recordYaml(bound),
+      [sealed(dir, "db-1-sensitive-op-1")]: "encrypted 1",
+      [sealed(dir, "db-1-sensitive-op-2")]: "encrypted 2",
+      [sealed(dir, "db-1-sensitive-op-0")]: "no longer named",
+      [sealed(b1, "db-1-sensitive-op-b-1")]: "encrypted b-1",
+      [sealed(bindingManifestDir("c1", "db-1", "gone"), "db-1-sensitive-op-x")]: "of no live binding",
+    });
+    const draft = overlayDraft(repo.tree);
+    await renderInstanceInto(draft, view, "db-1");
+    expect((await draft.list(`${dir}/sensitive`))?.map((e) => e.name)).toEqual(["secret-db-1-sensitive-op-1.yaml", "secret-db-1-sensitive-op-2.yaml"]);
+    expect(await draft.readText(sealed(dir, "db-1-sensitive-op-2"))).toBe("encrypted 2");
+    expect(await draft.readText(sealed(b1, "db-1-sensitive-op-b-1"))).toBe("encrypted b-1");
+    expect((await draft.list(b1))?.map((e) => e.name)).toEqual(["configmap-b-1-creds-ref.yaml", "sensitive"]);
+    // Templates see, per Secret key, the Secret to reference: the instance's, or the binding's in bind.
+    expect(parse((await draft.readText(`${dir}/configmap-db-1-cfg.yaml`))!)).toMatchObject({
+      data: { refs: "adminPassword=db-1-sensitive-op-2/adminPassword tls.key=db-1-sensitive-op-1/tls.key " },
+    });
+    expect(parse((await draft.readText(`${b1}/configmap-b-1-creds-ref.yaml`))!)).toMatchObject({ data: { refs: "token=db-1-sensitive-op-b-1/token " } });
+    expect(await draft.list(`${dir}/bindings`)).toEqual([expect.objectContaining({ name: "b-1" })]);
   });
 
   it("refuses an instance that is not live or whose cluster is gone", async () => {

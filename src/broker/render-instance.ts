@@ -3,7 +3,7 @@ import { NotFoundError, UnprocessableEntityError } from "../errors/index.js";
 import type { Draft } from "../gitwriter/index.js";
 import { readBindings, readInstance, type BindingRecord, type InstanceRecord } from "../repo/index.js";
 import { lookupPlan } from "./context.js";
-import { removeInstanceManifests, writeBindingManifests, writeInstanceManifests, type Rendered } from "./materialize.js";
+import { clearInstanceManifests, writeBindingManifests, writeInstanceManifests, type Rendered } from "./materialize.js";
 
 /**
  * The template the instance's objects were last rendered from: `provision` until an update, bind
@@ -20,7 +20,8 @@ function lastRenderAction(instance: InstanceRecord, bindings: BindingRecord[]): 
 /**
  * Renders a live instance and its live bindings again from their records, as the broker's last
  * operation on it did, with the catalog, registry and overrides given now: the instance's
- * manifest directory is replaced as a whole (stale binding directories go too). Used by
+ * manifest directory is replaced as a whole (stale binding directories go too), but for the
+ * encrypted Secrets of sensitive parameters the records name, which cannot be rendered. Used by
  * `validate`'s drift check; reconciliation may use it as well. Throws NotFoundError for an
  * instance that is not live, UnprocessableEntityError when its plan or cluster is gone, RenderError.
  */
@@ -45,7 +46,7 @@ export async function renderInstanceInto(
   const bindings = all.filter((b) => !b.status.deleted);
   const placed = { ...found, instance, bindings, namespace: cluster.namespace };
 
-  removeInstanceManifests(draft, instance);
+  await clearInstanceManifests(draft, instance, bindings);
   const results = [await writeInstanceManifests(draft, placed, lastRenderAction(instance, all))];
   for (const binding of bindings) results.push(await writeBindingManifests(draft, placed, binding));
   return { overrides: [...new Set(results.flatMap((r) => r.overrides))], problems: results.flatMap((r) => r.problems) };

@@ -43,7 +43,7 @@ export interface ClusterEntry {
   statusMode?: "commit" | "live";
   /** The Argo CD Application / Flux Kustomization syncing clusters/<id>/, read in live mode. */
   sync?: SyncRef;
-  /** How sensitive parameters would be encrypted for this cluster (declared; not implemented yet, ADR 0007). */
+  /** How sensitive parameters are encrypted for this cluster; none: they are refused (ADR 0007). */
   encryption?: EncryptionDecl;
   /** Repo-relative file it was loaded from. */
   file: string;

@@ -48,20 +48,20 @@ describe("sensitiveParameters", () => {
         extra: { "odd key": "s" },
       }),
     ).toEqual([
-      { path: "parameters.adminPassword", marker: "writeOnly" },
-      { path: "parameters.db.password", marker: "format: password" },
-      { path: "parameters.users[0].token", marker: "writeOnly" },
-      { path: "parameters.users[2].token", marker: "writeOnly" },
-      { path: "parameters.tls.key", marker: "writeOnly" },
-      { path: 'parameters["x-api"]', marker: "writeOnly" },
-      { path: 'parameters.extra["odd key"]', marker: "format: password" },
+      { path: "parameters.adminPassword", marker: "writeOnly", at: ["adminPassword"] },
+      { path: "parameters.db.password", marker: "format: password", at: ["db", "password"] },
+      { path: "parameters.users[0].token", marker: "writeOnly", at: ["users", 0, "token"] },
+      { path: "parameters.users[2].token", marker: "writeOnly", at: ["users", 2, "token"] },
+      { path: "parameters.tls.key", marker: "writeOnly", at: ["tls", "key"] },
+      { path: 'parameters["x-api"]', marker: "writeOnly", at: ["x-api"] },
+      { path: 'parameters.extra["odd key"]', marker: "format: password", at: ["extra", "odd key"] },
     ]);
   });
 
   it("looks only at the schema asked for, and ends on recursive $refs", () => {
     const plan = planWith({ properties: { pw: { writeOnly: true } } }, "service_binding.create");
     expect(sensitiveParameters(plan, "service_instance.create", { pw: "x" })).toEqual([]);
-    expect(sensitiveParameters(plan, "service_binding.create", { pw: "x" })).toEqual([{ path: "parameters.pw", marker: "writeOnly" }]);
+    expect(sensitiveParameters(plan, "service_binding.create", { pw: "x" })).toEqual([{ path: "parameters.pw", marker: "writeOnly", at: ["pw"] }]);
     const loop = planWith({ definitions: { a: { $ref: "#/definitions/a" } }, $ref: "#/definitions/a", properties: { n: { $ref: "#" } } });
     expect(sensitiveParameters(loop, "service_instance.create", { n: { n: {} } })).toEqual([]);
   });

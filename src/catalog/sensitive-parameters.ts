@@ -13,6 +13,8 @@ export interface SensitiveParameter {
   path: string;
   /** What marks it sensitive in the schema. */
   marker: "writeOnly" | "format: password";
+  /** The same place as keys and array indexes below `parameters`, e.g. `["users", 0, "password"]`. */
+  at: (string | number)[];
 }
 
 type Json = Record<string, unknown>;
@@ -118,7 +120,7 @@ function find(plan: Plan, which: ParametersSchemaKey, parameters: unknown): Foun
 
 /** The values in `parameters` that the plan's `which` schema marks sensitive, in data order. */
 export function sensitiveParameters(plan: Plan, which: ParametersSchemaKey, parameters: unknown): SensitiveParameter[] {
-  return find(plan, which, parameters).map((f) => ({ path: formatPath(f.segments), marker: f.marker }));
+  return find(plan, which, parameters).map((f) => ({ path: formatPath(f.segments), marker: f.marker, at: f.segments.slice(1) }));
 }
 
 /**

@@ -4,6 +4,7 @@ export {
   CLUSTERS_DIR,
   INSTANCES_DIR,
   OVERRIDES_DIR,
+  SENSITIVE_DIR,
   bindingManifestDir,
   bindingRecordPath,
   clusterDir,
@@ -15,6 +16,7 @@ export {
   isDns1123Label,
   keyOf,
   overridesDir,
+  sensitiveSecretPath,
 } from "./layout.js";
 export {
   RECORD_API_VERSION,
@@ -37,6 +39,7 @@ export type {
   MaintenanceInfoRecord,
   OperationEntry,
   OriginatingIdentity,
+  SensitiveParameterRefs,
 } from "./records.js";
 export { LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, namespaceManifest } from "./manifests.js";
 export {

@@ -10,6 +10,8 @@ import { createHash } from "node:crypto";
  *   clusters/<cluster-id>/namespace.yaml                            the cluster's instance namespace
  *   clusters/<cluster-id>/instances/<ab>/<cd>/<instance-key>/*.yaml  rendered manifests
  *   clusters/<cluster-id>/instances/<ab>/<cd>/<instance-key>/bindings/<binding-key>/*.yaml
+ *   .../<instance-key>/sensitive/secret-<name>.yaml, .../bindings/<binding-key>/sensitive/secret-<name>.yaml
+ *                                                   SOPS-encrypted Secrets of sensitive parameters (ADR 0007)
  *   overrides/<instance-key>/*.yaml                 manual overrides (humans write, the broker reads)
  *
  * `<ab>/<cd>` are the first four hex digits of sha256(instance-key): two levels of 256-way
@@ -70,6 +72,14 @@ export function instanceManifestDir(clusterId: string, instanceId: string): stri
 
 export function bindingManifestDir(clusterId: string, instanceId: string, bindingId: string): string {
   return `${instanceManifestDir(clusterId, instanceId)}/bindings/${keyOf(bindingId)}`;
+}
+
+/** Sub-directory of an instance's (or binding's) manifest directory holding its SOPS-encrypted Secrets. */
+export const SENSITIVE_DIR = "sensitive";
+
+/** The file of the encrypted Secret `secretName` in `manifestDir` (instanceManifestDir or bindingManifestDir). */
+export function sensitiveSecretPath(manifestDir: string, secretName: string): string {
+  return `${manifestDir}/${SENSITIVE_DIR}/secret-${secretName}.yaml`;
 }
 
 /** `overrides/<key>`: no fan-out, humans write few of them and find them by key. */

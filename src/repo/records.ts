@@ -23,6 +23,13 @@ export interface MaintenanceInfoRecord {
   description?: string;
 }
 
+/**
+ * Where the sensitive parameters (ADR 0007) are kept, never their values: Secret key (the value's
+ * path, `adminPassword`, `users.0.password`) -> name of the SOPS-encrypted Secret that holds its
+ * latest value, in the record's `sensitive/` manifest directory.
+ */
+export type SensitiveParameterRefs = Record<string, string>;
+
 export interface OperationEntry<A extends string = string> {
   id: string;
   action: A;
@@ -51,6 +58,7 @@ export interface InstanceRecord {
     parameters?: Record<string, unknown>;
     maintenanceInfo?: MaintenanceInfoRecord;
     originatingIdentity?: OriginatingIdentity;
+    sensitiveParameters?: SensitiveParameterRefs;
   };
   status: {
     deleted?: boolean;
@@ -72,6 +80,7 @@ export interface BindingRecord {
     bindResource?: Record<string, unknown>;
     appGuid?: string;
     originatingIdentity?: OriginatingIdentity;
+    sensitiveParameters?: SensitiveParameterRefs;
   };
   status: {
     deleted?: boolean;

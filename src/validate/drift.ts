@@ -1,9 +1,10 @@
 import { Buffer } from "node:buffer";
 import { parseAllDocuments } from "yaml";
-import { renderInstanceInto } from "../broker/index.js";
+import { renderInstanceInto, sensitiveFiles } from "../broker/index.js";
 import type { Catalog, ClusterEntry } from "../catalog/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
-import { CLUSTERS_DIR, instanceManifestDir, instanceRecordPath, keyOf, type InstanceRecord } from "../repo/index.js";
+import { CLUSTERS_DIR, instanceManifestDir, instanceRecordPath, keyOf, readLiveBindings, type InstanceRecord } from "../repo/index.js";
+import { isEncryptedValue } from "../sops/index.js";
 import { overlayDraft } from "./overlay-draft.js";
 import { error, type ValidationProblem } from "./problems.js";
 import { listFiles } from "./records.js";
@@ -12,7 +13,9 @@ import { listFiles } from "./records.js";
  * Manual edits under `clusters/`: every live instance is rendered again from its records with the
  * broker's own code (templates, then overrides) into a draft in memory whose `clusters/` starts
  * empty; what differs from the checkout is drift. The overrides' own problems (target not
- * rendered, Secret data ...) come out of the same renders.
+ * rendered, Secret data ...) come out of the same renders. The SOPS-encrypted Secrets of
+ * sensitive parameters cannot be rendered again: those the records name are expected to exist,
+ * their content is not compared (secretProblems checks that it is encrypted).
  */
 
 const NAMESPACE_FILE = /^clusters\/[^/]+\/namespace\.yaml$/;
@@ -37,6 +40,7 @@ export async function driftProblems(
   /** Directories of instances that cannot be rendered: other checks say why; their files are not judged. */
   const unknown = new Set<string>();
   const clusterIds = new Set(view.clusters.map((c) => c.id));
+  const sealed = new Set<string>();
   for (const record of live) {
     const { instanceId, clusterId, planId } = record.spec;
     const dir = instanceManifestDir(clusterId, instanceId);
@@ -45,6 +49,7 @@ export async function driftProblems(
       unknown.add(dir); // reported by the offboarding check
       continue;
     }
+    for (const file of sensitiveFiles(record, await readLiveBindings(tree, instanceId))) sealed.add(file);
     try {
       const rendered = await renderInstanceInto(draft, view, instanceId);
       problems.push(...rendered.problems.map(error));
@@ -59,14 +64,16 @@ export async function driftProblems(
     const dir = instanceDirOf(path);
     return !NAMESPACE_FILE.test(path) && !(dir && (unknown.has(dir) || brokenKeys.has(dir.slice(dir.lastIndexOf("/") + 1))));
   };
-  const expected = new Set((await listFiles(draft, CLUSTERS_DIR)).filter(judged));
+  const expected = new Set([...(await listFiles(draft, CLUSTERS_DIR)), ...sealed].filter(judged));
   const actual = new Set((await listFiles(tree, CLUSTERS_DIR)).filter(judged));
   for (const path of [...new Set([...expected, ...actual])].sort()) {
     const record = owners.get(instanceDirOf(path) ?? "");
     const of = record ? `instance ${record.spec.instanceId}` : "any live instance";
     let message: string | undefined;
-    if (!actual.has(path)) message = `drift: missing, the broker renders it for ${of}`;
+    if (!actual.has(path) && sealed.has(path)) message = `drift: missing, the record of ${of} names this encrypted Secret of its sensitive parameters`;
+    else if (!actual.has(path)) message = `drift: missing, the broker renders it for ${of}`;
     else if (!expected.has(path)) message = `drift: not rendered by the broker for ${of}`;
+    else if (sealed.has(path)) continue;
     else if (!Buffer.from((await draft.readFile(path))!).equals(Buffer.from((await tree.readFile(path))!))) {
       message = `drift: differs from what the broker renders for ${of}; change it through the platform or overrides/${keyOf(record!.spec.instanceId)}/`;
     }
@@ -80,7 +87,16 @@ function hasContent(value: unknown): boolean {
   return typeof value === "object" && !Array.isArray(value) ? Object.keys(value).length > 0 : true;
 }
 
-/** No plaintext Secret data anywhere under `clusters/`, whoever wrote it. */
+/** A Secret with SOPS metadata (a `sops` mapping with a `mac`): its data is meant to be encrypted. */
+function sopsEncrypted(object: Record<string, unknown>): boolean {
+  const sops = object.sops;
+  return typeof sops === "object" && sops !== null && typeof (sops as Record<string, unknown>).mac === "string";
+}
+
+/**
+ * No plaintext Secret data anywhere under `clusters/`, whoever wrote it. A SOPS-encrypted Secret
+ * passes when every data / stringData value is encrypted (or empty, which sops leaves as is).
+ */
 export async function secretProblems(tree: TreeReader): Promise<ValidationProblem[]> {
   const problems: ValidationProblem[] = [];
   for (const file of await listFiles(tree, CLUSTERS_DIR)) {
@@ -100,12 +116,26 @@ export async function secretProblems(tree: TreeReader): Promise<ValidationProble
         continue;
       }
       if (object?.apiVersion !== "v1" || object.kind !== "Secret") continue;
+      const name = String(object.metadata?.name);
       for (const field of ["data", "stringData"]) {
-        if (!hasContent((object as Record<string, unknown>)[field])) continue;
+        const content = (object as Record<string, unknown>)[field];
+        if (!hasContent(content)) continue;
+        if (sopsEncrypted(object)) {
+          const values: [string, unknown][] = typeof content === "object" ? Object.entries(content as object) : [["", content]];
+          for (const [key, value] of values) {
+            if (value === "" || isEncryptedValue(value)) continue;
+            problems.push(error({
+              file,
+              path: `${at}${field}${key ? `.${key}` : ""}`,
+              message: `Secret ${name} has SOPS metadata but a plaintext value: encrypt it with sops (credentials must never be in Git in plaintext)`,
+            }));
+          }
+          continue;
+        }
         problems.push(error({
           file,
           path: `${at}${field}`,
-          message: `Secret ${String(object.metadata?.name)} holds plaintext ${field}: credentials must never be in Git (let the operator or a secret store create them)`,
+          message: `Secret ${name} holds plaintext ${field}: credentials must never be in Git (let the operator or a secret store create them)`,
         }));
       }
     }

@@ -3,7 +3,7 @@ import { promisify } from "node:util";
 import { parse, stringify } from "yaml";
 import { instanceManifestDir } from "../../src/repo/index.js";
 import { readRemoteFile } from "../support/git-fixtures.js";
-import { repoFiles } from "../support/repo-files.js";
+import { repoFiles, type ClusterSpec } from "../support/repo-files.js";
 
 const run = promisify(execFile);
 
@@ -12,9 +12,12 @@ export const MEDIUM = "catalog/postgresql/plans/medium.yaml";
 
 type Doc = Record<string, any>;
 
-/** The sample repository (cluster `local`) with the plans edited by `edit` (parsed YAML). */
-export async function filesWith(edit: (plans: { small: Doc; medium: Doc }) => void): Promise<Record<string, string>> {
-  const files = await repoFiles([{ id: "local" }]);
+/** The sample repository (by default one cluster, `local`) with the plans edited by `edit` (parsed YAML). */
+export async function filesWith(
+  edit: (plans: { small: Doc; medium: Doc }) => void,
+  clusters: ClusterSpec[] = [{ id: "local" }],
+): Promise<Record<string, string>> {
+  const files = await repoFiles(clusters);
   const small = parse(files[SMALL]!) as Doc;
   const medium = parse(files[MEDIUM]!) as Doc;
   edit({ small, medium });

@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { stringify } from "yaml";
-import { clusterRegistryPath } from "../../src/repo/index.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { pushExternalCommit } from "../support/git-fixtures.js";
 import { expectOsbError, provisionBody, remoteHead, samplePlans, type SamplePlans } from "./helpers.js";
@@ -8,8 +6,6 @@ import { editedPlan, filesWith, SMALL } from "./reconcile-support.js";
 
 let h: Harness;
 let plans: SamplePlans;
-
-const AGE_RECIPIENT = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p";
 
 beforeAll(async () => {
   h = await startHarness({
@@ -65,24 +61,6 @@ describe("sensitive parameters (writeOnly / format: password)", () => {
     );
     expectOsbError(bind, 400, /^parameters\.token is marked writeOnly in plan small: /);
     expect((await h.osb.bind("sp-1", "b-1", { service_id: plans.serviceId, plan_id: plans.small.id, parameters: { note: "n" } })).status).toBe(201);
-  });
-
-  it("still refuses them when the cluster declares SOPS encryption: declared, not implemented yet", async () => {
-    await pushExternalCommit(
-      h.remoteDir,
-      {
-        [clusterRegistryPath("local")]: stringify({
-          apiVersion: "gitops-broker.io/v1alpha1",
-          kind: "Cluster",
-          metadata: { name: "local" },
-          spec: { namespace: "gitops-broker-instances", encryption: { sops: { age: [AGE_RECIPIENT] } } },
-        }),
-      },
-      "local: declare SOPS encryption",
-    );
-    await h.broker.writer.refresh();
-    const res = await nothingCommitted(() => h.osb.provision("sp-2", small({ adminPassword: "hunter2" })));
-    expectOsbError(res, 400, /^parameters\.adminPassword is marked writeOnly in plan small: cluster local declares SOPS encryption, but this broker version cannot encrypt yet/);
   });
 
   it("never returns a stored parameter that the plan has marked sensitive since", async () => {

@@ -212,6 +212,8 @@ describe("Flux example", () => {
     }
     expect(at(local, "spec.kubeConfig")).toBeUndefined();
     expect(at(remote, "spec.kubeConfig.secretRef.name")).toBe("eu-prod-1-kubeconfig");
+    // The broker's encrypted Secrets (ADR 0007) are decrypted with the cluster's age identity.
+    expect(at(remote, "spec.decryption")).toEqual({ provider: "sops", secretRef: { name: "sops-age" } });
   });
 
   it("refreshes the GitRepository on GitHub push events", () => {

@@ -1,8 +1,9 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { generateIdentity, identityToRecipient } from "age-encryption";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import {
   LABEL_BINDING,
   LABEL_INSTANCE,
@@ -13,7 +14,9 @@ import {
   instanceManifestDir,
   keyOf,
   namespaceManifest,
+  sensitiveSecretPath,
 } from "../../src/repo/index.js";
+import { encryptYaml } from "../../src/sops/index.js";
 import { writeFiles } from "../support/dir-tree.js";
 import { assertSyncableClusterDir, commandExists, kustomizeClusterDir, readClusterDirObjects } from "../support/syncable.js";
 
@@ -66,13 +69,29 @@ function bindingConfigMap(): Record<string, unknown> {
   };
 }
 
+const SEALED = `${instanceKey}-sensitive-op-1`;
+
+/** A sensitive parameter as the broker seals it: a SOPS-encrypted Secret (ADR 0007). */
+async function sealedSecret(): Promise<string> {
+  const recipient = await identityToRecipient(await generateIdentity());
+  const secret = {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: SEALED, namespace: NAMESPACE, labels: { [LABEL_MANAGED_BY]: "gitops-broker", [LABEL_INSTANCE]: instanceKey } },
+    type: "Opaque",
+    stringData: { adminPassword: "hunter2" },
+  };
+  return encryptYaml(secret, { recipients: [recipient], now: new Date("2026-01-01T00:00:00Z") });
+}
+
 /** clusters/local/ as the broker writes it: repo-relative paths → file contents. */
-function brokerClusterFiles(): Record<string, string> {
+async function brokerClusterFiles(): Promise<Record<string, string>> {
   const pg = postgresql();
   const cm = bindingConfigMap();
   return {
     [clusterNamespacePath(CLUSTER)]: namespaceManifest(NAMESPACE),
     [`${instanceManifestDir(CLUSTER, INSTANCE_ID)}/postgresql-${String((pg.metadata as { name: string }).name)}.yaml`]: yaml(pg),
+    [sensitiveSecretPath(instanceManifestDir(CLUSTER, INSTANCE_ID), SEALED)]: await sealedSecret(),
     [`${bindingManifestDir(CLUSTER, INSTANCE_ID, BINDING_ID)}/configmap-${String((cm.metadata as { name: string }).name)}.yaml`]: yaml(cm),
   };
 }
@@ -83,7 +102,7 @@ let dir: string;
 beforeEach(async () => {
   repo = await fs.mkdtemp(path.join(os.tmpdir(), "syncable-"));
   dir = path.join(repo, clusterDir(CLUSTER));
-  await writeFiles(repo, brokerClusterFiles());
+  await writeFiles(repo, await brokerClusterFiles());
 });
 
 afterEach(async () => {
@@ -91,7 +110,7 @@ afterEach(async () => {
 });
 
 describe("a broker-written cluster directory", () => {
-  it("is laid out as clusters/<id>/namespace.yaml and instances/<ab>/<cd>/<key>/[bindings/<bkey>/]", async () => {
+  it("is laid out as clusters/<id>/namespace.yaml and instances/<ab>/<cd>/<key>/[bindings/<bkey>/|sensitive/]", async () => {
     const files = (await fs.readdir(dir, { recursive: true, withFileTypes: true }))
       .filter((e) => e.isFile())
       .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
@@ -99,6 +118,7 @@ describe("a broker-written cluster directory", () => {
     expect(files).toEqual([
       expect.stringMatching(new RegExp(`^instances/[0-9a-f]{2}/[0-9a-f]{2}/${instanceKey}/bindings/${bindingKey}/configmap-binding-[0-9a-f]{16}\\.yaml$`)),
       expect.stringMatching(new RegExp(`^instances/[0-9a-f]{2}/[0-9a-f]{2}/${instanceKey}/postgresql-pg-${instanceKey}\\.yaml$`)),
+      expect.stringMatching(new RegExp(`^instances/[0-9a-f]{2}/[0-9a-f]{2}/${instanceKey}/sensitive/secret-${SEALED}\\.yaml$`)),
       "namespace.yaml",
     ]);
   });
@@ -108,17 +128,21 @@ describe("a broker-written cluster directory", () => {
     expect(objects.map((o) => [o.file.replace(/^instances\/..\/..\//, "instances/*/*/"), o.id])).toEqual([
       [`instances/*/*/${instanceKey}/bindings/${bindingKey}/configmap-binding-${bindingKey.slice(0, 16)}.yaml`, `/ConfigMap/${NAMESPACE}/binding-${bindingKey.slice(0, 16)}`],
       [`instances/*/*/${instanceKey}/postgresql-pg-${instanceKey}.yaml`, `acid.zalan.do/postgresql/${NAMESPACE}/pg-${instanceKey}`],
+      [`instances/*/*/${instanceKey}/sensitive/secret-${SEALED}.yaml`, `/Secret/${NAMESPACE}/${SEALED}`],
       ["namespace.yaml", `/Namespace//${NAMESPACE}`],
     ]);
     expect(objects[1]?.object).toEqual(postgresql());
   });
 
   it.skipIf(!hasKubectl)("builds, with the kustomization.yaml Flux generates, to every object exactly once", async () => {
-    await expect(assertSyncableClusterDir(dir)).resolves.toEqual({ objects: 3 });
+    await expect(assertSyncableClusterDir(dir)).resolves.toEqual({ objects: 4 });
     const built = await kustomizeClusterDir(dir);
-    expect(built).toHaveLength(3);
+    expect(built).toHaveLength(4);
     expect(built).toContainEqual(postgresql());
     expect(built).toContainEqual(bindingConfigMap());
+    // kustomize passes the encrypted Secret through, `sops` metadata included, for Flux to decrypt.
+    const sealed = parse(await fs.readFile(path.join(repo, sensitiveSecretPath(instanceManifestDir(CLUSTER, INSTANCE_ID), SEALED)), "utf8")) as unknown;
+    expect(built).toContainEqual(sealed);
     // The generated kustomization.yaml went to a copy: the directory is as the broker left it.
     await expect(fs.access(path.join(dir, "kustomization.yaml"))).rejects.toThrow(/ENOENT/);
   });

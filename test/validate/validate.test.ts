@@ -1,10 +1,12 @@
 import { spawn } from "node:child_process";
+import { generateIdentity, identityToRecipient } from "age-encryption";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { bindingRecordPath, dirTreeReader, instanceManifestDir, instanceRecordPath, keyOf } from "../../src/repo/index.js";
+import { encryptYaml } from "../../src/sops/index.js";
 import { formatValidationProblem, validateRepo } from "../../src/validate/index.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { createTempDir, git, pushExternalCommit } from "../support/git-fixtures.js";
@@ -207,6 +209,29 @@ describe("one fixture per problem class", () => {
     expect(await lines({ "clusters/local/leak.yaml": secret })).toEqual([
       "clusters/local/leak.yaml: data: Secret leak holds plaintext data: credentials must never be in Git (let the operator or a secret store create them)",
       "clusters/local/leak.yaml: drift: not rendered by the broker for any live instance",
+    ]);
+  });
+
+  it("SOPS-encrypted Secrets pass the Secret check, unless a value is plaintext; the ones a record names must exist", async () => {
+    const recipient = await identityToRecipient(await generateIdentity());
+    const now = new Date("2026-01-01T00:00:00Z");
+    const sealed = (stringData: Record<string, string>) =>
+      encryptYaml({ apiVersion: "v1", kind: "Secret", metadata: { name: "sealed", namespace: "gitops-broker-instances" }, stringData }, { recipients: [recipient], now });
+    const half = parse(await sealed({ password: "hunter2" })) as { stringData: Record<string, string> };
+    half.stringData.user = "admin";
+    const db1 = parse(await read(await fixture(), instanceRecordPath("db-1"))) as { spec: Record<string, unknown> };
+    db1.spec.sensitiveParameters = { adminPassword: "db-1-sensitive-op-1" };
+    expect(
+      await lines({
+        "clusters/local/sealed.yaml": await sealed({ password: "hunter2" }),
+        "clusters/local/half-sealed.yaml": stringify(half),
+        [instanceRecordPath("db-1")]: stringify(db1),
+      }),
+    ).toEqual([
+      "clusters/local/half-sealed.yaml: stringData.user: Secret sealed has SOPS metadata but a plaintext value: encrypt it with sops (credentials must never be in Git in plaintext)",
+      "clusters/local/half-sealed.yaml: drift: not rendered by the broker for any live instance",
+      `${instanceManifestDir("local", "db-1")}/sensitive/secret-db-1-sensitive-op-1.yaml: drift: missing, the record of instance db-1 names this encrypted Secret of its sensitive parameters`,
+      "clusters/local/sealed.yaml: drift: not rendered by the broker for any live instance",
     ]);
   });
 
