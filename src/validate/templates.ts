@@ -1,4 +1,4 @@
-import { DEFAULT_INSTANCE_NAMESPACE, type Catalog, type ClusterEntry, type Plan } from "../catalog/index.js";
+import { DEFAULT_INSTANCE_NAMESPACE, sensitiveParameters, type Catalog, type ClusterEntry, type Plan } from "../catalog/index.js";
 import { RenderError, type Problem } from "../errors/index.js";
 import { compileCheck, hasTemplate, render, renderText, type RenderValues } from "../render/index.js";
 import { LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, RECORD_API_VERSION } from "../repo/index.js";
@@ -59,6 +59,24 @@ function sampleParameters(schema: unknown): Json {
   return out;
 }
 
+/** Every property and one item of every array, at any depth: where sensitive values could be. */
+function everyProperty(schema: unknown): unknown {
+  if (!isObject(schema)) return "sample";
+  if (isObject(schema.properties)) return Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, everyProperty(v)]));
+  if (schema.type === "array" || schema.items !== undefined) return [everyProperty(schema.items)];
+  return "sample";
+}
+
+/**
+ * The `sensitive` value templates get (ADR 0007): a Secret reference for every sensitive
+ * parameter the schema declares, so a template wiring `{{sensitive.adminPassword.name}}` renders
+ * as it would after a request that sent it.
+ */
+function sampleSensitive(plan: Plan, scope: "service_instance" | "service_binding", owner: string): Json {
+  const found = sensitiveParameters(plan, `${scope}.create`, everyProperty(parametersSchema(plan, scope)));
+  return Object.fromEntries(found.map((f) => [f.at.join("."), { name: `${owner}-sensitive-sample-operation`, key: f.at.join(".") }]));
+}
+
 function parametersSchema(plan: Plan, scope: "service_instance" | "service_binding"): unknown {
   const s = plan.schemas?.[scope];
   const create = isObject(s) ? s.create : undefined;
@@ -66,7 +84,7 @@ function parametersSchema(plan: Plan, scope: "service_instance" | "service_bindi
 }
 
 /** Values for the instance's templates; `binding` is what the bind template sees besides. */
-function sampleValues(plan: Plan, service: Json, namespace: string): { values: RenderValues; binding: Json } {
+function sampleValues(plan: Plan, service: Json, namespace: string): { values: RenderValues; binding: Json; bindingSensitive: Json } {
   const operations = [{ id: "sample-operation", action: "provision", at: "2000-01-01T00:00:00.000Z" }];
   const instance = {
     apiVersion: RECORD_API_VERSION,
@@ -97,7 +115,8 @@ function sampleValues(plan: Plan, service: Json, namespace: string): { values: R
     },
     status: { operations: [{ ...operations[0], action: "bind" }] },
   };
-  return { values: { service, plan: plan.raw, instance, bindings: [binding] }, binding };
+  const values = { service, plan: plan.raw, instance, bindings: [binding], sensitive: sampleSensitive(plan, "service_instance", "sample-instance") };
+  return { values, binding, bindingSensitive: sampleSensitive(plan, "service_binding", "sample-binding") };
 }
 
 /** `catalog/x.yaml#spec.templates[0]` → file and path of the template. */
@@ -117,7 +136,7 @@ function renderProblems(e: unknown, plan: Plan): Problem[] {
 }
 
 function samplePlanProblems(plan: Plan, service: Json, namespace: string): Problem[] {
-  const { values, binding } = sampleValues(plan, service, namespace);
+  const { values, binding, bindingSensitive } = sampleValues(plan, service, namespace);
   const labels = { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: "sample-instance" };
   const problems: Problem[] = [];
   const attempt = (fn: () => void) => {
@@ -134,7 +153,7 @@ function samplePlanProblems(plan: Plan, service: Json, namespace: string): Probl
       render({
         action,
         templates: plan.templates,
-        values: bind ? { ...values, binding } : values,
+        values: bind ? { ...values, binding, sensitive: bindingSensitive } : values,
         defaultNamespace: namespace,
         labels: bind ? { ...labels, [LABEL_BINDING]: "sample-binding" } : labels,
         planName: plan.name,

@@ -173,6 +173,28 @@ describe("one fixture per problem class", () => {
     ]);
   });
 
+  it("sample inputs reference a Secret for every sensitive parameter a schema declares, as after a request", async () => {
+    const configMap = (ref: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "{{${ref}.name}}-ref"\ndata:\n  key: "{{${ref}.key}}"\n`;
+    const schemas = (properties: Record<string, unknown>) => ({
+      create: { parameters: { $schema: "http://json-schema.org/draft-07/schema#", type: "object", properties } },
+    });
+    const wired = parse(planYaml("wired", [
+      { action: "provision", type: "handlebars", content: configMap("sensitive.[tls.key]") },
+      { action: "bind", type: "handlebars", content: configMap("sensitive.token") },
+    ])) as { spec: Record<string, unknown> };
+    wired.spec.schemas = {
+      service_instance: schemas({ tls: { type: "object", properties: { key: { type: "string", format: "password" } } } }),
+      service_binding: schemas({ token: { type: "string", writeOnly: true } }),
+    };
+    expect(await lines({ "catalog/postgresql/plans/wired.yaml": stringify(wired) })).toEqual([]);
+    // A reference to a parameter no schema marks sensitive renders an empty name.
+    const unwired = planYaml("unwired", [{ action: "provision", type: "handlebars", content: configMap("sensitive.tls") }]);
+    const found = await lines({ "catalog/postgresql/plans/unwired.yaml": unwired });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(/^catalog\/postgresql\/plans\/unwired.yaml: spec.templates\[0\]: with sample inputs: .*metadata.name/);
+  });
+
   it("a clusterSelector template that renders no label selector", async () => {
     const plan = planYaml("picky", [
       { action: "provision", type: "handlebars", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n" },
