@@ -160,6 +160,13 @@ describe("summarizeInstances", () => {
     const ids: string[] = [];
     let clock = 0;
     const at = () => new Date(Date.UTC(2026, 2, 1) + clock++ * 1000).toISOString();
+    // Start from a bulk fold (start-up), so the rounds fold incrementally from what it remembered.
+    await commit(Array.from({ length: 80 }, (_, i) => {
+      ids.push(`seed-${i}`);
+      return record(`seed-${i}`, `c${i % 3}`, `p${i % 2}`, at());
+    }));
+    await summarizeInstances(writer.snapshot(), cache);
+    expect(cache.previous("instances")).toBeDefined();
     for (let round = 0; round < 12; round++) {
       await writer.submit(async (draft: Draft) => {
         for (let k = 0; k < 1 + next(40); k++) {

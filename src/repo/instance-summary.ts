@@ -235,42 +235,38 @@ async function prefold(bulk: BulkReader, instancesOid: string, cache: InstanceSu
       parts.push(ofText(utf8.decode(content)));
     },
   );
-  const perTop = new Map<string, InstanceSummary[]>();
+  // Memoized by oid and remembered as each directory's last fold, so the next folds are incremental.
+  const perTop = new Map<string, { oids: Map<string, string>; parts: Map<string, InstanceSummary> }>();
   for (const [bucket, oid] of levels[1]) {
     let summary = cache.get(oid);
     if (!summary) cache.set(oid, (summary = merge(perBucket.get(bucket) ?? [])));
-    const top = bucket.slice(0, bucket.indexOf("/"));
-    let parts = perTop.get(top);
-    if (!parts) perTop.set(top, (parts = []));
-    parts.push(summary);
+    const [top, name] = bucket.split("/") as [string, string];
+    let fold = perTop.get(top);
+    if (!fold) perTop.set(top, (fold = { oids: new Map(), parts: new Map() }));
+    fold.oids.set(name, oid);
+    fold.parts.set(name, summary);
   }
-  const tops: InstanceSummary[] = [];
+  const root = { oids: new Map<string, string>(), parts: new Map<string, InstanceSummary>() };
   for (const [top, oid] of levels[0]) {
+    const fold = perTop.get(top) ?? { oids: new Map(), parts: new Map() };
     let summary = cache.get(oid);
-    if (!summary) cache.set(oid, (summary = merge(perTop.get(top) ?? [])));
-    tops.push(summary);
+    if (!summary) cache.set(oid, (summary = merge([...fold.parts.values()])));
+    cache.remember(`${INSTANCES_DIR}/${top}`, { ...fold, summary });
+    root.oids.set(top, oid);
+    root.parts.set(top, summary);
   }
-  cache.set(instancesOid, merge(tops));
+  const summary = merge([...root.parts.values()]);
+  cache.set(instancesOid, summary);
+  cache.remember(INSTANCES_DIR, { ...root, summary });
 }
 
-/**
- * More than a few first-level buckets not memoized: a fold from scratch (start-up). A commit
- * changes one or two of them, and those foldDir re-reads incrementally; a walk of the whole tree
- * would cost far more.
- */
-async function isCold(tree: TreeReader, cache: InstanceSummaryCache): Promise<boolean> {
-  let missing = 0;
-  for (const e of (await tree.list(INSTANCES_DIR)) ?? []) {
-    if (e.type === "tree" && (e.oid === undefined || cache.get(e.oid) === undefined) && ++missing > COLD_BUCKETS) return true;
-  }
-  return false;
-}
-const COLD_BUCKETS = 8;
 
 export async function summarizeInstances(tree: TreeReader, cache: InstanceSummaryCache): Promise<InstanceSummary> {
   const entry = (await tree.list(""))?.find((e) => e.name === INSTANCES_DIR && e.type === "tree");
   if (!entry) return EMPTY;
-  if (entry.oid !== undefined && tree.bulk && cache.get(entry.oid) === undefined && (await isCold(tree, cache))) {
+  // Start-up (no fold of instances/ yet): one bulk pass. Every later fold is incremental (foldLevel),
+  // however much changed; walking the whole tree for each new tip would cost far more.
+  if (entry.oid !== undefined && tree.bulk && cache.previous(INSTANCES_DIR) === undefined) {
     await prefold(tree.bulk, entry.oid, cache);
   }
   return foldDir(tree, INSTANCES_DIR, 0, entry.oid, cache);
