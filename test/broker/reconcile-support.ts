@@ -24,6 +24,25 @@ export async function filesWith(
   return { ...files, [SMALL]: stringify(small), [MEDIUM]: stringify(medium) };
 }
 
+/**
+ * Plan `small` with sensitive parameters: `instanceProperties` added to its instance schema (create
+ * and update alike), and a binding schema with a writeOnly `token` and a plain `note`.
+ */
+export function withSensitiveSchemas(small: Doc, instanceProperties: Record<string, unknown>): void {
+  const create = small.spec.schemas.service_instance.create.parameters;
+  Object.assign(create.properties, instanceProperties);
+  small.spec.schemas.service_instance.update.parameters = create;
+  small.spec.schemas.service_binding = {
+    create: {
+      parameters: {
+        $schema: "http://json-schema.org/draft-07/schema#",
+        type: "object",
+        properties: { token: { type: "string", writeOnly: true }, note: { type: "string" } },
+      },
+    },
+  };
+}
+
 /** A plan document of the remote's tip, edited, as YAML for pushExternalCommit. */
 export async function editedPlan(remoteDir: string, file: string, edit: (plan: Doc) => void): Promise<string> {
   const plan = parse((await readRemoteFile(remoteDir, "main", file)) ?? "") as Doc;

@@ -23,7 +23,7 @@ import { allBlobs } from "../support/git-objects.js";
 import { createTempDir, git, readRemoteFile } from "../support/git-fixtures.js";
 import { assertSyncableClusterDir, commandExists } from "../support/syncable.js";
 import { provisionBody, remoteFiles, remoteHead, samplePlans, type SamplePlans } from "./helpers.js";
-import { filesWith } from "./reconcile-support.js";
+import { filesWith, withSensitiveSchemas } from "./reconcile-support.js";
 
 /**
  * Sensitive parameters on a cluster that declares `spec.encryption.sops.age` (ADR 0007), through
@@ -48,22 +48,11 @@ beforeAll(async () => {
   backup = await ageKeygen(keys, "backup");
   const files = await filesWith(
     ({ small }) => {
-      const create = small.spec.schemas.service_instance.create.parameters;
-      Object.assign(create.properties, {
+      withSensitiveSchemas(small, {
         adminPassword: { type: "string", writeOnly: true },
         tls: { type: "object", properties: { key: { type: "string", format: "password" }, cert: { type: "string" } } },
         "bad key": { type: "string", writeOnly: true },
       });
-      small.spec.schemas.service_instance.update.parameters = create;
-      small.spec.schemas.service_binding = {
-        create: {
-          parameters: {
-            $schema: "http://json-schema.org/draft-07/schema#",
-            type: "object",
-            properties: { token: { type: "string", writeOnly: true }, note: { type: "string" } },
-          },
-        },
-      };
       // A plan wires the encrypted Secret into its objects through `sensitive`.
       const provision = small.spec.templates.find((t: { action: string }) => t.action === "provision");
       provision.content += [

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { pushExternalCommit } from "../support/git-fixtures.js";
 import { expectOsbError, provisionBody, remoteHead, samplePlans, type SamplePlans } from "./helpers.js";
-import { editedPlan, filesWith, SMALL } from "./reconcile-support.js";
+import { editedPlan, filesWith, SMALL, withSensitiveSchemas } from "./reconcile-support.js";
 
 let h: Harness;
 let plans: SamplePlans;
@@ -10,22 +10,11 @@ let plans: SamplePlans;
 beforeAll(async () => {
   h = await startHarness({
     files: await filesWith(({ small }) => {
-      const create = small.spec.schemas.service_instance.create.parameters;
-      Object.assign(create.properties, {
+      withSensitiveSchemas(small, {
         adminPassword: { type: "string", writeOnly: true },
         tls: { type: "object", properties: { key: { type: "string", format: "password" } } },
         legacySecret: { type: "string" },
       });
-      small.spec.schemas.service_instance.update.parameters = create;
-      small.spec.schemas.service_binding = {
-        create: {
-          parameters: {
-            $schema: "http://json-schema.org/draft-07/schema#",
-            type: "object",
-            properties: { token: { type: "string", writeOnly: true }, note: { type: "string" } },
-          },
-        },
-      };
     }),
   });
   plans = await samplePlans(h.osb);
