@@ -7,6 +7,7 @@ import { RECORD_API_VERSION, recordYaml, type InstanceRecord, type OperationEntr
 function parsed(text: string): ScannedInstance {
   const r = parse(text) as InstanceRecord;
   return {
+    instanceId: r.spec.instanceId,
     clusterId: r.spec.clusterId,
     planId: r.spec.planId,
     deleted: Boolean(r.status.deleted),
@@ -80,6 +81,7 @@ describe("scanInstanceRecord", () => {
       status: { operations: [{ id: "o1", action: "provision", at: "2026-01-01T00:00:00.000Z", planId: "p" }, { id: "o2", action: "update", at: "2026-01-02T00:00:00.000Z" }] },
     });
     expect(scanInstanceRecord(text)).toEqual({
+      instanceId: "i-1",
       clusterId: "local",
       planId: "p",
       deleted: false,
@@ -111,6 +113,7 @@ describe("scanInstanceRecord", () => {
   it("reads quoted values and ignores look-alike keys deeper in the record", () => {
     const text = [
       "spec:",
+      "  instanceId: i-9",
       '  clusterId: "123"',
       "  planId: 'p 1'",
       "  parameters:",

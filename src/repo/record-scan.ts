@@ -8,6 +8,7 @@
  * records, see record-scan.test.ts).
  */
 export interface ScannedInstance {
+  instanceId: string;
   clusterId: string;
   planId: string;
   deleted: boolean;
@@ -96,10 +97,11 @@ export function scanInstanceRecord(text: string): ScannedInstance | undefined {
     opensBlock = value === undefined;
     previousIndent = indent;
   }
+  const instanceId = stringOf(found.get("spec.instanceId"));
   const clusterId = stringOf(found.get("spec.clusterId"));
   const planId = stringOf(found.get("spec.planId"));
   const deleted = found.get("status.deleted");
-  if (clusterId === undefined || planId === undefined || !operationsSeen) return undefined;
+  if (instanceId === undefined || clusterId === undefined || planId === undefined || !operationsSeen) return undefined;
   if (deleted !== undefined && deleted !== "true" && deleted !== "false") return undefined;
   const ops: ScannedInstance["operations"] = [];
   for (const op of operations) {
@@ -108,12 +110,12 @@ export function scanInstanceRecord(text: string): ScannedInstance | undefined {
     if (action === undefined || at === undefined) return undefined;
     ops.push({ action, at });
   }
-  return { clusterId, planId, deleted: deleted === "true", operations: ops };
+  return { instanceId, clusterId, planId, deleted: deleted === "true", operations: ops };
 }
 
 /** Which field a key is, by where it is: one of the summary's, an operation's, or none. */
 function fieldAt(path: string, indent: number, key: string): string | undefined {
-  if (indent === 2 && path === "spec" && (key === "clusterId" || key === "planId")) return `spec.${key}`;
+  if (indent === 2 && path === "spec" && (key === "instanceId" || key === "clusterId" || key === "planId")) return `spec.${key}`;
   if (indent === 2 && path === "status" && key === "deleted") return "status.deleted";
   if (indent === 6 && path === "status.operations" && (key === "action" || key === "at")) return "operation";
   return undefined;

@@ -1,0 +1,192 @@
+import { parse } from "yaml";
+import type { BulkReader, TreeReader } from "../gitwriter/index.js";
+import { INSTANCES_DIR } from "./layout.js";
+import type { InstanceRecord } from "./records.js";
+import { scanInstanceRecord, type ScannedInstance } from "./record-scan.js";
+
+/**
+ * A value derived from every instance record under `instances/<ab>/<cd>/<key>/instance.yaml`,
+ * computed bottom-up and memoized by tree oid (a Merkle fold): a commit that changes one instance
+ * changes only the trees on its path, so the next fold re-reads one bucket and re-merges the two
+ * 256-entry levels above it, whatever the number of instances. A Draft's edited directories have
+ * no oid yet and are folded afresh. The first fold reads every record in bulk (start-up).
+ *
+ * Used for the scheduler's instance summary and for the instances of a plan (re-renders).
+ */
+export interface FoldSpec<T> {
+  /** The value of no instance. */
+  readonly empty: T;
+  /** What one record contributes. */
+  ofRecord(record: ScannedInstance): T;
+  merge(parts: T[]): T;
+  /**
+   * Optional, for the levels with 256 entries: `before.value` with the parts `names` replaced by
+   * theirs in `parts` (absent: removed), cheaper than merging all parts again.
+   */
+  replace?(before: DirFold<T>, parts: ReadonlyMap<string, T>, names: string[]): T;
+}
+
+/** One fold of a directory: its parts by entry name (and the oid each was folded from), and their merge. */
+export interface DirFold<T> {
+  readonly oids: ReadonlyMap<string, string | undefined>;
+  readonly parts: ReadonlyMap<string, T>;
+  readonly value: T;
+}
+
+export interface FoldCache<T> {
+  get(treeOid: string): T | undefined;
+  set(treeOid: string, value: T): void;
+  /** The last fold of the directory at `path` (levels 0-1), to re-merge only the entries that changed since. */
+  previous(path: string): DirFold<T> | undefined;
+  remember(path: string, fold: DirFold<T>): void;
+}
+
+/** A bounded memo (the fan-out has 65,536 buckets; whole levels above them stay in). */
+export function createFoldCache<T>(limit: number): FoldCache<T> {
+  const memo = new Map<string, T>();
+  const folds = new Map<string, DirFold<T>>(); // 257 directories at most
+  return {
+    get: (oid) => memo.get(oid),
+    set(oid, value) {
+      if (memo.size >= limit) memo.delete(memo.keys().next().value as string);
+      memo.set(oid, value);
+    },
+    previous: (path) => folds.get(path),
+    remember: (path, fold) => void folds.set(path, fold),
+  };
+}
+
+/** The fold's fields of a record: scanned, or parsed when the text is beyond the scan. */
+function scanned(text: string): ScannedInstance | null {
+  const fast = scanInstanceRecord(text);
+  if (fast) return fast;
+  const record = parse(text) as InstanceRecord | null;
+  if (!record) return null;
+  const { instanceId, clusterId, planId } = record.spec;
+  return { instanceId, clusterId, planId, deleted: Boolean(record.status.deleted), operations: record.status.operations };
+}
+
+function ofText<T>(spec: FoldSpec<T>, text: string | null): T {
+  const record = text === null ? null : scanned(text);
+  return record ? spec.ofRecord(record) : spec.empty;
+}
+
+/** Levels: 0 = `instances`, 1 = `<ab>`, 2 = `<cd>`, 3 = `<key>` (holds instance.yaml); 0-2 memoized by oid. */
+async function foldDir<T>(tree: TreeReader, spec: FoldSpec<T>, path: string, level: number, oid: string | undefined, cache: FoldCache<T>): Promise<T> {
+  const hit = oid === undefined ? undefined : cache.get(oid);
+  if (hit !== undefined) return hit;
+  if (level === 3) return ofText(spec, await tree.readText(`${path}/instance.yaml`));
+  let value: T;
+  if (level === 2) {
+    const parts: T[] = [];
+    for (const e of (await tree.list(path)) ?? []) {
+      if (e.type === "tree") parts.push(await foldDir(tree, spec, `${path}/${e.name}`, level + 1, e.oid, cache));
+    }
+    value = spec.merge(parts);
+  } else {
+    value = await foldLevel(tree, spec, path, level, cache);
+  }
+  if (oid !== undefined) cache.set(oid, value);
+  return value;
+}
+
+/** More changed entries than this since the directory's last fold: merged afresh. */
+const REPLACE_LIMIT = 16;
+
+/**
+ * Levels 0 and 1 have up to 256 entries each, and an operation changes one of them: only the
+ * entries whose oid changed since the directory's last fold are folded again (merging all 256
+ * parts at both levels was about 0.5 ms of an operation's 3.7 ms of CPU at 10k instances).
+ */
+async function foldLevel<T>(tree: TreeReader, spec: FoldSpec<T>, path: string, level: number, cache: FoldCache<T>): Promise<T> {
+  const before = cache.previous(path);
+  const oids = new Map<string, string | undefined>();
+  const parts = new Map<string, T>();
+  const changed: string[] = [];
+  for (const e of (await tree.list(path)) ?? []) {
+    if (e.type !== "tree") continue;
+    oids.set(e.name, e.oid);
+    const unchanged = e.oid !== undefined && before?.oids.get(e.name) === e.oid;
+    parts.set(e.name, unchanged ? before!.parts.get(e.name)! : await foldDir(tree, spec, `${path}/${e.name}`, level + 1, e.oid, cache));
+    if (!unchanged) changed.push(e.name);
+  }
+  const removed = before ? [...before.oids.keys()].filter((name) => !oids.has(name)) : [];
+  const value =
+    before && spec.replace && changed.length + removed.length <= REPLACE_LIMIT
+      ? spec.replace(before, parts, [...changed, ...removed])
+      : spec.merge([...parts.values()]);
+  cache.remember(path, { oids, parts, value });
+  return value;
+}
+
+const utf8 = new TextDecoder("utf-8");
+
+function slashes(path: string): number {
+  let n = 0;
+  for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) n++;
+  return n;
+}
+
+/**
+ * The first fold (start-up): one recursive listing and one bulk read of the records of every
+ * bucket not memoized yet, then the buckets and levels memoized and remembered bottom-up, so that
+ * foldDir finds them all and later folds are incremental. ~3 s at 100k instances, against ~34 s
+ * reading and parsing record by record.
+ */
+async function prefold<T>(bulk: BulkReader, spec: FoldSpec<T>, instancesOid: string, cache: FoldCache<T>): Promise<void> {
+  const levels: [Map<string, string>, Map<string, string>] = [new Map(), new Map()]; // path -> oid of <ab>, <ab>/<cd>
+  const records: { bucket: string; oid: string }[] = [];
+  // Levels 1-2 and the records; not the bindings below the records.
+  const keep = (path: string, type: "blob" | "tree") => {
+    const depth = slashes(path);
+    return type === "tree" ? depth <= 1 : depth === 3 && path.endsWith("/instance.yaml");
+  };
+  for (const e of await bulk.walk(instancesOid, keep)) {
+    if (e.type === "tree") levels[slashes(e.path)]!.set(e.path, e.oid);
+    else records.push({ bucket: e.path.slice(0, e.path.indexOf("/", e.path.indexOf("/") + 1)), oid: e.oid });
+  }
+  const wanted = records.filter((r) => cache.get(levels[1].get(r.bucket)!) === undefined);
+  const perBucket = new Map<string, T[]>();
+  await bulk.readBlobs(
+    wanted.map((r) => r.oid),
+    (content, i) => {
+      const bucket = wanted[i]!.bucket;
+      let parts = perBucket.get(bucket);
+      if (!parts) perBucket.set(bucket, (parts = []));
+      parts.push(ofText(spec, utf8.decode(content)));
+    },
+  );
+  const perTop = new Map<string, { oids: Map<string, string>; parts: Map<string, T> }>();
+  for (const [bucket, oid] of levels[1]) {
+    let value = cache.get(oid);
+    if (value === undefined) cache.set(oid, (value = spec.merge(perBucket.get(bucket) ?? [])));
+    const [top, name] = bucket.split("/") as [string, string];
+    let fold = perTop.get(top);
+    if (!fold) perTop.set(top, (fold = { oids: new Map(), parts: new Map() }));
+    fold.oids.set(name, oid);
+    fold.parts.set(name, value);
+  }
+  const root = { oids: new Map<string, string>(), parts: new Map<string, T>() };
+  for (const [top, oid] of levels[0]) {
+    const fold = perTop.get(top) ?? { oids: new Map(), parts: new Map() };
+    let value = cache.get(oid);
+    if (value === undefined) cache.set(oid, (value = spec.merge([...fold.parts.values()])));
+    cache.remember(`${INSTANCES_DIR}/${top}`, { ...fold, value });
+    root.oids.set(top, oid);
+    root.parts.set(top, value);
+  }
+  const value = spec.merge([...root.parts.values()]);
+  cache.set(instancesOid, value);
+  cache.remember(INSTANCES_DIR, { ...root, value });
+}
+
+export async function foldInstances<T>(tree: TreeReader, spec: FoldSpec<T>, cache: FoldCache<T>): Promise<T> {
+  const entry = (await tree.list(""))?.find((e) => e.name === INSTANCES_DIR && e.type === "tree");
+  if (!entry) return spec.empty;
+  // Start-up (no fold of instances/ yet): one bulk pass. Every later fold is incremental
+  // (foldLevel), however much changed; walking the whole tree for each new tip would cost far more.
+  if (entry.oid !== undefined && tree.bulk && cache.previous(INSTANCES_DIR) === undefined) {
+    await prefold(tree.bulk, spec, entry.oid, cache);
+  }
+  return foldDir(tree, spec, INSTANCES_DIR, 0, entry.oid, cache);
+}
