@@ -38,9 +38,18 @@ export function keyOf(id: string): string {
   return isDns1123Label(id) ? id : createHash("sha224").update(id, "utf8").digest("hex");
 }
 
+/** Recent keys' fan-out: one operation asks for the same instance's paths a dozen times. */
+const fanOuts = new Map<string, string>();
+
 function fanOut(key: string): string {
-  const h = createHash("sha256").update(key, "utf8").digest("hex");
-  return `${h.slice(0, 2)}/${h.slice(2, 4)}`;
+  let dirs = fanOuts.get(key);
+  if (dirs === undefined) {
+    const h = createHash("sha256").update(key, "utf8").digest("hex");
+    dirs = `${h.slice(0, 2)}/${h.slice(2, 4)}`;
+    if (fanOuts.size >= 1024) fanOuts.clear();
+    fanOuts.set(key, dirs);
+  }
+  return dirs;
 }
 
 export function instanceRecordDir(instanceId: string): string {
