@@ -11,9 +11,15 @@ import {
 } from "../repo/index.js";
 import { createScheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
-import { lookupPlan, type RepoView } from "./context.js";
-import { removeInstanceManifests, sensitiveFiles, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
-import { runningOperation } from "./instance-state.js";
+import type { RepoView } from "../catalog/index.js";
+import {
+  lookupPlan,
+  removeInstanceManifests,
+  runningOperation,
+  sensitiveFiles,
+  writeBindingManifests,
+  writeInstanceManifests,
+} from "../materialize/index.js";
 import { placeInstance } from "./placement.js";
 
 /**

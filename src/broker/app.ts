@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from "express";
-import { toOsbCatalog } from "../catalog/index.js";
+import { toOsbCatalog, type ReadinessCheck } from "../catalog/index.js";
 import { createInstanceSummaryCache } from "../repo/index.js";
 import {
   BadRequestError,
@@ -14,7 +14,7 @@ import {
 } from "../errors/index.js";
 import { basicAuth } from "./auth.js";
 import * as bindings from "./bindings.js";
-import type { BrokerDeps, Ctx, OsbResponse, ReadinessCheck } from "./context.js";
+import type { BrokerDeps, Ctx, OsbResponse } from "./context.js";
 import { echoRequestIdentity, osbHeaders, type OsbRequestInfo } from "./headers.js";
 import { historyResponse } from "./history.js";
 import * as instances from "./instances.js";

@@ -28,13 +28,22 @@ import {
 } from "../repo/index.js";
 import { withoutSensitiveParameters, type Plan, type Service } from "../catalog/index.js";
 import type { BindingResult } from "../status-watcher/index.js";
-import { appliedOverrides, commitSpec, lookupPlan, operationEntry, submitOp, planBindable, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, operationEntry, submitOp, planBindable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
-import { recordedCluster, recordedPlan, runningOperation } from "./instance-state.js";
 import { checkParameters, operationResponse, pickOperation } from "./instances.js";
-import { removeBindingManifests, writeBindingManifests, writeInstanceManifests } from "./materialize.js";
+import {
+  lookupPlan,
+  recordedCluster,
+  recordedPlan,
+  removeBindingManifests,
+  runningOperation,
+  sealSensitiveValues,
+  sensitiveKeys,
+  sensitiveValues,
+  writeBindingManifests,
+  writeInstanceManifests,
+} from "../materialize/index.js";
 import { sameJson, type BindBody } from "./request-body.js";
-import { sealSensitiveValues, sensitiveKeys, sensitiveValues } from "./sensitive.js";
 
 function liveInstance(record: InstanceRecord | null, instanceId: string): InstanceRecord {
   if (!record || record.status.deleted) throw new NotFoundError(`instance ${instanceId} does not exist`);
@@ -109,7 +118,7 @@ export async function bind(
 
     const op = operationEntry("bind", operationId, at, osb);
     const place = placed(ctx, instance);
-    const sensitive = sensitiveValues(ctx, plan, "service_binding.create", body.parameters, instance.spec.clusterId);
+    const sensitive = sensitiveValues(ctx.deps.view.clusters(), plan, "service_binding.create", body.parameters, instance.spec.clusterId);
     const refs = await sealSensitiveValues(
       draft,
       {

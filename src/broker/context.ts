@@ -1,24 +1,13 @@
-import type { Catalog, ClusterEntry, Plan, Service } from "../catalog/index.js";
-import { BadRequestError, formatProblem } from "../errors/index.js";
-import type { CommitSpec, GitWriter, Operation, SubmitResult, TreeReader } from "../gitwriter/index.js";
+import type { Plan, ReadinessCheck, RepoView, Service } from "../catalog/index.js";
+import { formatProblem } from "../errors/index.js";
+import type { CommitSpec, GitWriter, Operation, SubmitResult } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { Scheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import type { InstanceSummaryCache, OperationEntry } from "../repo/index.js";
 import type { OsbRequestInfo } from "./headers.js";
-import type { Rendered } from "./materialize.js";
-import type { Reconciler } from "./reconcile.js";
-
-/** The catalog and cluster registry as last loaded from the repository (hot-reloaded). */
-export interface RepoView {
-  catalog(): Catalog;
-  clusters(): readonly ClusterEntry[];
-  /**
-   * Make catalog() and clusters() reflect this tree (an operation's draft): every operation
-   * decides against the catalog and registry of the commit it builds on.
-   */
-  sync(tree: TreeReader): Promise<void>;
-}
+import type { Rendered } from "../materialize/index.js";
+import type { Reconciler } from "../reconcile/index.js";
 
 /** Everything the broker depends on, passed in (see createApp). */
 export interface BrokerDeps {
@@ -52,12 +41,6 @@ export interface ReconcileEndpoints {
   webhookSecret: string | null;
 }
 
-export interface ReadinessCheck {
-  name: string;
-  ok: boolean;
-  message?: string;
-}
-
 /** A handler's answer: status, JSON body, optional Retry-After seconds. */
 export interface OsbResponse {
   status: number;
@@ -70,21 +53,6 @@ export interface Ctx {
     Pick<BrokerDeps, "readiness" | "gitdir" | "reconcile">;
   /** Memo of per-subtree instance summaries (scheduling input), shared by all operations. */
   summaries: InstanceSummaryCache;
-}
-
-export function lookupPlan(catalog: Catalog, serviceId: string, planId: string): { service: Service; plan: Plan } {
-  const service = catalog.serviceById(serviceId);
-  if (!service) throw new BadRequestError(`service_id ${JSON.stringify(serviceId)} is not in the catalog`);
-  const plan = service.plans.find((p) => p.id === planId);
-  if (!plan) {
-    const elsewhere = catalog.planById(planId);
-    throw new BadRequestError(
-      elsewhere
-        ? `plan_id ${JSON.stringify(planId)} belongs to another service, not to service ${service.name}`
-        : `plan_id ${JSON.stringify(planId)} is not a plan of service ${service.name}`,
-    );
-  }
-  return { service, plan };
 }
 
 /** Plan-level value, else the service's (OSB inheritance rule for bindable / plan_updateable). */

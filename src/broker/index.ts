@@ -1,17 +1,8 @@
 export { createApp } from "./app.js";
-export { createRepoView } from "./repo-view.js";
 export { parseBasicAuth } from "./auth.js";
 export { MAX_API_VERSION, MIN_API_VERSION } from "./headers.js";
-export type { BrokerDeps, OsbResponse, ReadinessCheck, RepoView } from "./context.js";
-export type { LiveRepoView } from "./repo-view.js";
+export type { BrokerDeps, OsbResponse, ReconcileEndpoints } from "./context.js";
 export { clusterReport, moveInstance } from "./admin.js";
 export type { AdminDeps, ClusterReport } from "./admin.js";
-export { renderInstanceInto } from "./render-instance.js";
-export { sensitiveFiles } from "./materialize.js";
-export type { Rendered } from "./materialize.js";
-export { createReconciler } from "./reconcile.js";
-export type { Reconciler, ReconcilerOptions } from "./reconcile.js";
-export type { RerenderReason } from "./reconcile-render.js";
-export type { ReconcileEndpoints } from "./context.js";
 export { instanceHistory } from "./history.js";
 export type { HistoryEntry, HistorySource, InstanceHistory } from "./history.js";

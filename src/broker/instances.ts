@@ -28,12 +28,21 @@ import {
   type OperationEntry,
 } from "../repo/index.js";
 import type { OperationStatus } from "../status-watcher/index.js";
-import { appliedOverrides, commitSpec, lookupPlan, operationEntry, submitOp, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, operationEntry, submitOp, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
-import { recordedCluster, recordedPlan, runningOperation } from "./instance-state.js";
 import { placeInstance } from "./placement.js";
-import { removeInstanceManifests, writeInstanceManifests } from "./materialize.js";
-import { keptRefs, sealSensitiveValues, sensitiveKeys, sensitiveValues } from "./sensitive.js";
+import {
+  keptRefs,
+  lookupPlan,
+  recordedCluster,
+  recordedPlan,
+  removeInstanceManifests,
+  runningOperation,
+  sealSensitiveValues,
+  sensitiveKeys,
+  sensitiveValues,
+  writeInstanceManifests,
+} from "../materialize/index.js";
 import { sameJson, type ProvisionBody, type UpdateBody } from "./request-body.js";
 
 /** Seconds a platform should wait before polling an operation that is still in progress. */
@@ -128,7 +137,7 @@ export async function provision(
     });
     record.spec.clusterId = cluster.id;
     record.metadata.namespace = cluster.namespace;
-    const sensitive = sensitiveValues(ctx, plan, "service_instance.create", body.parameters, cluster.id);
+    const sensitive = sensitiveValues(ctx.deps.view.clusters(), plan, "service_instance.create", body.parameters, cluster.id);
     const refs = await sealSensitiveValues(draft, sealTarget(record, operationId, at), sensitive);
     if (refs) record.spec.sensitiveParameters = refs;
     // A re-provision of a deprovisioned id starts a new record; its old bindings stay deleted.
@@ -224,7 +233,7 @@ export async function update(
     if ((current.plan.async || target.plan.async) && !accepts) throw new AsyncRequiredError();
     checkMaintenanceInfo(target.plan, body.maintenanceInfo);
     if (body.parameters !== undefined) checkParameters(target.plan, "service_instance.update", body.parameters);
-    const sensitive = sensitiveValues(ctx, target.plan, "service_instance.update", body.parameters, record.spec.clusterId);
+    const sensitive = sensitiveValues(ctx.deps.view.clusters(), target.plan, "service_instance.update", body.parameters, record.spec.clusterId);
 
     const running = runningOperation(ctx.deps.status, record);
     if (running) {

@@ -1,8 +1,7 @@
 import type { ValidateFunction } from "ajv";
 import { parseAllDocuments } from "yaml";
-import type { Problem } from "../errors/index.js";
-import type { TreeReader } from "../gitwriter/types.js";
-import { formatAjvErrors } from "./schema-errors.js";
+import type { TreeReader } from "../gitwriter/index.js";
+import { formatAjvErrors, type Problem } from "../errors/index.js";
 
 /** One non-empty YAML document of a file. */
 export interface YamlDocument {

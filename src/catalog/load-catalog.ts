@@ -1,6 +1,6 @@
 import type { Problem } from "../errors/index.js";
-import type { TreeReader } from "../gitwriter/types.js";
-import { CATALOG_DIR } from "../repo/layout.js";
+import type { TreeReader } from "../gitwriter/index.js";
+import { CATALOG_DIR } from "../repo/index.js";
 import { isRecord, listYamlFiles, parseYamlFile, schemaProblems, trimDot, type YamlDocument } from "./documents.js";
 import { compileParametersSchema, parametersSchemaOf, PARAMETERS_SCHEMA_KEYS } from "./parameters.js";
 import { documentValidators, type DocumentValidators } from "./repo-schemas.js";

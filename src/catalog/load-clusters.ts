@@ -1,6 +1,6 @@
 import type { Problem } from "../errors/index.js";
-import type { TreeReader } from "../gitwriter/types.js";
-import { CLUSTER_REGISTRY_DIR } from "../repo/layout.js";
+import type { TreeReader } from "../gitwriter/index.js";
+import { CLUSTER_REGISTRY_DIR } from "../repo/index.js";
 import { isRecord, listYamlFiles, parseYamlFile, schemaProblems, type YamlDocument } from "./documents.js";
 import { documentValidators } from "./repo-schemas.js";
 

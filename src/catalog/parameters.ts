@@ -1,7 +1,6 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
-import { CatalogError, type Problem } from "../errors/index.js";
-import { formatAjvErrors } from "./schema-errors.js";
+import { CatalogError, formatAjvErrors, type Problem } from "../errors/index.js";
 import type { Plan } from "./types.js";
 
 /** The three places of a plan's OSB `schemas` that hold a parameters schema. */

@@ -1,6 +1,6 @@
 import { open, rm, type FileHandle } from "node:fs/promises";
 import path from "node:path";
-import { createRepoView, type LiveRepoView } from "../broker/index.js";
+import { createRepoView, type LiveRepoView } from "../catalog/index.js";
 import { ConfigError } from "../errors/index.js";
 import { ensureDataDir, EMBEDDED_REMOTE_DIR, loadConfig, type Config } from "../config/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";

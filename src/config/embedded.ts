@@ -4,8 +4,7 @@ import path from "node:path";
 import { parse } from "yaml";
 import { ConfigError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
-import { CATALOG_DIR, clusterNamespacePath, clusterRegistryPath, isDns1123Label } from "../repo/layout.js";
-import { namespaceManifest } from "../repo/manifests.js";
+import { CATALOG_DIR, clusterNamespacePath, clusterRegistryPath, isDns1123Label, namespaceManifest } from "../repo/index.js";
 import { ensureDataDir } from "./data-dir.js";
 
 /** The bare repository serving as remote when `git.remote` is null. */

@@ -262,3 +262,5 @@ export function toOsbBody(e: OsbError): OsbErrorBody {
   if (e.updateRepeatable !== undefined) body.update_repeatable = e.updateRepeatable;
   return body;
 }
+
+export { formatAjvErrors } from "./schema-errors.js";

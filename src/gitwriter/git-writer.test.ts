@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ConflictError, GitRemoteError } from "../errors/index.js";
-import { instanceRecordPath } from "../repo/layout.js";
+import { instanceRecordPath } from "../repo/index.js";
 import {
   createBareRemote,
   createTempDir,

@@ -1,5 +1,5 @@
 import Handlebars from "handlebars";
-import type { PlanTemplate } from "../catalog/types.js";
+import type { PlanTemplate } from "../catalog/index.js";
 import { RenderError } from "../errors/index.js";
 import { HELPERS } from "./helpers.js";
 import type { RenderValues } from "./types.js";

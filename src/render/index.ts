@@ -3,7 +3,7 @@
  * no clock, same input gives byte-identical output. The template language is documented in
  * docs/templates.md.
  */
-import type { PlanTemplate } from "../catalog/types.js";
+import type { PlanTemplate } from "../catalog/index.js";
 import { formatProblem, RenderError, type Problem } from "../errors/index.js";
 import { compileProblem, renderTemplateText } from "./engine.js";
 import { isDns1123Label, isLabelValue, qualifiedNameProblem } from "./kubernetes.js";

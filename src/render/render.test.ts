@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RenderError } from "../errors/index.js";
-import type { PlanTemplate } from "../catalog/types.js";
+import type { PlanTemplate } from "../catalog/index.js";
 import { compileCheck, hasTemplate, render, renderText, type RenderRequest } from "./index.js";
 
 const LABELS = { "app.kubernetes.io/managed-by": "gitops-broker", "gitops-broker.io/instance-id": "pg-1" };

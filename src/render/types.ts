@@ -1,4 +1,4 @@
-import type { PlanTemplate } from "../catalog/types.js";
+import type { PlanTemplate } from "../catalog/index.js";
 
 /** The values a template sees. Shapes follow the records (see src/repo), Service Fabrik style. */
 export interface RenderValues {

@@ -4,7 +4,7 @@ import { ConfigMap, Service } from "kubernetes-models/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import type { PlanTemplate } from "../catalog/types.js";
+import type { PlanTemplate } from "../catalog/index.js";
 import { compileCheck, render, renderText, type Manifest, type RenderRequest, type RenderValues } from "./index.js";
 
 const FIXTURE = "src/render/testdata/zalando-postgres-plan.yaml";

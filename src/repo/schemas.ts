@@ -1,8 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
-import { formatAjvErrors } from "../catalog/index.js";
-import { InternalError, type Problem } from "../errors/index.js";
+import { formatAjvErrors, InternalError, type Problem } from "../errors/index.js";
 
 /**
  * The schemas of the files under `instances/` and `overrides/` (repo-layout/schemas/), compiled

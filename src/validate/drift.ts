@@ -1,6 +1,6 @@
 import { Buffer } from "node:buffer";
 import { parseAllDocuments } from "yaml";
-import { renderInstanceInto, sensitiveFiles } from "../broker/index.js";
+import { renderInstanceInto, sensitiveFiles } from "../materialize/index.js";
 import type { Catalog, ClusterEntry } from "../catalog/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
 import { CLUSTERS_DIR, instanceManifestDir, instanceRecordPath, keyOf, readLiveBindings, type InstanceRecord } from "../repo/index.js";

@@ -6,8 +6,8 @@ import { repoFiles } from "../../test/support/repo-files.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { silentLogger } from "../log/index.js";
 import { RECORD_API_VERSION, writeInstance, type InstanceRecord } from "../repo/index.js";
-import { createReconciler, type Reconciler } from "./reconcile.js";
-import { createRepoView, type LiveRepoView } from "./repo-view.js";
+import { createRepoView, type LiveRepoView } from "../catalog/index.js";
+import { createReconciler, type Reconciler } from "./reconciler.js";
 
 const SERVICE = "4de30cf9-a981-48c9-9acf-909805db46bc";
 const SMALL = "55a0d659-3419-4ed1-adf3-19f9d0f5ba4b";

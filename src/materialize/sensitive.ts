@@ -1,9 +1,8 @@
-import { sensitiveParameters, type ParametersSchemaKey, type Plan } from "../catalog/index.js";
+import { sensitiveParameters, type ClusterEntry, type ParametersSchemaKey, type Plan } from "../catalog/index.js";
 import { BadRequestError, InternalError } from "../errors/index.js";
 import type { Draft } from "../gitwriter/index.js";
 import { SENSITIVE_DIR, keyOf, sensitiveSecretPath, type SensitiveParameterRefs } from "../repo/index.js";
 import { encryptYaml } from "../sops/index.js";
-import type { Ctx } from "./context.js";
 
 /**
  * Sensitive parameters (writeOnly / format: password) never reach Git in plaintext (ADR 0007).
@@ -48,7 +47,7 @@ function valueAt(parameters: unknown, at: readonly (string | number)[]): unknown
  * is written when the cluster declares no encryption, or when a value's path cannot be a Secret key.
  */
 export function sensitiveValues(
-  ctx: Ctx,
+  clusters: readonly ClusterEntry[],
   plan: Plan,
   which: ParametersSchemaKey,
   parameters: Record<string, unknown> | undefined,
@@ -56,7 +55,7 @@ export function sensitiveValues(
 ): SensitiveValues | undefined {
   const found = sensitiveParameters(plan, which, parameters);
   if (found.length === 0) return undefined;
-  const cluster = ctx.deps.view.clusters().find((c) => c.id === clusterId);
+  const cluster = clusters.find((c) => c.id === clusterId);
   if (!cluster?.encryption) {
     const what = `${found.map((f) => `${f.path} is marked ${f.marker}`).join(", ")} in plan ${plan.name}`;
     throw new BadRequestError(`${what}: sensitive parameters cannot be stored in Git unless cluster ${clusterId} declares how to encrypt them`);

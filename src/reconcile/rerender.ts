@@ -3,9 +3,8 @@ import type { Draft, Operation } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import { readInstance } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
-import type { RepoView } from "./context.js";
-import { runningOperation } from "./instance-state.js";
-import { renderInstanceInto } from "./render-instance.js";
+import type { RepoView } from "../catalog/index.js";
+import { renderInstanceInto, runningOperation } from "../materialize/index.js";
 
 /**
  * One re-render: the instance's objects (and its bindings') rendered again from its records as

@@ -2,9 +2,9 @@ import type { GitWriter } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import { keyOf, readInstance } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
-import type { RepoView } from "./context.js";
+import type { RepoView } from "../catalog/index.js";
 import { createPlanInstancesCache, liveInstancesOfPlan } from "./plan-instances.js";
-import { rerenderOperation, type RerenderReason, type RerenderRequest } from "./reconcile-render.js";
+import { rerenderOperation, type RerenderReason, type RerenderRequest } from "./rerender.js";
 import { tipChanges } from "./tip-changes.js";
 
 /**

@@ -1,10 +1,25 @@
-import type { ClusterEntry, Plan, Service } from "../catalog/index.js";
-import { UnprocessableEntityError } from "../errors/index.js";
+import type { Catalog, ClusterEntry, Plan, RepoView, Service } from "../catalog/index.js";
+import { BadRequestError, UnprocessableEntityError } from "../errors/index.js";
 import { latestOperation, type InstanceRecord, type OperationEntry } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
-import { lookupPlan, type RepoView } from "./context.js";
 
 /** What every operation on an existing instance asks first: is it busy, and where does it live. */
+
+/** The service and plan a request names; 400 when the catalog has no such pair. */
+export function lookupPlan(catalog: Catalog, serviceId: string, planId: string): { service: Service; plan: Plan } {
+  const service = catalog.serviceById(serviceId);
+  if (!service) throw new BadRequestError(`service_id ${JSON.stringify(serviceId)} is not in the catalog`);
+  const plan = service.plans.find((p) => p.id === planId);
+  if (!plan) {
+    const elsewhere = catalog.planById(planId);
+    throw new BadRequestError(
+      elsewhere
+        ? `plan_id ${JSON.stringify(planId)} belongs to another service, not to service ${service.name}`
+        : `plan_id ${JSON.stringify(planId)} is not a plan of service ${service.name}`,
+    );
+  }
+  return { service, plan };
+}
 
 /** The instance's latest operation when the status watcher says it is still in progress. */
 export function runningOperation(status: Pick<StatusWatcher, "instanceStatus">, record: InstanceRecord): OperationEntry | undefined {
@@ -13,7 +28,7 @@ export function runningOperation(status: Pick<StatusWatcher, "instanceStatus">, 
 }
 
 /** The plan of a recorded instance; 422 when the catalog no longer has it. */
-export function recordedPlan(view: RepoView, record: InstanceRecord): { service: Service; plan: Plan } {
+export function recordedPlan(view: Pick<RepoView, "catalog">, record: InstanceRecord): { service: Service; plan: Plan } {
   try {
     return lookupPlan(view.catalog(), record.spec.serviceId, record.spec.planId);
   } catch (e) {
@@ -25,7 +40,7 @@ export function recordedPlan(view: RepoView, record: InstanceRecord): { service:
 }
 
 /** The cluster a recorded instance is placed on; 422 when the registry no longer has it. */
-export function recordedCluster(view: RepoView, record: InstanceRecord): ClusterEntry {
+export function recordedCluster(view: Pick<RepoView, "clusters">, record: InstanceRecord): ClusterEntry {
   const cluster = view.clusters().find((c) => c.id === record.spec.clusterId);
   if (!cluster) {
     throw new UnprocessableEntityError(

@@ -1,4 +1,6 @@
-import { loadCatalog, loadClusters, type Catalog, type ClusterEntry } from "../catalog/index.js";
+import { loadCatalog } from "./load-catalog.js";
+import { loadClusters, type ClusterEntry } from "./load-clusters.js";
+import type { Catalog } from "./types.js";
 import { formatProblem, type Problem } from "../errors/index.js";
 import type { GitWriter, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
@@ -8,7 +10,24 @@ import {
   summarizeInstances,
   type InstanceSummaryCache,
 } from "../repo/index.js";
-import type { ReadinessCheck, RepoView } from "./context.js";
+
+/** The catalog and cluster registry as last loaded from the repository (hot-reloaded). */
+export interface RepoView {
+  catalog(): Catalog;
+  clusters(): readonly ClusterEntry[];
+  /**
+   * Make catalog() and clusters() reflect this tree (an operation's draft): every operation
+   * decides against the catalog and registry of the commit it builds on.
+   */
+  sync(tree: TreeReader): Promise<void>;
+}
+
+/** One line of /readyz. */
+export interface ReadinessCheck {
+  name: string;
+  ok: boolean;
+  message?: string;
+}
 
 /**
  * Catalog and cluster registry, loaded from the last pushed tip and reloaded whenever the tip
@@ -40,7 +59,7 @@ async function sourceKey(tree: TreeReader): Promise<string> {
 let editedCounter = 0;
 
 export function createRepoView(
-  writer: GitWriter,
+  writer: Pick<GitWriter, "snapshot" | "onTip">,
   logger: Logger,
   summaries: InstanceSummaryCache = createInstanceSummaryCache(),
 ): LiveRepoView {

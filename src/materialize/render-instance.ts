@@ -2,8 +2,8 @@ import type { Catalog, ClusterEntry } from "../catalog/index.js";
 import { NotFoundError, UnprocessableEntityError } from "../errors/index.js";
 import type { Draft } from "../gitwriter/index.js";
 import { readBindings, readInstance, type BindingRecord, type InstanceRecord } from "../repo/index.js";
-import { lookupPlan } from "./context.js";
-import { clearInstanceManifests, writeBindingManifests, writeInstanceManifests, type Rendered } from "./materialize.js";
+import { lookupPlan } from "./instance-state.js";
+import { clearInstanceManifests, writeBindingManifests, writeInstanceManifests, type Rendered } from "./manifests.js";
 
 /**
  * The template the instance's objects were last rendered from: `provision` until an update, bind

@@ -1,0 +1,19 @@
+/**
+ * Materializing an instance: turns its records into the desired state under `clusters/<id>/`
+ * (templates rendered, manual overrides applied, sensitive parameters sealed as encrypted
+ * Secrets), and answers what every operation on an existing instance asks first (its plan, its
+ * cluster, whether an operation is in progress). Pure functions of a draft: no queue, no HTTP.
+ */
+export { lookupPlan, recordedCluster, recordedPlan, runningOperation } from "./instance-state.js";
+export {
+  clearInstanceManifests,
+  removeBindingManifests,
+  removeInstanceManifests,
+  sensitiveFiles,
+  writeBindingManifests,
+  writeInstanceManifests,
+} from "./manifests.js";
+export type { PlacedInstance, Rendered } from "./manifests.js";
+export { renderInstanceInto } from "./render-instance.js";
+export { keptRefs, sealSensitiveValues, sensitiveKeys, sensitiveValues } from "./sensitive.js";
+export type { SealTarget, SensitiveValues } from "./sensitive.js";
