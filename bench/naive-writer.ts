@@ -15,7 +15,7 @@ import { once } from "node:events";
 import { promises as fsp } from "node:fs";
 import path from "node:path";
 import { GitRemoteError } from "../src/errors/index.js";
-import type { Draft, GitAuthor, GitWriter, Operation, SubmitResult, TreeEntryInfo, TreeReader } from "../src/gitwriter/index.js";
+import type { CommitInfo, Draft, GitAuthor, GitWriter, Operation, SubmitResult, TreeEntryInfo, TreeReader } from "../src/gitwriter/index.js";
 import { run } from "./exec.js";
 
 export interface NaiveWriterOptions {
@@ -74,6 +74,11 @@ class NaiveWriter implements GitWriter {
   onTip(listener: (tip: string | null, previous: string | null) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** The baseline only writes: no history reads. */
+  log(): Promise<CommitInfo[]> {
+    return Promise.reject(new Error("the naive writer reads no history"));
   }
 
   async close(): Promise<void> {

@@ -27,8 +27,6 @@ export interface BrokerDeps {
   summaries?: InstanceSummaryCache;
   /** Extra readiness checks for /readyz (e.g. last catalog load had no problems). */
   readiness?: () => Promise<ReadinessCheck[]>;
-  /** The writer's local bare repository, read by `git log` for instance histories; none: no history endpoint. */
-  gitdir?: string;
   /** Re-rendering (POST /admin/rerender) and the push webhook (POST /admin/webhook); none: no such endpoints. */
   reconcile?: ReconcileEndpoints;
 }
@@ -49,8 +47,7 @@ export interface OsbResponse {
 }
 
 export interface Ctx {
-  deps: Required<Omit<BrokerDeps, "readiness" | "summaries" | "gitdir" | "reconcile">> &
-    Pick<BrokerDeps, "readiness" | "gitdir" | "reconcile">;
+  deps: Required<Omit<BrokerDeps, "readiness" | "summaries" | "reconcile">> & Pick<BrokerDeps, "readiness" | "reconcile">;
   /** Memo of per-subtree instance summaries (scheduling input), shared by all operations. */
   summaries: InstanceSummaryCache;
 }

@@ -1,6 +1,5 @@
-import { execFile } from "node:child_process";
 import { InternalError, NotFoundError } from "../errors/index.js";
-import type { TreeReader } from "../gitwriter/index.js";
+import type { CommitInfo, GitReader, TreeReader } from "../gitwriter/index.js";
 import {
   instanceManifestDir,
   instanceRecordDir,
@@ -60,32 +59,9 @@ export interface InstanceHistory {
 }
 
 export interface HistorySource {
-  /** A repository holding `tree.commit` and its history (the writer's local bare repository). */
-  gitdir: string;
-  tree: TreeReader;
+  /** The repository: its tip (snapshot) and history (log). */
+  reader: Pick<GitReader, "snapshot" | "log">;
   status: Pick<StatusWatcher, "instanceStatus" | "bindingStatus">;
-}
-
-const FIELDS = ["%H", "%an", "%ae", "%aI", "%s", "%(trailers:only,unfold)"];
-
-function gitLog(gitdir: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      "git",
-      ["log", `--format=${FIELDS.join("%x1f")}%x1e`, ...args],
-      { env: { ...process.env, GIT_DIR: gitdir, LC_ALL: "C" }, maxBuffer: 256 * 1024 * 1024, encoding: "utf8" },
-      (error, stdout, stderr) => (error ? reject(new InternalError(`git log failed: ${stderr.trim()}`, { cause: error })) : resolve(stdout)),
-    );
-  });
-}
-
-function parseTrailers(text: string): Record<string, string> {
-  const trailers: Record<string, string> = {};
-  for (const line of text.split("\n")) {
-    const colon = line.indexOf(": ");
-    if (colon > 0) trailers[line.slice(0, colon)] = line.slice(colon + 2);
-  }
-  return trailers;
 }
 
 /** `cloudfoundry {"user_id":"…"}` → {platform, value}; undefined when it is not that shape. */
@@ -103,14 +79,12 @@ function decodeIdentity(trailer: string | undefined): OriginatingIdentity | unde
   return undefined;
 }
 
-function toEntry(record: string): HistoryEntry {
-  const [commit = "", name = "", email = "", at = "", subject = "", trailerText = ""] = record.split("\x1f");
-  const trailers = parseTrailers(trailerText);
+function toEntry({ commit, authorDate, author, subject, trailers }: CommitInfo): HistoryEntry {
   const byBroker = trailers["Broker-Version"] !== undefined;
   const entry: HistoryEntry = {
     commit,
-    at: new Date(at).toISOString(),
-    author: { name, email },
+    at: new Date(authorDate).toISOString(),
+    author,
     subject,
     by: byBroker ? "broker" : "human",
     action: byBroker ? (subject.split(" ", 1)[0] ?? "") : "change",
@@ -125,7 +99,7 @@ function toEntry(record: string): HistoryEntry {
   return entry;
 }
 
-async function stateOf(source: HistorySource, instance: InstanceRecord | null, entry: HistoryEntry): Promise<OperationState | undefined> {
+async function stateOf(source: Source, instance: InstanceRecord | null, entry: HistoryEntry): Promise<OperationState | undefined> {
   if (!instance || !entry.operation) return undefined;
   if (entry.bindingId) {
     const binding = await readBinding(source.tree, instance.spec.instanceId, entry.bindingId);
@@ -136,7 +110,7 @@ async function stateOf(source: HistorySource, instance: InstanceRecord | null, e
   return op ? source.status.instanceStatus(instance, op).state : undefined;
 }
 
-function currentOf(source: HistorySource, record: InstanceRecord | null): InstanceHistory["current"] {
+function currentOf(source: Source, record: InstanceRecord | null): InstanceHistory["current"] {
   if (!record) return null;
   const { serviceId, planId, clusterId } = record.spec;
   const op = latestOperation(record.status.operations);
@@ -152,18 +126,22 @@ function currentOf(source: HistorySource, record: InstanceRecord | null): Instan
   };
 }
 
-export async function instanceHistory(source: HistorySource, instanceId: string): Promise<InstanceHistory> {
+/** The history source with the tip it is read at. */
+type Source = Pick<HistorySource, "status"> & { tree: TreeReader };
+
+export async function instanceHistory({ reader, status }: HistorySource, instanceId: string): Promise<InstanceHistory> {
+  const source: Source = { tree: reader.snapshot(), status };
   const tip = source.tree.commit;
   if (tip === null) throw new NotFoundError(`instance ${instanceId} has no history: the repository is empty`);
   // Manifests on any cluster: a moved instance left its earlier ones elsewhere.
   const manifests = instanceManifestDir("any", instanceId).replace(/^clusters\/any\//, "clusters/*/");
-  const out = await gitLog(source.gitdir, [tip, "--", instanceRecordDir(instanceId), overridesDir(instanceId), `:(glob)${manifests}/**`]);
-  const entries = out
-    .split("\x1e")
-    .map((r) => r.replace(/^\n/, ""))
-    .filter((r) => r !== "")
-    .map(toEntry)
-    .reverse();
+  let commits: CommitInfo[];
+  try {
+    commits = await reader.log(tip, [instanceRecordDir(instanceId), overridesDir(instanceId), `:(glob)${manifests}/**`]);
+  } catch (e) {
+    throw new InternalError("git log failed", { cause: e });
+  }
+  const entries = commits.map(toEntry).reverse();
   const record = await readInstance(source.tree, instanceId);
   if (!record && entries.length === 0) throw new NotFoundError(`instance ${instanceId} has no history in the repository`);
   for (const entry of entries) {
@@ -175,7 +153,5 @@ export async function instanceHistory(source: HistorySource, instanceId: string)
 
 /** GET /admin/instances/:instance_id/history (basic auth, like /v2). */
 export async function historyResponse(ctx: Ctx, instanceId: string): Promise<OsbResponse> {
-  if (ctx.deps.gitdir === undefined) throw new NotFoundError("instance history is not available: the broker has no local repository to read");
-  const source = { gitdir: ctx.deps.gitdir, tree: ctx.deps.writer.snapshot(), status: ctx.deps.status };
-  return { status: 200, body: { ...(await instanceHistory(source, instanceId)) } };
+  return { status: 200, body: { ...(await instanceHistory({ reader: ctx.deps.writer, status: ctx.deps.status }, instanceId)) } };
 }

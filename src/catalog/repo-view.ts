@@ -2,7 +2,7 @@ import { loadCatalog } from "./load-catalog.js";
 import { loadClusters, type ClusterEntry } from "./load-clusters.js";
 import type { Catalog } from "./types.js";
 import { formatProblem, type Problem } from "../errors/index.js";
-import type { GitWriter, TreeReader } from "../gitwriter/index.js";
+import type { GitReader, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import {
   createInstanceSummaryCache,
@@ -59,7 +59,7 @@ async function sourceKey(tree: TreeReader): Promise<string> {
 let editedCounter = 0;
 
 export function createRepoView(
-  writer: Pick<GitWriter, "snapshot" | "onTip">,
+  writer: Pick<GitReader, "snapshot" | "onTip">,
   logger: Logger,
   summaries: InstanceSummaryCache = createInstanceSummaryCache(),
 ): LiveRepoView {

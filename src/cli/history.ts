@@ -44,8 +44,7 @@ export async function runHistory(argv: string[], out: NodeJS.WritableStream = pr
   }
   const repo = await openRepo(args.configArgv);
   try {
-    // openRepo's writer keeps its clone there.
-    const history = await instanceHistory({ gitdir: repo.gitdir, tree: repo.writer.snapshot(), status: createCommitStatusWatcher() }, instanceId);
+    const history = await instanceHistory({ reader: repo.writer, status: createCommitStatusWatcher() }, instanceId);
     out.write(args.flags.has("--json") ? `${JSON.stringify(history, null, 2)}\n` : `${text(history)}\n`);
     return 0;
   } catch (e) {

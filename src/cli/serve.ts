@@ -72,7 +72,7 @@ export async function startBroker(
     );
   }
 
-  // The writer's local repository; the history endpoint reads it with `git log`.
+  // The writer's local repository; the history endpoint reads it through the writer (GitReader.log).
   const workGitdir = path.join(config.dataDir, "work.git");
   const writer = createGitWriter({
     gitdir: workGitdir,
@@ -121,7 +121,6 @@ export async function startBroker(
     readiness: () => view.readiness(),
     summaries,
     reconcile: { reconciler, branch: config.git.branch, webhookSecret },
-    gitdir: workGitdir,
   });
   const server = config.tls
     ? https.createServer({ cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) }, app)

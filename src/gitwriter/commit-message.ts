@@ -19,3 +19,16 @@ export function formatCommitMessage(spec: CommitSpec): string {
   if (trailers.length > 0) paragraphs.push(trailers.join("\n"));
   return `${paragraphs.join("\n\n")}\n`;
 }
+
+/**
+ * The trailers of a message's trailer block as `git log --format=%(trailers:only,unfold)` prints
+ * them (one `Key: value` per line): the inverse of formatCommitMessage's last paragraph.
+ */
+export function parseTrailers(text: string): Record<string, string> {
+  const trailers: Record<string, string> = {};
+  for (const line of text.split("\n")) {
+    const colon = line.indexOf(": ");
+    if (colon > 0) trailers[line.slice(0, colon)] = line.slice(colon + 2);
+  }
+  return trailers;
+}

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import type { WalkEntry } from "./types.js";
+import { parseTrailers } from "./commit-message.js";
+import type { CommitInfo, WalkEntry } from "./types.js";
 
 /**
  * Whole-subtree reads through the git CLI, for folds over every file of a large directory (the
@@ -101,4 +102,25 @@ export async function catFileBatch(
   await done.finally(() => child.stdout.removeAllListeners("data"));
   if (failure !== undefined) throw failure;
   if (index !== oids.length) throw new Error(`git cat-file --batch returned ${index} of ${oids.length} objects`);
+}
+
+const LOG_FIELDS = ["%H", "%an", "%ae", "%aI", "%s", "%(trailers:only,unfold)"];
+
+/** `git log <from> -- <paths>`, newest first, each commit with its trailers parsed. */
+export async function gitLog(gitdir: string, from: string, paths: readonly string[]): Promise<CommitInfo[]> {
+  const child = git(gitdir, ["log", `--format=${LOG_FIELDS.join("%x1f")}%x1e`, from, "--", ...paths]);
+  const done = finished(child, `git log ${from}`);
+  child.stdin.end();
+  const chunks: Buffer[] = [];
+  child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
+  await done;
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .split("\x1e")
+    .map((r) => r.replace(/^\n/, ""))
+    .filter((r) => r !== "")
+    .map((record) => {
+      const [commit = "", name = "", email = "", authorDate = "", subject = "", trailers = ""] = record.split("\x1f");
+      return { commit, authorDate, author: { name, email }, subject, trailers: parseTrailers(trailers) };
+    });
 }

@@ -13,9 +13,11 @@ import { Writer, type GitWriterLogger } from "./writer.js";
 
 export type {
   BulkReader,
+  CommitInfo,
   CommitSpec,
   Draft,
   GitAuthor,
+  GitReader,
   GitWriter,
   Operation,
   OperationOutcome,

@@ -19,10 +19,10 @@ import {
   type TreeEntry,
   type TreeObject,
 } from "./git-objects.js";
-import { catFileBatch, lsTreeRecursive } from "./git-bulk.js";
+import { catFileBatch, gitLog, lsTreeRecursive } from "./git-bulk.js";
 import { GenerationCache, PackFile, createDeltaBaseCache, exactCopy, writePack, type GitObject } from "./pack.js";
 
-import type { BulkReader, WalkEntry } from "./types.js";
+import type { BulkReader, CommitInfo, WalkEntry } from "./types.js";
 
 export { blobOid, EMPTY_TREE_OID, type Tree, type TreeEntry } from "./git-objects.js";
 
@@ -231,6 +231,11 @@ export class ObjectStore {
       env: { ...process.env, GIT_DIR: this.gitdir, LC_ALL: "C" },
     });
     this.refreshPacks();
+  }
+
+  /** History of `paths` from `from` (only commits on disk: every commit pushed or fetched is). */
+  log(from: string, paths: readonly string[]): Promise<CommitInfo[]> {
+    return gitLog(this.gitdir, from, paths);
   }
 
   close(): void {

@@ -89,14 +89,22 @@ export interface SubmitResult<R> {
   commit: string | null;
 }
 
-export interface GitWriter {
-  /** Clone/fetch the remote into the local bare repository and load the tip. */
-  start(): Promise<void>;
-  /**
-   * Queue an operation. Resolves only after the push carrying its commit (or, for a no-change
-   * outcome, the push of everything queued before it) was accepted by the remote.
-   */
-  submit<R>(op: Operation<R>): Promise<SubmitResult<R>>;
+/** One commit of a history (see GitReader.log). */
+export interface CommitInfo {
+  commit: string;
+  /** Author date as git prints it (strict ISO 8601, with the author's offset). */
+  authorDate: string;
+  author: GitAuthor;
+  subject: string;
+  /** The message's trailers (`Key: value`, unfolded), in order; a repeated key keeps its last value. */
+  trailers: Record<string, string>;
+}
+
+/**
+ * Read-only access to the repository the writer keeps: what the status watcher, validate and the
+ * history use. It never writes to the remote (refresh only fetches).
+ */
+export interface GitReader {
   /** Reader for the last tip known to be on the remote. */
   snapshot(): TreeReader;
   /** Reader for any commit present in the local repository (e.g. an applied revision); null when absent. */
@@ -105,6 +113,21 @@ export interface GitWriter {
   refresh(): Promise<string | null>;
   /** Called whenever the known remote tip changes (our push or a fetch). */
   onTip(listener: (tip: string | null, previous: string | null) => void): () => void;
+  /**
+   * The commits reachable from `from` that touch any of `paths` (git pathspecs, `:(glob)` magic
+   * allowed), newest first, like `git log <from> -- <paths>`.
+   */
+  log(from: string, paths: readonly string[]): Promise<CommitInfo[]>;
+}
+
+export interface GitWriter extends GitReader {
+  /** Clone/fetch the remote into the local bare repository and load the tip. */
+  start(): Promise<void>;
+  /**
+   * Queue an operation. Resolves only after the push carrying its commit (or, for a no-change
+   * outcome, the push of everything queued before it) was accepted by the remote.
+   */
+  submit<R>(op: Operation<R>): Promise<SubmitResult<R>>;
   /** True when the last contact with the remote succeeded. */
   readonly remoteReachable: boolean;
   /** Stop taking operations, finish queued ones (push them), then resolve. */

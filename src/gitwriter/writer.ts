@@ -5,7 +5,7 @@ import { formatCommitMessage } from "./commit-message.js";
 import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
 import type { Remote } from "./remote.js";
 import { DraftTree, TreeView } from "./tree-view.js";
-import type { GitAuthor, GitWriter, Operation, OperationOutcome, SubmitResult, TreeReader } from "./types.js";
+import type { CommitInfo, GitAuthor, GitWriter, Operation, OperationOutcome, SubmitResult, TreeReader } from "./types.js";
 
 /** The logger the writer needs (a pino logger fits). */
 export interface GitWriterLogger {
@@ -162,6 +162,11 @@ export class Writer implements GitWriter {
   onTip(listener: (tip: string | null, previous: string | null) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  log(from: string, paths: readonly string[]): Promise<CommitInfo[]> {
+    if (!/^[0-9a-f]{40}$/.test(from)) return Promise.reject(new TypeError(`log needs a commit id, got ${JSON.stringify(from)}`));
+    return this.deps.store.log(from, paths);
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,6 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Catalog, ClusterEntry, KubeconfigRef } from "../catalog/index.js";
-import type { GitWriter } from "../gitwriter/index.js";
+import type { GitReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { BindingRecord, InstanceRecord, OperationEntry } from "../repo/index.js";
 
@@ -53,8 +53,8 @@ export interface StatusView {
   clusters(): readonly ClusterEntry[];
 }
 
-/** The part of the git writer the watcher reads (it never writes). */
-export type StatusWriter = Pick<GitWriter, "readerAt" | "refresh" | "snapshot" | "onTip">;
+/** What the watcher reads of the repository: the read-only GitReader (it never writes). */
+export type StatusWriter = Pick<GitReader, "readerAt" | "refresh" | "snapshot" | "onTip">;
 
 export interface StatusWatcherOptions {
   view: StatusView;
