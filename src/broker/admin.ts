@@ -1,6 +1,7 @@
 import { ConcurrencyError, NotFoundError, SchedulingError, UnprocessableEntityError } from "../errors/index.js";
 import type { Draft, GitWriter } from "../gitwriter/index.js";
 import {
+  brokerTrailers,
   liveOnCluster,
   readInstance,
   readLiveBindings,
@@ -115,21 +116,22 @@ export async function moveInstance(
       metadata: { ...b.metadata, namespace: target.namespace },
     }));
     const placed = { service, plan, instance: moved, bindings, namespace: target.namespace };
-    await writeInstanceManifests(draft, placed, "update");
+    const rendered = [await writeInstanceManifests(draft, placed, "update")];
     for (const binding of bindings) {
-      await writeBindingManifests(draft, placed, binding);
+      rendered.push(await writeBindingManifests(draft, placed, binding));
       writeBinding(draft, binding);
     }
     writeInstance(draft, moved);
     return {
       commit: {
         subject: `move ${service.name}/${plan.name} instance ${instanceId} from ${from} to ${target.id}`,
-        trailers: {
-          "Instance-Id": instanceId,
-          "Moved-From": from,
-          "Moved-To": target.id,
-          "Broker-Version": deps.brokerVersion,
-        },
+        trailers: brokerTrailers({
+          instanceId,
+          movedFrom: from,
+          movedTo: target.id,
+          overrides: [...new Set(rendered.flatMap((r) => r.overrides))],
+          brokerVersion: deps.brokerVersion,
+        }),
       },
       result: { from, to: target.id },
     };

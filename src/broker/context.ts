@@ -4,7 +4,7 @@ import type { CommitSpec, GitWriter, Operation, SubmitResult } from "../gitwrite
 import type { Logger } from "../log/index.js";
 import type { Scheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
-import type { InstanceSummaryCache, OperationEntry } from "../repo/index.js";
+import { brokerTrailers, readBrokerTrailers, type InstanceSummaryCache, type OperationEntry } from "../repo/index.js";
 import type { OsbRequestInfo } from "./headers.js";
 import type { Rendered } from "../materialize/index.js";
 import type { Reconciler } from "../reconcile/index.js";
@@ -79,16 +79,15 @@ export function commitSpec(
   const subject =
     `${args.action} ${args.service.name}/${args.plan.name} instance ${args.instanceId}` +
     (args.bindingId ? ` binding ${args.bindingId}` : "");
-  const trailers: Record<string, string> = {
-    Operation: args.operationId,
-    "Instance-Id": args.instanceId,
-  };
-  if (args.bindingId) trailers["Binding-Id"] = args.bindingId;
-  const oi = args.osb.originatingIdentity;
-  if (oi) trailers["Originating-Identity"] = `${oi.platform} ${JSON.stringify(oi.value)}`;
-  if (args.osb.requestIdentity) trailers["Request-Identity"] = args.osb.requestIdentity;
-  if (args.overrides?.length) trailers.Overrides = args.overrides.join(", ");
-  trailers["Broker-Version"] = ctx.deps.brokerVersion;
+  const trailers = brokerTrailers({
+    operation: args.operationId,
+    instanceId: args.instanceId,
+    bindingId: args.bindingId,
+    originatingIdentity: args.osb.originatingIdentity,
+    requestIdentity: args.osb.requestIdentity,
+    overrides: args.overrides,
+    brokerVersion: ctx.deps.brokerVersion,
+  });
   return { subject, trailers };
 }
 
@@ -119,14 +118,9 @@ export async function submitOp<R>(ctx: Ctx, op: Operation<R>): Promise<SubmitRes
   });
   const trailers = (spec as CommitSpec | null)?.trailers;
   if (submitted.commit && trailers) {
+    const { operation, instanceId, bindingId, requestIdentity } = readBrokerTrailers(trailers);
     ctx.deps.logger.info(
-      {
-        commit: submitted.commit,
-        operation: trailers.Operation,
-        instanceId: trailers["Instance-Id"],
-        bindingId: trailers["Binding-Id"],
-        requestIdentity: trailers["Request-Identity"],
-      },
+      { commit: submitted.commit, operation, instanceId, bindingId, requestIdentity },
       (spec as CommitSpec | null)?.subject ?? "committed",
     );
   }

@@ -7,7 +7,9 @@ import {
   latestOperation,
   overridesDir,
   readBinding,
+  readBrokerTrailers,
   readInstance,
+  TRAILER,
   type InstanceRecord,
   type OriginatingIdentity,
 } from "../repo/index.js";
@@ -64,23 +66,9 @@ export interface HistorySource {
   status: Pick<StatusWatcher, "instanceStatus" | "bindingStatus">;
 }
 
-/** `cloudfoundry {"user_id":"…"}` → {platform, value}; undefined when it is not that shape. */
-function decodeIdentity(trailer: string | undefined): OriginatingIdentity | undefined {
-  const space = trailer?.indexOf(" ") ?? -1;
-  if (trailer === undefined || space <= 0) return undefined;
-  try {
-    const value = JSON.parse(trailer.slice(space + 1)) as unknown;
-    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
-      return { platform: trailer.slice(0, space), value: value as Record<string, unknown> };
-    }
-  } catch {
-    // Not JSON: a trailer written by hand; the raw text stays in `trailers`.
-  }
-  return undefined;
-}
-
 function toEntry({ commit, authorDate, author, subject, trailers }: CommitInfo): HistoryEntry {
-  const byBroker = trailers["Broker-Version"] !== undefined;
+  const byBroker = trailers[TRAILER.brokerVersion] !== undefined;
+  const decoded = readBrokerTrailers(trailers);
   const entry: HistoryEntry = {
     commit,
     at: new Date(authorDate).toISOString(),
@@ -90,12 +78,11 @@ function toEntry({ commit, authorDate, author, subject, trailers }: CommitInfo):
     action: byBroker ? (subject.split(" ", 1)[0] ?? "") : "change",
     trailers,
   };
-  if (trailers.Operation) entry.operation = trailers.Operation;
-  if (trailers["Binding-Id"]) entry.bindingId = trailers["Binding-Id"];
-  const identity = decodeIdentity(trailers["Originating-Identity"]);
-  if (identity) entry.originatingIdentity = identity;
-  if (trailers["Request-Identity"]) entry.requestIdentity = trailers["Request-Identity"];
-  if (trailers.Overrides) entry.overrides = trailers.Overrides.split(", ");
+  if (decoded.operation) entry.operation = decoded.operation;
+  if (decoded.bindingId) entry.bindingId = decoded.bindingId;
+  if (decoded.originatingIdentity) entry.originatingIdentity = decoded.originatingIdentity;
+  if (decoded.requestIdentity) entry.requestIdentity = decoded.requestIdentity;
+  if (decoded.overrides) entry.overrides = [...decoded.overrides];
   return entry;
 }
 

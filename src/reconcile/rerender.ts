@@ -1,7 +1,7 @@
 import { formatProblem } from "../errors/index.js";
 import type { Draft, Operation } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
-import { readInstance } from "../repo/index.js";
+import { brokerTrailers, readInstance } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import type { RepoView } from "../catalog/index.js";
 import { renderInstanceInto, runningOperation } from "../materialize/index.js";
@@ -32,9 +32,10 @@ export interface RerenderDeps {
   brokerVersion: string;
 }
 
-const CAUSE_TRAILER: Record<RerenderReason, string | undefined> = {
-  "plan-changed": "Plan-Commit",
-  "override-changed": "Override-Commit",
+/** The trailer that cites the cause. */
+const CAUSE_FIELD: Record<RerenderReason, "planCommit" | "overrideCommit" | undefined> = {
+  "plan-changed": "planCommit",
+  "override-changed": "overrideCommit",
   manual: undefined,
 };
 
@@ -55,12 +56,14 @@ export function rerenderOperation(deps: RerenderDeps, request: RerenderRequest):
     const service = catalog.serviceById(serviceId)!;
     const plan = catalog.planById(planId)!;
 
-    const trailers: Record<string, string> = { Reason: request.reason };
-    const causeTrailer = CAUSE_TRAILER[request.reason];
-    if (causeTrailer && request.cause) trailers[causeTrailer] = request.cause;
-    trailers["Instance-Id"] = instanceId;
-    if (rendered.overrides.length > 0) trailers.Overrides = rendered.overrides.join(", ");
-    trailers["Broker-Version"] = deps.brokerVersion;
+    const cause = CAUSE_FIELD[request.reason];
+    const trailers = brokerTrailers({
+      reason: request.reason,
+      ...(cause && request.cause ? { [cause]: request.cause } : {}),
+      instanceId,
+      overrides: rendered.overrides,
+      brokerVersion: deps.brokerVersion,
+    });
     return { commit: { subject: `re-render ${service.name}/${plan.name} instance ${instanceId}`, trailers }, result: "rendered" };
   };
 }

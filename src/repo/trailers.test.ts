@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { brokerTrailers, readBrokerTrailers } from "./trailers.js";
+
+describe("broker commit trailers", () => {
+  it("writes the fields in one fixed order and leaves out absent and empty ones", () => {
+    const trailers = brokerTrailers({
+      brokerVersion: "gitops-broker/1.0.0",
+      overrides: ["overrides/i-1/a.yaml", "overrides/i-1/b.yaml"],
+      requestIdentity: "r-1",
+      originatingIdentity: { platform: "cloudfoundry", value: { user_id: "u-1" } },
+      bindingId: "",
+      instanceId: "i-1",
+      operation: "op-1",
+    });
+    expect(Object.entries(trailers)).toEqual([
+      ["Operation", "op-1"],
+      ["Instance-Id", "i-1"],
+      ["Originating-Identity", 'cloudfoundry {"user_id":"u-1"}'],
+      ["Request-Identity", "r-1"],
+      ["Overrides", "overrides/i-1/a.yaml, overrides/i-1/b.yaml"],
+      ["Broker-Version", "gitops-broker/1.0.0"],
+    ]);
+  });
+
+  it("puts a re-render's reason and cause first and a move's clusters after the instance", () => {
+    expect(Object.keys(brokerTrailers({ instanceId: "i", reason: "plan-changed", planCommit: "c", brokerVersion: "v", overrides: [] }))).toEqual([
+      "Reason",
+      "Plan-Commit",
+      "Instance-Id",
+      "Broker-Version",
+    ]);
+    expect(Object.keys(brokerTrailers({ brokerVersion: "v", movedTo: "b", movedFrom: "a", instanceId: "i", overrides: ["o"] }))).toEqual([
+      "Instance-Id",
+      "Moved-From",
+      "Moved-To",
+      "Overrides",
+      "Broker-Version",
+    ]);
+  });
+
+  it("reads back what it wrote, and decodes only a well-formed originating identity", () => {
+    const written = {
+      operation: "op-1",
+      instanceId: "i-1",
+      bindingId: "b-1",
+      originatingIdentity: { platform: "kubernetes", value: { username: "x", groups: ["a"] } },
+      requestIdentity: "r-1",
+      overrides: ["overrides/i-1/a.yaml"],
+      brokerVersion: "v",
+    };
+    expect(readBrokerTrailers(brokerTrailers(written))).toEqual(written);
+    expect(readBrokerTrailers({ "Originating-Identity": "cloudfoundry not-json", Other: "x" })).toEqual({});
+    expect(readBrokerTrailers({ "Originating-Identity": "cloudfoundry [1]" })).toEqual({});
+  });
+});
