@@ -1,4 +1,4 @@
-import { ConcurrencyError, NotFoundError, SchedulingError, UnprocessableEntityError } from "../errors/index.js";
+import { NotFoundError, SchedulingError, UnprocessableEntityError } from "../errors/index.js";
 import type { Draft, GitWriter } from "../gitwriter/index.js";
 import {
   brokerTrailers,
@@ -16,7 +16,7 @@ import type { RepoView } from "../catalog/index.js";
 import {
   lookupPlan,
   removeInstanceManifests,
-  runningOperation,
+  refuseIfBusy,
   sensitiveFiles,
   writeBindingManifests,
   writeInstanceManifests,
@@ -83,10 +83,7 @@ export async function moveInstance(
     if (from === targetId) throw new UnprocessableEntityError(`instance ${instanceId} is already on cluster ${targetId}`);
     const target = deps.view.clusters().find((c) => c.id === targetId);
     if (!target) throw new SchedulingError(`cluster ${targetId} is not in the registry`);
-    const op = runningOperation(deps.status, record);
-    if (op) {
-      throw new ConcurrencyError(`instance ${instanceId} has operation ${op.action} ${op.id} in progress`);
-    }
+    refuseIfBusy(deps.status, record);
     const { service, plan } = lookupPlan(deps.view.catalog(), record.spec.serviceId, record.spec.planId);
     if (sensitiveFiles(record, await readLiveBindings(draft, instanceId)).length > 0) {
       throw new UnprocessableEntityError(

@@ -1,7 +1,6 @@
 import {
   AsyncRequiredError,
   BadRequestError,
-  ConcurrencyError,
   ConflictError,
   GoneError,
   NotFoundError,
@@ -28,7 +27,7 @@ import {
 } from "../repo/index.js";
 import { withoutSensitiveParameters, type Plan, type Service } from "../catalog/index.js";
 import type { BindingResult } from "../status-watcher/index.js";
-import { appliedOverrides, commitSpec, operationEntry, submitOp, planBindable, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, operationEntry, planBindable, runOperation, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { checkParameters, operationResponse, pickOperation } from "./instances.js";
 import {
@@ -36,7 +35,7 @@ import {
   recordedCluster,
   recordedPlan,
   removeBindingManifests,
-  runningOperation,
+  refuseIfBusy,
   sealSensitiveValues,
   sensitiveKeys,
   sensitiveValues,
@@ -98,9 +97,7 @@ export async function bind(
   // Sensitive values never enter the record (ADR 0007); they are sealed in the binding's directory.
   const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_binding.create"], body.parameters);
 
-  const operationId = ctx.deps.newId();
-  const at = ctx.deps.now().toISOString();
-  const { result } = await submitOp<BindDecision>(ctx, async (draft: Draft) => {
+  const result = await runOperation<BindDecision>(ctx, async (draft: Draft, { operationId, at }) => {
     const instance = liveInstance(await readInstance(draft, instanceId), instanceId);
     if (instance.spec.serviceId !== service.id || instance.spec.planId !== plan.id) {
       throw new BadRequestError(
@@ -113,8 +110,7 @@ export async function bind(
       return { commit: null, result: { instance, binding: existing, created: false } };
     }
 
-    const busy = runningOperation(ctx.deps.status, instance);
-    if (busy) throw new ConcurrencyError(`instance ${instanceId} has operation ${busy.action} ${busy.id} in progress`);
+    refuseIfBusy(ctx.deps.status, instance);
 
     const op = operationEntry("bind", operationId, at, osb);
     const place = placed(ctx, instance);
@@ -226,9 +222,7 @@ export async function unbind(
   accepts: boolean,
   osb: OsbRequestInfo,
 ): Promise<OsbResponse> {
-  const operationId = ctx.deps.newId();
-  const at = ctx.deps.now().toISOString();
-  const { result } = await submitOp(ctx, async (draft: Draft) => {
+  return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     const instanceRecord = await readInstance(draft, instanceId);
     const existing = await readBinding(draft, instanceId, bindingId);
     if (!instanceRecord || instanceRecord.status.deleted || !liveBinding(existing)) {
@@ -244,10 +238,7 @@ export async function unbind(
     if (plan.asyncBinding && !accepts) {
       throw new AsyncRequiredError("This service plan requires client support for asynchronous binding operations.");
     }
-    const busy = runningOperation(ctx.deps.status, instanceRecord);
-    if (busy && busy.action !== "provision") {
-      throw new ConcurrencyError(`instance ${instanceId} has operation ${busy.action} ${busy.id} in progress`);
-    }
+    refuseIfBusy(ctx.deps.status, instanceRecord, "provision");
 
     const op = operationEntry("unbind", operationId, at, osb);
 
@@ -269,7 +260,6 @@ export async function unbind(
       result: plan.asyncBinding ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
   });
-  return result;
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import type { Plan, ReadinessCheck, RepoView, Service } from "../catalog/index.js";
 import { formatProblem } from "../errors/index.js";
-import type { CommitSpec, GitWriter, Operation, SubmitResult } from "../gitwriter/index.js";
+import type { CommitSpec, Draft, GitWriter, Operation, OperationOutcome, SubmitResult } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { Scheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
@@ -125,6 +125,22 @@ export async function submitOp<R>(ctx: Ctx, op: Operation<R>): Promise<SubmitRes
     );
   }
   return submitted;
+}
+
+/** A new OSB operation's id and time (RFC 3339), for its record entry, commit and answer. */
+export interface OperationIds {
+  operationId: string;
+  at: string;
+}
+
+/**
+ * The prologue every OSB write shares: a new operation id and time, then `run` queued on the
+ * writer (see submitOp). Resolves with its result once its commit is on the remote.
+ */
+export async function runOperation<R>(ctx: Ctx, run: (draft: Draft, ids: OperationIds) => Promise<OperationOutcome<R>>): Promise<R> {
+  const ids: OperationIds = { operationId: ctx.deps.newId(), at: ctx.deps.now().toISOString() };
+  const { result } = await submitOp(ctx, (draft) => run(draft, ids));
+  return result;
 }
 
 /** An operation entry for a record, with the request's identities. */

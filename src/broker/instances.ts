@@ -28,7 +28,7 @@ import {
   type OperationEntry,
 } from "../repo/index.js";
 import type { OperationStatus } from "../status-watcher/index.js";
-import { appliedOverrides, commitSpec, operationEntry, submitOp, planUpdateable, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, operationEntry, planUpdateable, runOperation, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
 import {
@@ -36,6 +36,7 @@ import {
   lookupPlan,
   recordedCluster,
   recordedPlan,
+  refuseIfBusy,
   removeInstanceManifests,
   runningOperation,
   sealSensitiveValues,
@@ -95,13 +96,10 @@ export async function provision(
   checkMaintenanceInfo(plan, body.maintenanceInfo);
   checkParameters(plan, "service_instance.create", body.parameters);
 
-  const operationId = ctx.deps.newId();
-  const at = ctx.deps.now().toISOString();
-
   // Sensitive values never enter the record (ADR 0007); they are sealed once the cluster is known.
   const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
 
-  const { result } = await submitOp(ctx, async (draft: Draft) => {
+  return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     const existing = await readInstance(draft, instanceId);
     if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, plan, body) };
 
@@ -151,7 +149,6 @@ export async function provision(
         : { status: 201, body: {} },
     };
   });
-  return result;
 }
 
 /** Where an instance's encrypted Secrets go, and what they are labelled with. */
@@ -213,10 +210,7 @@ export async function update(
   if (!service) throw new BadRequestError(`service_id ${JSON.stringify(body.serviceId)} is not in the catalog`);
   if (body.planId !== undefined) lookupPlan(catalog, body.serviceId, body.planId);
 
-  const operationId = ctx.deps.newId();
-  const at = ctx.deps.now().toISOString();
-
-  const { result } = await submitOp(ctx, async (draft: Draft) => {
+  return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     const record = await readInstance(draft, instanceId);
     if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
     if (record.spec.serviceId !== body.serviceId) {
@@ -235,10 +229,7 @@ export async function update(
     if (body.parameters !== undefined) checkParameters(target.plan, "service_instance.update", body.parameters);
     const sensitive = sensitiveValues(ctx.deps.view.clusters(), target.plan, "service_instance.update", body.parameters, record.spec.clusterId);
 
-    const running = runningOperation(ctx.deps.status, record);
-    if (running) {
-      throw new ConcurrencyError(`instance ${instanceId} has operation ${running.action} ${running.id} in progress`);
-    }
+    refuseIfBusy(ctx.deps.status, record);
 
     // Parameters given in an update replace the recorded top-level ones (OSB leaves the
     // interpretation to the broker; platforms send only what the user changed). Sensitive values
@@ -291,7 +282,6 @@ export async function update(
         : { status: 200, body: {} },
     };
   });
-  return result;
 }
 
 /** `update` over `base`, and the keys of `replaced` the update left out (sensitive ones) removed. */
@@ -316,9 +306,7 @@ export async function deprovision(
   accepts: boolean,
   osb: OsbRequestInfo,
 ): Promise<OsbResponse> {
-  const operationId = ctx.deps.newId();
-  const at = ctx.deps.now().toISOString();
-  const { result } = await submitOp(ctx, async (draft: Draft) => {
+  return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     const record = await readInstance(draft, instanceId);
     if (!live(record)) throw new GoneError(`instance ${instanceId} does not exist`);
     if (record.spec.serviceId !== ids.serviceId) {
@@ -329,11 +317,8 @@ export async function deprovision(
       throw new BadRequestError(`plan_id ${ids.planId} does not match plan ${plan.name} (${plan.id}) of instance ${instanceId}`);
     }
     if (plan.async && !accepts) throw new AsyncRequiredError();
-    const running = runningOperation(ctx.deps.status, record);
-    if (running && running.action !== "provision") {
-      // Deleting during provisioning is allowed (it halts the creation); during an update it is not.
-      throw new ConcurrencyError(`instance ${instanceId} has operation ${running.action} ${running.id} in progress`);
-    }
+    // Deleting during provisioning is allowed (it halts the creation); during an update it is not.
+    refuseIfBusy(ctx.deps.status, record, "provision");
 
     const op = operationEntry("deprovision", operationId, at, osb);
 
@@ -351,7 +336,6 @@ export async function deprovision(
       result: plan.async ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
   });
-  return result;
 }
 
 // ---------------------------------------------------------------------------

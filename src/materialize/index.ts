@@ -4,7 +4,7 @@
  * Secrets), and answers what every operation on an existing instance asks first (its plan, its
  * cluster, whether an operation is in progress). Pure functions of a draft: no queue, no HTTP.
  */
-export { lookupPlan, recordedCluster, recordedPlan, runningOperation } from "./instance-state.js";
+export { lookupPlan, recordedCluster, recordedPlan, refuseIfBusy, runningOperation } from "./instance-state.js";
 export {
   clearInstanceManifests,
   removeBindingManifests,

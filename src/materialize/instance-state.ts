@@ -1,5 +1,5 @@
 import type { Catalog, ClusterEntry, Plan, RepoView, Service } from "../catalog/index.js";
-import { BadRequestError, UnprocessableEntityError } from "../errors/index.js";
+import { BadRequestError, ConcurrencyError, UnprocessableEntityError } from "../errors/index.js";
 import { latestOperation, type InstanceRecord, type OperationEntry } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 
@@ -25,6 +25,17 @@ export function lookupPlan(catalog: Catalog, serviceId: string, planId: string):
 export function runningOperation(status: Pick<StatusWatcher, "instanceStatus">, record: InstanceRecord): OperationEntry | undefined {
   const op = latestOperation(record.status.operations);
   return op && status.instanceStatus(record, op).state === "in progress" ? op : undefined;
+}
+
+/**
+ * 409 when an operation of the instance is in progress, unless its action is `allowed` (a
+ * deprovision or unbind may cut a provision short).
+ */
+export function refuseIfBusy(status: Pick<StatusWatcher, "instanceStatus">, record: InstanceRecord, allowed?: string): void {
+  const op = runningOperation(status, record);
+  if (op && op.action !== allowed) {
+    throw new ConcurrencyError(`instance ${record.spec.instanceId} has operation ${op.action} ${op.id} in progress`);
+  }
 }
 
 /** The plan of a recorded instance; 422 when the catalog no longer has it. */
