@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from "express";
 import { toOsbCatalog, type ReadinessCheck } from "../catalog/index.js";
 import { createInstanceSummaryCache } from "../repo/index.js";
+import { noopInstruments } from "../metrics/index.js";
 import {
   BadRequestError,
   GitRemoteError,
@@ -91,6 +92,7 @@ export function createApp(deps: BrokerDeps): express.Express {
       now: () => new Date(),
       newId: () => randomUUID(),
       brokerVersion: "gitops-broker",
+      metrics: noopInstruments.broker,
       ...deps,
     },
     summaries: deps.summaries ?? createInstanceSummaryCache(),
@@ -104,6 +106,11 @@ export function createApp(deps: BrokerDeps): express.Express {
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      // The route pattern, never the path: ids would make a series per instance.
+      const route = req.route ? `${req.baseUrl}${String((req.route as { path: unknown }).path)}` : "unmatched";
+      ctx.deps.metrics.requests.inc({ method: req.method, route, status: String(res.statusCode) });
+      ctx.deps.metrics.requestSeconds.observe(seconds, { method: req.method, route });
       log.info(
         {
           method: req.method,

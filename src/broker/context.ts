@@ -2,6 +2,7 @@ import type { Plan, ReadinessCheck, RepoView, Service } from "../catalog/index.j
 import { formatProblem } from "../errors/index.js";
 import type { CommitSpec, Draft, GitWriter, Operation, OperationOutcome, SubmitResult } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
+import type { BrokerInstruments } from "../metrics/index.js";
 import type { Scheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import { brokerTrailers, readBrokerTrailers, type InstanceSummaryCache, type OperationEntry } from "../repo/index.js";
@@ -16,6 +17,8 @@ export interface BrokerDeps {
   scheduler: Scheduler;
   status: StatusWatcher;
   logger: Logger;
+  /** The HTTP surface's instruments (default: record nothing). */
+  metrics?: BrokerInstruments;
   credentials: { username: string; password: string };
   /** Clock for operation timestamps. */
   now?: () => Date;

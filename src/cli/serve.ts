@@ -10,6 +10,7 @@ import { createReconciler, type Reconciler } from "../reconcile/index.js";
 import { ensurePassword, loadConfig, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
+import { createInstruments, type Metrics } from "../metrics/index.js";
 import { createInstanceSummaryCache } from "../repo/index.js";
 import { createScheduler } from "../scheduler/index.js";
 import { createStatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
@@ -42,14 +43,16 @@ async function gitEnv(config: Config): Promise<Record<string, string>> {
 }
 
 /** Test and embedding hooks of the status watcher (clock, kubeconfig resolution, bind wait). */
-export type StatusWatcherOverrides = Partial<Omit<StatusWatcherOptions, "view" | "writer" | "logger" | "defaultMode">>;
+export type StatusWatcherOverrides = Partial<Omit<StatusWatcherOptions, "view" | "writer" | "logger" | "metrics" | "defaultMode">>;
 
 /** Start a broker from a loaded configuration. */
 export async function startBroker(
   config: Config,
-  options: { version: string; logger?: Logger; status?: StatusWatcherOverrides },
+  options: { version: string; logger?: Logger; metrics?: Metrics; status?: StatusWatcherOverrides },
 ): Promise<RunningBroker> {
   const logger = options.logger ?? createLogger({ level: config.log.level });
+  // Every component's instruments, from one factory (no-op until an exporter provides one).
+  const instruments = createInstruments(options.metrics);
   let remoteUrl = config.git.remote;
   if (remoteUrl === null) {
     const { remoteDir } = await prepareEmbedded({
@@ -80,6 +83,7 @@ export async function startBroker(
     branch: config.git.branch,
     author: config.git.author,
     logger: logger.child({ component: "gitwriter" }),
+    metrics: instruments.gitwriter,
     remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
     gitEnv: await gitEnv(config),
   });
@@ -93,6 +97,7 @@ export async function startBroker(
     view,
     writer,
     logger: logger.child({ component: "status-watcher" }),
+    metrics: instruments.statusWatcher,
     defaultMode: config.status.mode,
     bindTimeoutMs: config.status.bindTimeoutSeconds * 1000,
     ...options.status,
@@ -103,6 +108,7 @@ export async function startBroker(
     view,
     status,
     logger: logger.child({ component: "reconcile" }),
+    metrics: instruments.reconcile,
     brokerVersion,
     maxPerSecond: config.reconcile.maxPerSecond,
     batchSize: config.reconcile.batchSize,
@@ -116,6 +122,7 @@ export async function startBroker(
     scheduler: createScheduler(config.scheduler),
     status,
     logger: logger.child({ component: "broker" }),
+    metrics: instruments.broker,
     credentials: { username: credentials.username, password: credentials.password },
     brokerVersion,
     readiness: () => view.readiness(),

@@ -6,6 +6,7 @@
  */
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { noopInstruments, type GitWriterInstruments } from "../metrics/index.js";
 import { ObjectStore } from "./object-store.js";
 import { Remote } from "./remote.js";
 import type { GitAuthor, GitWriter } from "./types.js";
@@ -46,6 +47,8 @@ export interface GitWriterOptions {
   remoteTimeoutMs?: number;
   /** Rejected (non-fast-forward) pushes of one batch before its operations are rejected (default 10). */
   maxPushAttempts?: number;
+  /** The writer's instruments (default: record nothing). */
+  metrics?: GitWriterInstruments;
   /** Extra environment for the git CLI (GIT_SSH_COMMAND, GIT_ASKPASS, GIT_CONFIG_COUNT/KEY/VALUE ...). */
   gitEnv?: Record<string, string>;
 }
@@ -77,6 +80,7 @@ export function createGitWriter(options: GitWriterOptions): GitWriter {
     delay: options.delay ?? ((ms) => sleep(ms)),
     remoteTimeoutMs,
     maxPushAttempts: options.maxPushAttempts ?? 10,
+    metrics: options.metrics ?? noopInstruments.gitwriter,
   });
 }
 

@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { BaseError, GitRemoteError, GitWriterClosedError } from "../errors/index.js";
+import type { GitWriterInstruments } from "../metrics/index.js";
 import { formatCommitMessage } from "./commit-message.js";
 import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
 import type { Remote } from "./remote.js";
@@ -25,6 +26,7 @@ export interface WriterDeps {
   delay: (ms: number) => Promise<void>;
   remoteTimeoutMs: number;
   maxPushAttempts: number;
+  metrics: GitWriterInstruments;
 }
 
 interface Backoff {
@@ -136,6 +138,7 @@ export class Writer implements GitWriter {
         resolve: resolve as (value: SubmitResult<unknown>) => void,
         reject,
       });
+      this.deps.metrics.queuedOperations.set(this.entries.length);
       this.wake?.();
       this.kick();
     });
@@ -248,11 +251,16 @@ export class Writer implements GitWriter {
     if (tip.commit !== this.remoteTip.commit) {
       const started = performance.now();
       const failure = await this.pushWhileBuilding(tip.commit!);
+      const { metrics } = this.deps;
+      metrics.pushSeconds.observe((performance.now() - started) / 1000);
       if (failure !== undefined) {
         if (!(failure.error instanceof GitRemoteError)) throw failure.error;
+        metrics.pushes.inc({ result: failure.error.kind });
         await this.onPushFailure(failure.error, batch);
         return;
       }
+      metrics.pushes.inc({ result: "accepted" });
+      metrics.batchOperations.observe(batch.length);
       this.rejections = 0;
       this.markReachable();
       const commits = batch.filter((e) => typeof e.outcome?.commit === "string").length;
@@ -261,6 +269,7 @@ export class Writer implements GitWriter {
     }
     // Whatever ran on top of the pushed tip stays on the chain, now based on that tip.
     this.entries.splice(0, batch.length);
+    this.deps.metrics.queuedOperations.set(this.entries.length);
     this.chain = { base: tip, tip: this.chain.tip, built: this.chain.built - batch.length };
     await this.adopt(tip);
     for (const entry of batch) {

@@ -1,5 +1,6 @@
 import type { GitWriter } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
+import { noopInstruments, type ReconcileInstruments } from "../metrics/index.js";
 import { keyOf, readInstance } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import type { RepoView } from "../catalog/index.js";
@@ -21,6 +22,8 @@ export interface ReconcilerOptions {
   view: RepoView;
   status: Pick<StatusWatcher, "instanceStatus">;
   logger: Logger;
+  /** The reconciler's instruments (default: record nothing). */
+  metrics?: ReconcileInstruments;
   brokerVersion: string;
   maxPerSecond: number;
   batchSize: number;
@@ -46,6 +49,7 @@ export interface Reconciler {
 
 export function createReconciler(options: ReconcilerOptions): Reconciler {
   const { writer, logger, batchSize, maxPerSecond, retryMs } = options;
+  const metrics = options.metrics ?? noopInstruments.reconcile;
   const clock = options.clock ?? (() => performance.now());
   const delay = options.delay ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const planIds = createPlanInstancesCache();
@@ -71,6 +75,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   function enqueue(request: RerenderRequest): void {
     if (closed) return;
     queue.set(keyOf(request.instance), request);
+    metrics.queued.set(queue.size);
     kick();
   }
 
@@ -92,6 +97,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   async function runOne(request: RerenderRequest): Promise<void> {
     try {
       const { result, commit } = await writer.submit(rerenderOperation(options, request));
+      metrics.rerenders.inc({ reason: request.reason, result: result === "rendered" && !commit ? "unchanged" : result });
       if (result === "busy") {
         logger.info({ instance: request.instance }, "re-render postponed: an operation is in progress");
         const timer = setTimeout(() => {
@@ -105,6 +111,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
         logger.info({ instance: request.instance, reason: request.reason, result, commit }, commit ? "re-rendered" : "re-render unchanged");
       }
     } catch (e) {
+      metrics.rerenders.inc({ reason: request.reason, result: "failed" });
       logger.error({ err: e, instance: request.instance, reason: request.reason }, "re-render failed");
     }
   }
@@ -116,6 +123,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
         queue.delete(key);
         if (batch.push(request) === batchSize) break;
       }
+      metrics.queued.set(queue.size);
       const started = clock();
       await Promise.all(batch.map(runOne));
       const wait = (batch.length * 1000) / maxPerSecond - (clock() - started);

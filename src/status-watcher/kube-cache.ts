@@ -10,6 +10,7 @@ import {
 } from "@kubernetes/client-node";
 import { KubeApiError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
+import type { Counter, Labels } from "../metrics/index.js";
 
 /**
  * A list+watch cache of one Kubernetes collection (`/api/v1/secrets`,
@@ -55,6 +56,8 @@ export interface WatchCacheOptions {
   logger: Logger;
   /** Waits between retries (default: a timer that `stop()` cancels). */
   delay?: (ms: number) => Promise<void>;
+  /** Counts each retry after a failed list or watch (with these labels). */
+  restarts?: { counter: Counter; labels: Labels };
   /** Jitter source in [0, 1) (default Math.random). */
   random?: () => number;
   /** Full re-list period (default 5 minutes). */
@@ -322,6 +325,7 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
         failures++;
         status.lastError = failure.message;
         lastFailure = failure;
+        options.restarts?.counter.inc(options.restarts.labels);
         log.warn({ err: failure, failures, delayMs, relisting: needList }, "watch cache request failed, retrying");
         await Promise.race([delay(delayMs), stoppedSignal]);
       }

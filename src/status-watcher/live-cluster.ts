@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import type { Logger } from "../log/index.js";
+import type { StatusWatcherInstruments } from "../metrics/index.js";
 import { LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY } from "../repo/index.js";
 import { collectionPath, createDiscovery, type ResourceInfo } from "./discovery.js";
 import { createWatchCache, type WatchCache, type WatchCacheEvent } from "./kube-cache.js";
@@ -36,6 +37,7 @@ const RETRY_MS = 30_000;
 export interface LiveClusterDeps {
   kubeConfigFor: (ref: KubeconfigRef | undefined, cluster: ClusterEntry) => Promise<KubeConfig>;
   logger: Logger;
+  metrics?: StatusWatcherInstruments;
   delay?: (ms: number) => Promise<void>;
   random?: () => number;
   relistIntervalMs?: number;
@@ -107,6 +109,7 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
     logger: log,
     ...(labelSelector === undefined ? {} : { labelSelector }),
     ...(deps.delay ? { delay: deps.delay } : {}),
+    ...(deps.metrics ? { restarts: { counter: deps.metrics.watchRestarts, labels: { cluster: entry.id } } } : {}),
     ...(deps.random ? { random: deps.random } : {}),
     ...(deps.relistIntervalMs ? { relistIntervalMs: deps.relistIntervalMs } : {}),
   });

@@ -2,6 +2,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import type { Catalog, ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import type { GitReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
+import type { StatusWatcherInstruments } from "../metrics/index.js";
 import type { BindingRecord, InstanceRecord, OperationEntry } from "../repo/index.js";
 
 export type StatusMode = "commit" | "live";
@@ -60,6 +61,8 @@ export interface StatusWatcherOptions {
   view: StatusView;
   writer: StatusWriter;
   logger: Logger;
+  /** The watcher's instruments (default: record nothing). */
+  metrics?: StatusWatcherInstruments;
   /** Mode of clusters without `spec.status.mode` (config `status.mode`). */
   defaultMode: StatusMode;
   /**

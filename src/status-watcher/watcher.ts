@@ -54,6 +54,7 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
   const clusterDeps = {
     kubeConfigFor: options.kubeConfigFor ?? createKubeConfigResolver(),
     logger: log,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.delay ? { delay: options.delay } : {}),
     ...(options.random ? { random: options.random } : {}),
     ...(options.relistIntervalMs ? { relistIntervalMs: options.relistIntervalMs } : {}),
