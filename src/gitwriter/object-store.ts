@@ -3,8 +3,6 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { inflateSync } from "node:zlib";
-import { Errors, deleteRef, resolveRef, writeRef } from "isomorphic-git";
-import { createAtomicFs } from "./atomic-fs.js";
 import {
   EMPTY_TREE_OID,
   commitTreeOid,
@@ -20,6 +18,7 @@ import {
   type TreeObject,
 } from "./git-objects.js";
 import { catFileBatch, gitLog, lsTreeRecursive } from "./git-bulk.js";
+import { readRef, writeRef } from "./refs.js";
 import { GenerationCache, PackFile, createDeltaBaseCache, exactCopy, writePack, type GitObject } from "./pack.js";
 
 import type { BulkReader, CommitInfo, WalkEntry } from "./types.js";
@@ -55,10 +54,9 @@ const EMPTY_TREE: TreeObject = { tree: new Map(), raw: Buffer.alloc(0), oidAt: n
  * right before the push that needs them: one pack per push instead of a dozen loose files per
  * operation. Reads look at those pending objects, then the packs, then loose objects (small
  * fetches leave some). `compact()` rolls small packs up (`git repack --geometric`), so lookups
- * never have to search hundreds of packs. Refs go through isomorphic-git (atomic writes).
+ * never have to search hundreds of packs. Refs are written atomically (refs.ts).
  */
 export class ObjectStore {
-  private readonly fs = createAtomicFs();
   private readonly packDir: string;
   private packs: PackFile[] = [];
   private readonly pending = new Map<string, GitObject>();
@@ -244,19 +242,13 @@ export class ObjectStore {
     this.deltaBases.clear();
   }
 
-  async resolveRef(ref: string): Promise<string | null> {
-    try {
-      return await resolveRef({ fs: this.fs, gitdir: this.gitdir, ref });
-    } catch (error) {
-      if (error instanceof Errors.NotFoundError) return null;
-      throw error;
-    }
+  resolveRef(ref: string): Promise<string | null> {
+    return readRef(this.gitdir, ref);
   }
 
-  /** Points `ref` at `oid` (atomically: see atomic-fs), or deletes it for null. */
-  async setRef(ref: string, oid: string | null): Promise<void> {
-    if (oid === null) await deleteRef({ fs: this.fs, gitdir: this.gitdir, ref });
-    else await writeRef({ fs: this.fs, gitdir: this.gitdir, ref, value: oid, force: true });
+  /** Points `ref` at `oid` (atomically: see refs.ts), or deletes it for null. */
+  setRef(ref: string, oid: string | null): Promise<void> {
+    return writeRef(this.gitdir, ref, oid);
   }
 
   private treeObject(oid: string): TreeObject {
