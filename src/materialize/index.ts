@@ -6,14 +6,12 @@
  */
 export { lookupPlan, recordedCluster, recordedPlan, refuseIfBusy, runningOperation } from "./instance-state.js";
 export {
-  clearInstanceManifests,
   removeBindingManifests,
   removeInstanceManifests,
   sensitiveFiles,
   writeBindingManifests,
   writeInstanceManifests,
 } from "./manifests.js";
-export type { PlacedInstance, Rendered } from "./manifests.js";
+export type { Rendered } from "./manifests.js";
 export { renderInstanceInto } from "./render-instance.js";
 export { keptRefs, sealSensitiveValues, sensitiveKeys, sensitiveValues } from "./sensitive.js";
-export type { SealTarget, SensitiveValues } from "./sensitive.js";
