@@ -1,0 +1,52 @@
+"use strict";
+// The worker thread that runs the WebAssembly module built from go/src (see
+// src/render/wasm-module.ts, which starts it). It receives the compiled module, runs Go's main
+// (which publishes globalThis.gitopsBrokerModule) and answers {id, method, request} messages
+// with {id, response} or {id, error}. The Go runtime's own prints (a fatal error before it
+// exits) are kept for the error message, never written to the process's stdout.
+const { parentPort, workerData } = require("node:worker_threads");
+
+let printed = "";
+const decoder = new TextDecoder("utf-8");
+const enosys = () => Object.assign(new Error("not implemented"), { code: "ENOSYS" });
+globalThis.fs = {
+  constants: { O_WRONLY: -1, O_RDWR: -1, O_CREAT: -1, O_TRUNC: -1, O_APPEND: -1, O_EXCL: -1 },
+  writeSync(fd, buf) {
+    printed = (printed + decoder.decode(buf)).slice(-4096);
+    return buf.length;
+  },
+  write(fd, buf, offset, length, position, callback) {
+    if (offset !== 0 || length !== buf.length || position !== null) return callback(enosys());
+    callback(null, this.writeSync(fd, buf));
+  },
+  fsync(fd, callback) {
+    callback(null);
+  },
+};
+for (const name of ["chmod", "chown", "close", "fchmod", "fchown", "fstat", "ftruncate", "lchown", "link", "lstat", "mkdir", "open", "read", "readdir", "readlink", "rename", "rmdir", "stat", "symlink", "truncate", "unlink", "utimes"]) {
+  globalThis.fs[name] = (...args) => args[args.length - 1](enosys());
+}
+require("./wasm_exec.js");
+
+const go = new globalThis.Go();
+WebAssembly.instantiate(workerData.module, go.importObject).then(
+  (instance) => {
+    go.run(instance).then(() => parentPort.postMessage({ exited: printed.trim() || "the Go program exited" }));
+    const module = globalThis.gitopsBrokerModule;
+    parentPort.on("message", ({ id, method, request }) => {
+      let result;
+      try {
+        result = module.call(method, request);
+      } catch (e) {
+        // A Go fatal error (out of memory ...) ends the program: no further call can succeed.
+        parentPort.postMessage({ id, error: printed.trim() || String(e && e.message ? e.message : e), exited: true });
+        return;
+      }
+      const memory = instance.exports.mem.buffer.byteLength;
+      if (typeof result === "string") parentPort.postMessage({ id, error: result, memory });
+      else parentPort.postMessage({ id, response: result, memory }, [result.buffer]);
+    });
+    parentPort.postMessage({ ready: true, methods: Array.from(module.methods) });
+  },
+  (e) => parentPort.postMessage({ exited: `cannot instantiate the module: ${e && e.message ? e.message : e}` }),
+);
