@@ -15,7 +15,7 @@ import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR } from "../src/cli/serve.js";
 import { prepareEmbedded } from "../src/config/index.js";
 import { createGitWriter } from "../src/gitwriter/index.js";
 import { silentLogger } from "../src/log/index.js";
-import { render } from "../src/render/index.js";
+import { renderNow } from "../src/render/index.js";
 import {
   LABEL_INSTANCE,
   LABEL_MANAGED_BY,
@@ -74,7 +74,7 @@ export function provisionFiles(p: SamplePlacement, instanceId: string, operation
     },
     status: { operations: [{ id: operationId, action: "provision", at, planId: p.plan.id }] },
   };
-  const manifests = render({
+  const manifests = renderNow({
     action: "provision",
     templates: p.plan.templates,
     values: { service: p.service.raw, plan: p.plan.raw, instance: record as unknown as Record<string, unknown>, bindings: [] },

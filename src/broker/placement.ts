@@ -40,14 +40,16 @@ function resourceUsage(summary: InstanceSummary, catalog: Catalog): Map<string, 
 }
 
 /** The plan's `clusterSelector` template, rendered and checked (a broken selector is the plan's fault: 400). */
-function clusterSelector(service: Service, plan: Plan, instance: InstanceRecord): string | undefined {
+async function clusterSelector(service: Service, plan: Plan, instance: InstanceRecord): Promise<string | undefined> {
   if (!hasTemplate(plan.templates, "clusterSelector")) return undefined;
-  const selector = renderText({
+  const selector = (
+    await renderText({
     action: "clusterSelector",
     templates: plan.templates,
     values: { service: service.raw, plan: plan.raw, instance: instance as unknown as Record<string, unknown>, bindings: [] },
     planName: plan.name,
-  }).trim();
+  })
+  ).trim();
   try {
     parseLabelSelector(selector);
   } catch (e) {
@@ -70,7 +72,7 @@ export async function placeInstance(args: {
 }): Promise<ClusterEntry> {
   const { tree, cache, scheduler, catalog, clusters, service, plan, instance } = args;
   const summary = await summarizeInstances(tree, cache);
-  const selector = clusterSelector(service, plan, instance);
+  const selector = await clusterSelector(service, plan, instance);
   const requests = planRequests(plan);
   const needsUsage = clusters.some((c) => c.capacity?.resources !== undefined);
   const clusterId = scheduler.schedule({

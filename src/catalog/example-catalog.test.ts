@@ -3,7 +3,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
-import { render } from "../render/index.js";
+import { renderNow } from "../render/index.js";
 import { loadCatalog, validateParameters, type Catalog, type Plan } from "./index.js";
 
 /** examples/catalog is what the embedded default serves: its templates must render real resources. */
@@ -39,7 +39,7 @@ function renderPostgresql(plan: Plan, parameters: Record<string, unknown> | unde
     status: { operations: [] },
   };
   const bindings = bindingKeys.map((name) => ({ kind: "ServiceBinding", metadata: { name, namespace: NAMESPACE }, spec: {} }));
-  const manifests = render({
+  const manifests = renderNow({
     action: "provision",
     templates: plan.templates,
     values: { service: catalog.services[0]!.raw, plan: plan.raw, instance, bindings },

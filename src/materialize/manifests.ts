@@ -83,7 +83,7 @@ export async function writeInstanceManifests(draft: Draft, p: PlacedInstance, ac
   const templateAction = action === "update" && hasTemplate(p.plan.templates, "update") ? "update" : "provision";
   const instanceId = p.instance.spec.instanceId;
   const defaults = { defaultNamespace: p.namespace, labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: keyOf(instanceId) } };
-  const rendered = render({ action: templateAction, templates: p.plan.templates, values: values(p), ...defaults, planName: p.plan.name });
+  const rendered = await render({ action: templateAction, templates: p.plan.templates, values: values(p), ...defaults, planName: p.plan.name });
   const { overrides, problems } = await readOverrides(draft, instanceId);
   const own = overrides.filter((o) => o.binding === undefined);
   const out = applyOverrides(rendered, own, defaults, `instance ${instanceId}`);
@@ -104,7 +104,7 @@ export async function writeBindingManifests(draft: Draft, p: PlacedInstance, bin
     defaultNamespace: p.namespace,
     labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: keyOf(instanceId), [LABEL_BINDING]: bindingKey },
   };
-  const rendered = render({ action: "bind", templates: p.plan.templates, values: values(p, binding), ...defaults, planName: p.plan.name });
+  const rendered = await render({ action: "bind", templates: p.plan.templates, values: values(p, binding), ...defaults, planName: p.plan.name });
   const { overrides } = await readOverrides(draft, instanceId);
   const own = overrides.filter((o) => o.binding !== undefined && keyOf(o.binding) === bindingKey);
   const out = applyOverrides(rendered, own, defaults, `binding ${binding.spec.bindingId} of instance ${instanceId}`);

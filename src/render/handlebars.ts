@@ -2,6 +2,7 @@ import Handlebars from "handlebars";
 import type { PlanTemplate } from "../catalog/index.js";
 import { RenderError } from "../errors/index.js";
 import { HELPERS } from "./helpers.js";
+import { TemplateFailure, type TemplateEngine } from "./engine.js";
 import type { RenderValues } from "./types.js";
 
 /**
@@ -64,13 +65,6 @@ function compiled(content: string): Template {
   return template;
 }
 
-/** Why the template's engine cannot be used, or undefined for handlebars. */
-export function engineProblem(type: string): string | undefined {
-  if (type === "handlebars") return undefined;
-  if (type === "gotemplate") return "engine gotemplate is not supported yet (Go templates are planned)";
-  return `engine ${JSON.stringify(type)} is not supported (supported: handlebars)`;
-}
-
 /**
  * A Handlebars failure as `line N: what: "the template line"` when the line is known: from our
  * helper wrapper, from Handlebars compile errors (`lineNumber`), or from the parser's message,
@@ -89,26 +83,30 @@ function describeFailure(e: unknown, content: string): string {
   return `line ${line}: ${message}: ${JSON.stringify((content.split("\n")[line - 1] ?? "").trim())}`;
 }
 
-export function renderTemplateText(t: PlanTemplate, values: RenderValues, planName: string): string {
-  const where = `plan ${planName}: template ${t.action} (${t.source})`;
-  const data = { plan: planName, action: t.action, source: t.source };
-  const unsupported = engineProblem(t.type);
-  if (unsupported !== undefined) throw new RenderError(`${where}: ${unsupported}`, { data });
-  try {
-    return compiled(t.content)(values);
-  } catch (e) {
-    throw new RenderError(`${where}: ${describeFailure(e, t.content)}`, { cause: e, data });
-  }
-}
-
-/** Why the template does not compile, or undefined when it does. Does not execute it. */
-export function compileProblem(t: PlanTemplate): string | undefined {
-  const unsupported = engineProblem(t.type);
-  if (unsupported !== undefined) return unsupported;
-  try {
-    hb.precompile(t.content, COMPILE_OPTIONS);
-    return undefined;
-  } catch (e) {
-    return describeFailure(e, t.content);
-  }
-}
+/** Handlebars with the helper library of helpers.ts (docs/templates.md). */
+export const handlebarsEngine: TemplateEngine = {
+  type: "handlebars",
+  description: "Handlebars with the broker's helper library (docs/templates.md)",
+  compile(t: PlanTemplate): Promise<string | undefined> {
+    try {
+      hb.precompile(t.content, COMPILE_OPTIONS);
+      return Promise.resolve(undefined);
+    } catch (e) {
+      return Promise.resolve(describeFailure(e, t.content));
+    }
+  },
+  render(t: PlanTemplate, values: RenderValues): Promise<string> {
+    try {
+      return Promise.resolve(handlebarsEngine.renderSync!(t, values, { name: "" }));
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+  },
+  renderSync(t: PlanTemplate, values: RenderValues): string {
+    try {
+      return compiled(t.content)(values);
+    } catch (e) {
+      throw new TemplateFailure(describeFailure(e, t.content));
+    }
+  },
+};

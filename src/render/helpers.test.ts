@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { RenderError } from "../errors/index.js";
-import { renderText, type RenderValues } from "./index.js";
+import { renderTextNow, type RenderValues } from "./index.js";
 
 const VALUES: RenderValues = {
   service: { spec: { name: "postgresql" } },
@@ -23,7 +23,7 @@ const VALUES: RenderValues = {
 };
 
 function run(content: string, values: RenderValues = VALUES): string {
-  return renderText({ action: "t", templates: [{ action: "t", type: "handlebars", content, source: "test.hbs" }], values, planName: "p" });
+  return renderTextNow({ action: "t", templates: [{ action: "t", type: "handlebars", content, source: "test.hbs" }], values, planName: "p" });
 }
 
 function failure(content: string): RenderError {

@@ -5,12 +5,108 @@
  */
 import type { PlanTemplate } from "../catalog/index.js";
 import { formatProblem, RenderError, type Problem } from "../errors/index.js";
-import { compileProblem, renderTemplateText } from "./engine.js";
+import { engineFor, engineProblem, TemplateFailure, type TemplateContext } from "./engine.js";
+import "./engines.js";
 import { isDns1123Label, isLabelValue, qualifiedNameProblem } from "./kubernetes.js";
 import { splitDocuments, toManifests } from "./manifests.js";
-import type { Manifest, RenderRequest } from "./types.js";
+import type { Manifest, RenderRequest, RenderValues } from "./types.js";
 
 export type { RenderRequest, RenderValues, Manifest } from "./types.js";
+export { engineFor, engineProblem, engineTypes, type TemplateEngine } from "./engine.js";
+export { DEFAULT_GOTEMPLATE_LIMITS, renderGoTemplateJson, setGotemplateLimits, type GotemplateLimits } from "./gotemplate.js";
+export { serviceFabrikValues, sfServiceBinding, sfServiceInstance } from "./service-fabrik.js";
+
+type Loose = Record<string, unknown>;
+const field = (o: unknown, ...path: string[]): unknown =>
+  path.reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Loose)[k] : undefined), o);
+
+/**
+ * The template's name in engine messages, as Service Fabrik named it: `<instance-id>/<action>`,
+ * `<binding-id>/bind` for the bind template (its renderTemplate named bind by the binding).
+ */
+export function templateName(values: Partial<RenderValues>, action: string): string {
+  const id = (record: unknown) => String(field(record, "spec", "instanceId") ?? field(record, "spec", "bindingId") ?? field(record, "metadata", "name") ?? "");
+  const owner = action === "bind" && values.binding !== undefined ? field(values.binding, "spec", "bindingId") ?? id(values.binding) : id(values.instance);
+  return `${String(owner)}/${action}`;
+}
+
+/**
+ * One template's text, by its engine. Throws RenderError naming the plan, the action and the
+ * template's source, with the engine's description of the failure.
+ */
+export async function renderTemplateText(t: PlanTemplate, values: RenderValues, planName: string, name = templateName(values, t.action)): Promise<string> {
+  const where = `plan ${planName}: template ${t.action} (${t.source})`;
+  const data = { plan: planName, action: t.action, source: t.source };
+  const unsupported = engineProblem(t.type, t.action);
+  if (unsupported !== undefined) throw new RenderError(`${where}: ${unsupported}`, { data });
+  try {
+    return await engineFor(t.type)!.render(t, values, { name });
+  } catch (e) {
+    if (e instanceof TemplateFailure) throw new RenderError(`${where}: ${e.message}`, { cause: e, data: { ...data, ...e.data } });
+    throw e;
+  }
+}
+
+/** A render the caller must come back for: `settled` resolves once `renderTextNow` knows the text. */
+export class RenderPending extends Error {
+  constructor(readonly settled: Promise<void>) {
+    super("the template is being rendered");
+    this.name = "RenderPending";
+  }
+}
+
+type Outcome = { text: string } | { error: unknown } | { pending: Promise<void> };
+const outcomes = new Map<string, Outcome>();
+const OUTCOME_LIMIT = 2048;
+
+/**
+ * `renderText` for synchronous callers (the status watcher judges live objects synchronously).
+ * Engines that run on this thread render at once; for the others the result is looked up by
+ * template and values: the first call starts the render and throws RenderPending, calls after it
+ * settled get the text (or its RenderError). Bounded: the oldest results are dropped.
+ */
+export function renderTextNow(req: Omit<RenderRequest, "defaultNamespace" | "labels">): string {
+  assertRequest(req);
+  const parts: string[] = [];
+  for (const t of req.templates.filter((x) => x.action === req.action)) {
+    const engine = engineFor(t.type);
+    const name = templateName(req.values, t.action);
+    if (engine?.renderSync !== undefined) {
+      try {
+        parts.push(engine.renderSync(t, req.values, { name }));
+      } catch (e) {
+        const where = `plan ${req.planName}: template ${t.action} (${t.source})`;
+        if (e instanceof TemplateFailure) throw new RenderError(`${where}: ${e.message}`, { cause: e, data: { plan: req.planName, action: t.action, source: t.source } });
+        throw e;
+      }
+      continue;
+    }
+    const key = JSON.stringify([t.type, t.content, name, req.planName, t.source, req.values]);
+    let outcome = outcomes.get(key);
+    if (outcome === undefined) {
+      const pending = renderTemplateText(t, req.values, req.planName, name).then(
+        (text) => void outcomes.set(key, { text }),
+        (error: unknown) => void outcomes.set(key, { error }),
+      );
+      outcome = { pending };
+      if (outcomes.size >= OUTCOME_LIMIT) outcomes.delete(outcomes.keys().next().value as string);
+      outcomes.set(key, outcome);
+    }
+    if ("pending" in outcome) throw new RenderPending(outcome.pending);
+    if ("error" in outcome) throw outcome.error;
+    parts.push(outcome.text);
+  }
+  return joinTexts(parts);
+}
+
+function joinTexts(parts: string[]): string {
+  return parts.reduce((text, part) => (text === "" || text.endsWith("\n") ? text + part : `${text}\n${part}`), "");
+}
+
+/** Why the template does not compile, or undefined when it does. Does not execute it. */
+export async function compileProblem(t: PlanTemplate, context: TemplateContext): Promise<string | undefined> {
+  return engineProblem(t.type, t.action) ?? (await engineFor(t.type)!.compile(t, context));
+}
 
 export function hasTemplate(templates: PlanTemplate[], action: string): boolean {
   return templates.some((t) => t.action === action);
@@ -23,7 +119,23 @@ export function hasTemplate(templates: PlanTemplate[], action: string): boolean 
  * Throws RenderError for an unsupported engine, a template that fails to compile or run, and
  * for output that is not valid manifests (every problem listed, with its path).
  */
-export function render(req: RenderRequest): Manifest[] {
+export async function render(req: RenderRequest): Promise<Manifest[]> {
+  assertManifestRequest(req);
+  const texts: [PlanTemplate, string][] = [];
+  for (const t of req.templates.filter((x) => x.action === req.action)) texts.push([t, await renderTemplateText(t, req.values, req.planName)]);
+  return manifestsOf(req, texts);
+}
+
+/** `render` for synchronous callers, like `renderTextNow` (throws RenderPending). */
+export function renderNow(req: RenderRequest): Manifest[] {
+  assertManifestRequest(req);
+  const texts: [PlanTemplate, string][] = req.templates
+    .filter((x) => x.action === req.action)
+    .map((t) => [t, renderTextNow({ ...req, templates: [t] })]);
+  return manifestsOf(req, texts);
+}
+
+function assertManifestRequest(req: RenderRequest): void {
   assertRequest(req);
   if (!isDns1123Label(req.defaultNamespace)) {
     throw new TypeError(`defaultNamespace ${JSON.stringify(req.defaultNamespace)} is not a DNS-1123 label`);
@@ -32,10 +144,11 @@ export function render(req: RenderRequest): Manifest[] {
     const problem = qualifiedNameProblem(key) ?? (isLabelValue(value) ? undefined : `value ${JSON.stringify(value)} is not a label value`);
     if (problem !== undefined) throw new TypeError(`broker label ${JSON.stringify(key)}: ${problem}`);
   }
+}
+
+function manifestsOf(req: RenderRequest, texts: [PlanTemplate, string][]): Manifest[] {
   const problems: Problem[] = [];
-  const documents = req.templates
-    .filter((t) => t.action === req.action)
-    .flatMap((t) => splitDocuments(renderTemplateText(t, req.values, req.planName), t.source, problems));
+  const documents = texts.flatMap(([t, text]) => splitDocuments(text, t.source, problems));
   const manifests = toManifests(documents, req, problems);
   if (problems.length > 0) {
     const list = problems.map((p) => `- ${formatProblem(p)}`).join("\n");
@@ -65,12 +178,11 @@ export function checkObjects(
  * The text output of the templates of `req.action` (for `sources`, `status` ...), concatenated
  * in template order; "" when there is none. Throws RenderError like `render`.
  */
-export function renderText(req: Omit<RenderRequest, "defaultNamespace" | "labels">): string {
+export async function renderText(req: Omit<RenderRequest, "defaultNamespace" | "labels">): Promise<string> {
   assertRequest(req);
-  return req.templates
-    .filter((t) => t.action === req.action)
-    .map((t) => renderTemplateText(t, req.values, req.planName))
-    .reduce((text, part) => (text === "" || text.endsWith("\n") ? text + part : `${text}\n${part}`), "");
+  const parts: string[] = [];
+  for (const t of req.templates.filter((x) => x.action === req.action)) parts.push(await renderTemplateText(t, req.values, req.planName));
+  return joinTexts(parts);
 }
 
 /**
@@ -78,15 +190,17 @@ export function renderText(req: Omit<RenderRequest, "defaultNamespace" | "labels
  * syntax error, unknown helper. `file`/`path` come from the template's source
  * (`catalog/plans/x.yaml#spec.templates[2]` gives file `catalog/plans/x.yaml`, path `spec.templates[2].content`).
  */
-export function compileCheck(templates: PlanTemplate[], planName: string): Problem[] {
-  return templates.flatMap((t) => {
-    const problem = compileProblem(t);
-    if (problem === undefined) return [];
+export async function compileCheck(templates: PlanTemplate[], planName: string, name = (action: string) => `sample-instance/${action}`): Promise<Problem[]> {
+  const out: Problem[] = [];
+  for (const t of templates) {
+    const problem = await compileProblem(t, { name: name(t.action) });
+    if (problem === undefined) continue;
     const hash = t.source.indexOf("#");
     const file = hash === -1 ? t.source : t.source.slice(0, hash);
     const path = hash === -1 ? "" : `${t.source.slice(hash + 1)}.content`;
-    return [{ file, path, message: `plan ${planName}: template ${t.action}: ${problem}` }];
-  });
+    out.push({ file, path, message: `plan ${planName}: template ${t.action}: ${problem}` });
+  }
+  return out;
 }
 
 function assertRequest(req: Omit<RenderRequest, "defaultNamespace" | "labels">): void {

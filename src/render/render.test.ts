@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { RenderError } from "../errors/index.js";
 import type { PlanTemplate } from "../catalog/index.js";
-import { compileCheck, hasTemplate, render, renderText, type RenderRequest } from "./index.js";
+import { compileCheck, hasTemplate, render, renderNow, renderTextNow, type RenderRequest } from "./index.js";
 
 const LABELS = { "app.kubernetes.io/managed-by": "gitops-broker", "gitops-broker.io/instance-id": "pg-1" };
 
@@ -28,7 +28,7 @@ function request(templates: PlanTemplate[] | string, overrides: Partial<RenderRe
 
 function renderError(req: RenderRequest): RenderError {
   try {
-    render(req);
+    renderNow(req);
   } catch (e) {
     if (e instanceof RenderError) return e;
     throw e;
@@ -51,7 +51,7 @@ apiVersion: v1
 
 describe("render", () => {
   it("writes deterministic YAML: apiVersion, kind, metadata (name, namespace) first, every other key sorted", () => {
-    const [m] = render(request(CONFIG_MAP));
+    const [m] = renderNow(request(CONFIG_MAP));
     expect(m?.yaml).toBe(
       [
         "apiVersion: v1",
@@ -82,9 +82,9 @@ describe("render", () => {
 
   it("renders byte-identical output for the same input, whatever the key order in the template", () => {
     const shuffled = `apiVersion: v1\ndata:\n  a: "1"\n  "2": two\n  b: "2"\n  "10": ten\nmetadata:\n  name: cfg\n  labels:\n    z: last\nkind: ConfigMap\n`;
-    const first = render(request(CONFIG_MAP)).map((m) => m.yaml);
-    expect(render(request(CONFIG_MAP)).map((m) => m.yaml)).toEqual(first);
-    expect(render(request(shuffled)).map((m) => m.yaml)).toEqual(first);
+    const first = renderNow(request(CONFIG_MAP)).map((m) => m.yaml);
+    expect(renderNow(request(CONFIG_MAP)).map((m) => m.yaml)).toEqual(first);
+    expect(renderNow(request(shuffled)).map((m) => m.yaml)).toEqual(first);
   });
 
   it("keeps strings strings for a YAML 1.1 reader, never writes anchors, never folds long lines", () => {
@@ -99,7 +99,7 @@ data:
 shared: &s {a: "1"}
 again: *s
 `;
-    const [m] = render(request(content));
+    const [m] = renderNow(request(content));
     expect(m?.yaml).toContain('  answer: "yes"\n');
     expect(m?.yaml).toContain('  "n": "on"\n');
     expect(m?.yaml).toContain(`  long: ${"x".repeat(300)} ${"y".repeat(300)}\n`);
@@ -116,7 +116,7 @@ again: *s
   });
 
   it("sets the default namespace on namespaced objects, keeps an explicit one, none on cluster-scoped kinds", () => {
-    const manifests = render(
+    const manifests = renderNow(
       request(`apiVersion: v1
 kind: Service
 metadata: {name: svc}
@@ -155,7 +155,7 @@ provisioner: example.com/fast
   });
 
   it("merges the broker labels into every object; broker labels win", () => {
-    const [m] = render(
+    const [m] = renderNow(
       request(`apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -179,7 +179,7 @@ metadata:
       ].join("\n"),
     );
     expect(e.data.problems).toHaveLength(2);
-    expect(render(request(secret("type: Opaque\ndata: {}\n")))[0]?.kind).toBe("Secret");
+    expect(renderNow(request(secret("type: Opaque\ndata: {}\n")))[0]?.kind).toBe("Secret");
   });
 
   it("refuses the same object twice, across the templates of an action too", () => {
@@ -195,7 +195,7 @@ metadata:
   });
 
   it("disambiguates file names of objects sharing kind and name, without a slash", () => {
-    const manifests = render(
+    const manifests = renderNow(
       request(`apiVersion: v1
 kind: ConfigMap
 metadata: {name: cfg}
@@ -299,17 +299,27 @@ kind: ConfigMap
     expect(e.message).toBe(`plan small: template provision (catalog/plans/pg.yaml#spec.templates[0]): line 2: each doesn't match with: "{{#each bindings}}"`);
   });
 
-  it("does not support Go templates yet, nor unknown engines", () => {
-    expect(renderError(request([template("{{ .x }}", "provision", "gotemplate")])).message).toBe(
-      "plan small: template provision (catalog/plans/pg.yaml#spec.templates[0]): engine gotemplate is not supported yet (Go templates are planned)",
+  it("renders each template by its type's engine, and refuses unknown engines", async () => {
+    const go = template('kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: {{ .instance.metadata.name }}-go\ndata:\n  team: {{ .plan.spec.context.teamId | quote }}\n', "provision", "gotemplate", "go.tpl");
+    const hb = template("kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: {{instance.metadata.name}}-hb\n", "provision", "handlebars", "hb.hbs");
+    const manifests = await render(request([go, hb]));
+    expect(manifests.map((m) => [m.name, m.object.data])).toEqual([
+      ["pg-1-go", { team: "acid" }],
+      ["pg-1-hb", undefined],
+    ]);
+    // The engine's failure is wrapped once, with the plan, action and source; Go's own text
+    // names the template `<instance-id>/<action>` (the instance has no spec.instanceId here, so
+    // its metadata.name) with line and column.
+    await expect(render(request([template("a: {{ index .instance.spec.parameters.answer 5 }}", "provision", "gotemplate", "go.tpl")]))).rejects.toThrow(
+      'plan small: template provision (go.tpl): gotemplate renderer - can\'t render template for pg-1/provision. template: pg-1/provision:1:6: executing "pg-1/provision" at <index .instance.spec.parameters.answer 5>: error calling index: index out of range: 5',
     );
-    expect(renderError(request([template("x", "provision", "jsonnet")])).message).toBe(
-      'plan small: template provision (catalog/plans/pg.yaml#spec.templates[0]): engine "jsonnet" is not supported (supported: handlebars)',
+    await expect(render(request([template("x", "provision", "jsonnet")]))).rejects.toThrow(
+      'plan small: template provision (catalog/plans/pg.yaml#spec.templates[0]): engine "jsonnet" is not supported (supported: handlebars, gotemplate)',
     );
   });
 
   it("drops empty documents and keeps the others in order", () => {
-    const manifests = render(
+    const manifests = renderNow(
       request(`---
 # only a comment
 ---
@@ -338,15 +348,15 @@ metadata: {name: b}
   it("renders every template of the action, in order, and nothing for an action without a template", () => {
     const cm = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}}\n`;
     const templates = [template(cm("one")), template(cm("bound"), "bind"), template(cm("two"), "provision", "handlebars", "catalog/templates/two.hbs")];
-    expect(render(request(templates)).map((m) => m.name)).toEqual(["one", "two"]);
-    expect(render(request(templates, { action: "deprovision" }))).toEqual([]);
+    expect(renderNow(request(templates)).map((m) => m.name)).toEqual(["one", "two"]);
+    expect(renderNow(request(templates, { action: "deprovision" }))).toEqual([]);
     expect(hasTemplate(templates, "bind")).toBe(true);
     expect(hasTemplate(templates, "unbind")).toBe(false);
   });
 
   it("refuses an invalid default namespace or broker label (a broker bug, not a template error)", () => {
-    expect(() => render(request(CONFIG_MAP, { defaultNamespace: "Tenant" }))).toThrow(TypeError);
-    expect(() => render(request(CONFIG_MAP, { labels: { "gitops-broker.io/instance-id": "x".repeat(64) } }))).toThrow(
+    expect(() => renderNow(request(CONFIG_MAP, { defaultNamespace: "Tenant" }))).toThrow(TypeError);
+    expect(() => renderNow(request(CONFIG_MAP, { labels: { "gitops-broker.io/instance-id": "x".repeat(64) } }))).toThrow(
       /broker label "gitops-broker.io\/instance-id": value "x+" is not a label value/,
     );
   });
@@ -356,29 +366,37 @@ describe("renderText", () => {
   it("returns the output of the action's templates, concatenated; empty without a template", () => {
     const templates = [template("a: {{instance.metadata.name}}", "status"), template("b: 2\n", "status"), template("c: 3", "sources")];
     const req = { action: "status", templates, values: request(CONFIG_MAP).values, planName: "small" };
-    expect(renderText(req)).toBe("a: pg-1\nb: 2\n");
-    expect(renderText({ ...req, action: "clusterSelector" })).toBe("");
+    expect(renderTextNow(req)).toBe("a: pg-1\nb: 2\n");
+    expect(renderTextNow({ ...req, action: "clusterSelector" })).toBe("");
   });
 });
 
 describe("compileCheck", () => {
-  it("finds templates that cannot render whatever the values", () => {
+  it("finds templates that cannot render whatever the values", async () => {
     const templates = [
       template("fine: {{default 1 instance.x}}"),
       template("a\nb: {{x y=}}\n", "bind", "handlebars", "catalog/plans/pg.yaml#spec.templates[1]"),
       template("{{toYml x}}", "update", "handlebars", "catalog/templates/update.hbs"),
-      template("{{ .x }}", "status", "gotemplate", "catalog/plans/pg.yaml#spec.templates[3]"),
+      template("a\n{{ toYml .x }}", "status", "gotemplate", "catalog/plans/pg.yaml#spec.templates[3]"),
+      template("{{ x }}", "sources", "jinja", "catalog/plans/pg.yaml#spec.templates[4]"),
+      template("{{ .x | toYaml }}", "provision", "GoTemplate", "catalog/plans/pg.yaml#spec.templates[5]"),
     ];
-    const problems = compileCheck(templates, "small");
+    const problems = await compileCheck(templates, "small");
     expect(problems.map((p) => [p.file, p.path])).toEqual([
       ["catalog/plans/pg.yaml", "spec.templates[1].content"],
       ["catalog/templates/update.hbs", ""],
       ["catalog/plans/pg.yaml", "spec.templates[3].content"],
+      ["catalog/plans/pg.yaml", "spec.templates[4].content"],
     ]);
     expect(problems[0]?.message).toBe(
       `plan small: template bind: line 2: parse error: Expecting 'OPEN_SEXPR', 'ID', 'STRING', 'NUMBER', 'BOOLEAN', 'UNDEFINED', 'NULL', 'DATA', got 'CLOSE': "b: {{x y=}}"`,
     );
     expect(problems[1]?.message).toBe('plan small: template update: line 1: You specified knownHelpersOnly, but used the unknown helper toYml: "{{toYml x}}"');
-    expect(problems[2]?.message).toBe("plan small: template status: engine gotemplate is not supported yet (Go templates are planned)");
+    // Go's parse error (text/template/parse): "template: <name>:<line>: function %q not defined",
+    // wrapped as Service Fabrik's renderer wrapped it; the name is SF's `<instance-id>/<action>`.
+    expect(problems[2]?.message).toBe(
+      'plan small: template status: gotemplate renderer - can\'t create template for sample-instance/status. template: sample-instance/status:2: function "toYml" not defined',
+    );
+    expect(problems[3]?.message).toBe('plan small: template sources: engine "jinja" is not supported (supported: handlebars, gotemplate)');
   });
 });

@@ -5,7 +5,7 @@ import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import type { PlanTemplate } from "../catalog/index.js";
-import { compileCheck, render, renderText, type Manifest, type RenderRequest, type RenderValues } from "./index.js";
+import { compileCheck, renderNow, renderTextNow, type Manifest, type RenderRequest, type RenderValues } from "./index.js";
 
 const FIXTURE = "src/render/testdata/zalando-postgres-plan.yaml";
 const LABELS = { "app.kubernetes.io/managed-by": "gitops-broker", "gitops-broker.io/instance-id": "pg-1" };
@@ -62,12 +62,12 @@ function request(action: string, v: RenderValues): RenderRequest {
 }
 
 describe("Zalando postgres operator plan", () => {
-  it("compiles", () => {
-    expect(compileCheck(templates, "v15-small")).toEqual([]);
+  it("compiles", async () => {
+    expect(await compileCheck(templates, "v15-small")).toEqual([]);
   });
 
   it("renders the postgresql cluster and its NetworkPolicy on provision", () => {
-    const manifests = render(request("provision", values({}, ["b-1", "b-2"])));
+    const manifests = renderNow(request("provision", values({}, ["b-1", "b-2"])));
     expect(manifests.map((m) => m.fileName)).toEqual(["postgresql-sapcp-pg-1.yaml", "networkpolicy-sapcp-pg-1-access.yaml"]);
     expect(manifests[0]?.yaml).toBe(`apiVersion: acid.zalan.do/v1
 kind: postgresql
@@ -120,13 +120,13 @@ spec:
 
   it("takes instance parameters over plan defaults, and renders update like provision", () => {
     const v = values({ numberOfInstances: 3, maxConnections: 250 });
-    const [cluster] = render(request("provision", v));
+    const [cluster] = renderNow(request("provision", v));
     expect(cluster?.object.spec).toMatchObject({ numberOfInstances: 3, postgresql: { parameters: { max_connections: "250" } } });
-    expect(render(request("update", v)).map((m) => m.yaml)).toEqual(render(request("provision", v)).map((m) => m.yaml));
+    expect(renderNow(request("update", v)).map((m) => m.yaml)).toEqual(renderNow(request("provision", v)).map((m) => m.yaml));
   });
 
   it("renders a binding's connection ConfigMap that names the operator's Secret", () => {
-    const manifests = render({ ...request("bind", { ...values({}, ["b-1"]), binding: binding("b-1") }), labels: { ...LABELS, "gitops-broker.io/binding-id": "b-1" } });
+    const manifests = renderNow({ ...request("bind", { ...values({}, ["b-1"]), binding: binding("b-1") }), labels: { ...LABELS, "gitops-broker.io/binding-id": "b-1" } });
     expect(manifests.map((m) => m.fileName)).toEqual(["configmap-b-1-connection.yaml"]);
     expect(manifests[0]?.object).toEqual({
       apiVersion: "v1",
@@ -144,7 +144,7 @@ spec:
   });
 
   it("renders the sources the status watcher reads, with the binding's Secret only for a binding", () => {
-    const text = (v: RenderValues) => renderText({ action: "sources", templates, values: v, planName: "v15-small" });
+    const text = (v: RenderValues) => renderTextNow({ action: "sources", templates, values: v, planName: "v15-small" });
     expect(parse(text(values()))).toEqual({
       postgresql: { apiVersion: "acid.zalan.do/v1", kind: "postgresql", name: "sapcp-pg-1", namespace: "tenant-a" },
     });
@@ -178,13 +178,13 @@ spec:
   });
 
   it("accepts a rendered Service", () => {
-    const [m] = render(req(service("5432")));
+    const [m] = renderNow(req(service("5432")));
     expect(m?.kind).toBe("Service");
     validateWithModel(m as Manifest);
   });
 
   it("catches what the renderer does not check (so the check above can fail)", () => {
-    const [m] = render(req(service('"5432"')));
+    const [m] = renderNow(req(service('"5432"')));
     expect(() => validateWithModel(m as Manifest)).toThrow(/port must be integer/);
   });
 });

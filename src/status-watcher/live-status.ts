@@ -1,5 +1,5 @@
 import type { Plan, Service } from "../catalog/index.js";
-import { hasTemplate, render, type RenderValues } from "../render/index.js";
+import { hasTemplate, renderNow, type RenderValues } from "../render/index.js";
 import { keyOf, LABEL_INSTANCE, type BindingRecord, type InstanceRecord, type OperationEntry } from "../repo/index.js";
 import type { AppliedIndex } from "./applied-index.js";
 import type { KindRef, LiveCluster } from "./live-cluster.js";
@@ -46,7 +46,7 @@ export function prepare(s: Omit<Subject, "cluster">): Prepared {
   const collect = (action: string): void => {
     if (!hasTemplate(s.plan.templates, action)) return;
     const namespace = s.instance.metadata.namespace;
-    for (const m of render({ action, templates: s.plan.templates, values: values(s), defaultNamespace: namespace, labels: {}, planName: s.plan.name })) {
+    for (const m of renderNow({ action, templates: s.plan.templates, values: values(s), defaultNamespace: namespace, labels: {}, planName: s.plan.name })) {
       const kind = { apiVersion: m.apiVersion, kind: m.kind, namespace: m.namespace ?? "" };
       kinds.set(`${kind.apiVersion} ${kind.kind} ${kind.namespace}`, kind);
     }

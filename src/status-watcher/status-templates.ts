@@ -1,7 +1,7 @@
 import { parse } from "yaml";
 import type { Plan } from "../catalog/index.js";
 import { RenderError } from "../errors/index.js";
-import { renderText, type RenderValues } from "../render/index.js";
+import { renderTextNow, type RenderValues } from "../render/index.js";
 import type { BindingResult, OperationState } from "./types.js";
 
 /**
@@ -56,7 +56,7 @@ function invalid(plan: Plan, action: string, problems: string[]): RenderError {
 
 /** Renders `sources` (empty map when the plan has none). Throws RenderError for invalid output. */
 export function renderSources(plan: Plan, values: RenderValues): Map<string, SourceRef> {
-  const output = parsed(plan, "sources", renderText({ action: "sources", templates: plan.templates, values, planName: plan.name }));
+  const output = parsed(plan, "sources", renderTextNow({ action: "sources", templates: plan.templates, values, planName: plan.name }));
   const sources = new Map<string, SourceRef>();
   if (output === null || output === undefined) return sources;
   if (!isMap(output)) throw invalid(plan, "sources", ["must render a mapping of key to {apiVersion, kind, name, namespace}"]);
@@ -84,7 +84,7 @@ export function renderSources(plan: Plan, values: RenderValues): Map<string, Sou
  * template or the output has no such section. Throws RenderError for invalid output.
  */
 export function renderStatus(plan: Plan, action: StatusAction, values: RenderValues): StatusSection | undefined {
-  const output = parsed(plan, "status", renderText({ action: "status", templates: plan.templates, values, planName: plan.name }));
+  const output = parsed(plan, "status", renderTextNow({ action: "status", templates: plan.templates, values, planName: plan.name }));
   if (output === null || output === undefined) return undefined;
   if (!isMap(output)) throw invalid(plan, "status", ["must render a mapping of operation to {state, description, ...}"]);
   const section = output[action];

@@ -10,7 +10,7 @@ import { INSTANCE_NAMESPACE, quietRequests, sampleCatalogFiles, startSisterClust
 import { loadCatalog, loadClusters, type Catalog, type ClusterEntry, type Plan } from "../catalog/index.js";
 import { createGitWriter, type Draft, type GitWriter } from "../gitwriter/index.js";
 import { silentLogger } from "../log/index.js";
-import { render } from "../render/index.js";
+import { renderNow } from "../render/index.js";
 import {
   clusterNamespacePath,
   instanceManifestDir,
@@ -76,7 +76,7 @@ function plan(name: "small" | "medium"): Plan {
 
 function renderInstance(record: InstanceRecord, bindings: BindingRecord[]) {
   const p = catalog.planById(record.spec.planId)!;
-  return render({
+  return renderNow({
     action: "provision",
     templates: p.templates,
     values: { service: catalog.services[0]!.raw, plan: p.raw, instance: record as never, bindings: bindings as never },

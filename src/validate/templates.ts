@@ -3,7 +3,7 @@ import { RenderError, type Problem } from "../errors/index.js";
 import { compileCheck, hasTemplate, render, renderText, type RenderValues } from "../render/index.js";
 import { LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, RECORD_API_VERSION } from "../repo/index.js";
 import { parseLabelSelector } from "../scheduler/index.js";
-import { error, warning, type ValidationProblem } from "./problems.js";
+import { error, type ValidationProblem } from "./problems.js";
 
 /**
  * Every template compiles; the manifest templates (provision, update, bind) render valid
@@ -135,13 +135,13 @@ function renderProblems(e: unknown, plan: Plan): Problem[] {
   return [located({ file: source, path: "", message: e.message })];
 }
 
-function samplePlanProblems(plan: Plan, service: Json, namespace: string): Problem[] {
+async function samplePlanProblems(plan: Plan, service: Json, namespace: string): Promise<Problem[]> {
   const { values, binding, bindingSensitive } = sampleValues(plan, service, namespace);
   const labels = { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: "sample-instance" };
   const problems: Problem[] = [];
-  const attempt = (fn: () => void) => {
+  const attempt = async (fn: () => Promise<void>) => {
     try {
-      fn();
+      await fn();
     } catch (e) {
       problems.push(...renderProblems(e, plan));
     }
@@ -149,20 +149,20 @@ function samplePlanProblems(plan: Plan, service: Json, namespace: string): Probl
   for (const action of ["provision", "update", "bind"]) {
     if (!hasTemplate(plan.templates, action)) continue;
     const bind = action === "bind";
-    attempt(() =>
-      render({
+    await attempt(async () => {
+      await render({
         action,
         templates: plan.templates,
         values: bind ? { ...values, binding, sensitive: bindingSensitive } : values,
         defaultNamespace: namespace,
         labels: bind ? { ...labels, [LABEL_BINDING]: "sample-binding" } : labels,
         planName: plan.name,
-      }),
-    );
+      });
+    });
   }
   if (hasTemplate(plan.templates, "clusterSelector")) {
-    attempt(() => {
-      const selector = renderText({ action: "clusterSelector", templates: plan.templates, values, planName: plan.name }).trim();
+    await attempt(async () => {
+      const selector = (await renderText({ action: "clusterSelector", templates: plan.templates, values, planName: plan.name })).trim();
       try {
         parseLabelSelector(selector);
       } catch (e) {
@@ -176,19 +176,19 @@ function samplePlanProblems(plan: Plan, service: Json, namespace: string): Probl
   return problems.map((p) => ({ ...p, message: `with sample inputs: ${p.message}` }));
 }
 
-export function templateProblems(catalog: Catalog, clusters: readonly ClusterEntry[]): ValidationProblem[] {
+export async function templateProblems(catalog: Catalog, clusters: readonly ClusterEntry[]): Promise<ValidationProblem[]> {
   const namespace = clusters[0]?.namespace ?? DEFAULT_INSTANCE_NAMESPACE;
   const out: ValidationProblem[] = [];
   for (const service of catalog.services) {
     for (const plan of service.plans) {
       let compiles = true;
       for (const t of plan.templates) {
-        const found = compileCheck([t], plan.name);
-        // A gotemplate plan loads and is listed; only provisioning it fails (400), so CI passes.
-        out.push(...found.map(t.type === "gotemplate" ? warning : error));
+        // The engine of `type` (render's registry) checks the template; an unknown type is an error.
+        const found = await compileCheck([t], plan.name);
+        out.push(...found.map(error));
         if (found.length > 0) compiles = false;
       }
-      if (compiles) out.push(...samplePlanProblems(plan, service.raw, namespace).map(error));
+      if (compiles) out.push(...(await samplePlanProblems(plan, service.raw, namespace)).map(error));
     }
   }
   return out;

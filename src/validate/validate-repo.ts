@@ -48,7 +48,7 @@ export async function validateRepo(tree: TreeReader): Promise<ValidationProblem[
     ...catalog.problems.map(error),
     ...registry.problems.map(error),
     ...records.problems,
-    ...templateProblems(view.catalog, view.clusters),
+    ...(await templateProblems(view.catalog, view.clusters)),
     ...offboardingProblems(live, new Set(view.clusters.map((c) => c.id)), (id) => view.catalog.planById(id) !== undefined),
     ...(await overrideProblems(tree, instances, records.bindings.map((b) => b.record))),
     ...(await secretProblems(tree)),

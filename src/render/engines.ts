@@ -1,0 +1,7 @@
+import { registerEngine } from "./engine.js";
+import { gotemplateEngine } from "./gotemplate.js";
+import { handlebarsEngine } from "./handlebars.js";
+
+/** The engines plans can name (`type`). Importing this module registers them, once. */
+registerEngine(handlebarsEngine);
+registerEngine(gotemplateEngine);

@@ -1,0 +1,194 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import { gunzipSync } from "node:zlib";
+
+/**
+ * The WebAssembly module built from go/src (Go's text/template and sprig, ADR 0011), run in a
+ * worker thread so a template that runs away never blocks the event loop: each call has a time
+ * limit, after which the worker is terminated (a Go program cannot be interrupted from inside)
+ * and the next call starts a fresh one from the module compiled once per process.
+ *
+ * Nothing is read or compiled until the first call: a broker without gotemplate plans never
+ * loads the module.
+ */
+
+/** `wasm/` at the package root; the same relative path from src/render and dist/render. */
+const WASM_DIR = new URL("../../wasm/", import.meta.url);
+
+export interface WasmCallOptions {
+  /** Milliseconds before the call fails and its worker is replaced. */
+  timeoutMs: number;
+}
+
+/** A call that the module answered with an error (its text), or that could not complete. */
+export class WasmCallError extends Error {
+  constructor(
+    message: string,
+    readonly reason: "error" | "timeout" | "exited",
+  ) {
+    super(message);
+    this.name = "WasmCallError";
+  }
+}
+
+interface Pending {
+  id: number;
+  method: string;
+  request: Uint8Array;
+  timeoutMs: number;
+  resolve: (response: Uint8Array) => void;
+  reject: (e: Error) => void;
+}
+
+interface Reply {
+  id?: number;
+  response?: Uint8Array;
+  error?: string;
+  memory?: number;
+  ready?: boolean;
+  exited?: string | boolean;
+}
+
+/** A worker whose Go heap grew past this is replaced after its call (wasm memory never shrinks). */
+const MEMORY_RECYCLE_BYTES = 512 * 1024 * 1024;
+
+/** A compiled WebAssembly.Module (opaque here: posted to the worker as is). */
+type CompiledModule = object;
+const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<CompiledModule> } }).WebAssembly;
+
+let compiled: Promise<CompiledModule> | undefined;
+
+/** The module compiled once per process (decompressing and compiling: see bench/). */
+export function compiledModule(): Promise<CompiledModule> {
+  compiled ??= (async () => {
+    const bytes = gunzipSync(readFileSync(new URL("gitops-broker.wasm.gz", WASM_DIR)));
+    return wasm.compile(bytes);
+  })();
+  return compiled;
+}
+
+/**
+ * One worker, one call at a time (the Go program is single-threaded); calls queue in order.
+ * The worker does not keep the process alive while idle.
+ */
+export class WasmHost {
+  private worker: Worker | undefined;
+  private ready: Promise<Worker> | undefined;
+  private readonly queue: Pending[] = [];
+  private current: { call: Pending; timer: NodeJS.Timeout; worker: Worker } | undefined;
+  private nextId = 1;
+  private closed = false;
+
+  call(method: string, request: Uint8Array, options: WasmCallOptions): Promise<Uint8Array> {
+    if (this.closed) return Promise.reject(new WasmCallError("the module host is closed", "exited"));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, method, request, timeoutMs: options.timeoutMs, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Terminates the worker; pending calls fail. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const call of this.queue.splice(0)) call.reject(new WasmCallError("the module host is closed", "exited"));
+    if (this.current) {
+      clearTimeout(this.current.timer);
+      this.current.call.reject(new WasmCallError("the module host is closed", "exited"));
+      this.current = undefined;
+    }
+    const worker = this.worker;
+    this.worker = undefined;
+    this.ready = undefined;
+    if (worker) await worker.terminate();
+  }
+
+  private pump(): void {
+    if (this.current !== undefined || this.queue.length === 0 || this.closed) return;
+    const call = this.queue.shift()!;
+    this.start().then(
+      (worker) => {
+        if (this.closed) return call.reject(new WasmCallError("the module host is closed", "exited"));
+        worker.ref();
+        const timer = setTimeout(() => this.fail(worker, new WasmCallError(`did not finish within ${call.timeoutMs} ms`, "timeout")), call.timeoutMs);
+        this.current = { call, timer, worker };
+        // The request is copied: the caller may reuse its buffer.
+        worker.postMessage({ id: call.id, method: call.method, request: call.request });
+      },
+      (e: unknown) => {
+        call.reject(e instanceof Error ? e : new Error(String(e)));
+        this.pump();
+      },
+    );
+  }
+
+  private start(): Promise<Worker> {
+    this.ready ??= compiledModule().then(
+      (module) =>
+        new Promise<Worker>((resolve, reject) => {
+          const worker = new Worker(fileURLToPath(new URL("worker.js", WASM_DIR)), { workerData: { module } });
+          this.worker = worker;
+          worker.on("message", (reply: Reply) => {
+            if (reply.ready) {
+              worker.unref();
+              resolve(worker);
+            } else this.onReply(worker, reply);
+          });
+          worker.on("error", (e) => {
+            reject(e);
+            this.fail(worker, new WasmCallError(`the module's worker failed: ${e.message}`, "exited"));
+          });
+          worker.on("exit", () => {
+            reject(new WasmCallError("the module's worker exited while starting", "exited"));
+            this.fail(worker, new WasmCallError("the module's worker exited", "exited"));
+          });
+        }),
+    );
+    return this.ready;
+  }
+
+  private onReply(worker: Worker, reply: Reply): void {
+    const current = this.current;
+    if (reply.id === undefined || current === undefined || current.worker !== worker || current.call.id !== reply.id) {
+      // The Go program exited between calls: the next call starts another worker.
+      if (reply.exited) this.retire(worker);
+      return;
+    }
+    clearTimeout(current.timer);
+    this.current = undefined;
+    worker.unref();
+    if (reply.error !== undefined) current.call.reject(new WasmCallError(reply.error, reply.exited ? "exited" : "error"));
+    else current.call.resolve(reply.response ?? new Uint8Array());
+    if (reply.exited || (reply.memory ?? 0) > MEMORY_RECYCLE_BYTES) this.retire(worker);
+    this.pump();
+  }
+
+  /** The worker's current call fails with `error`; the worker is replaced. */
+  private fail(worker: Worker, error: WasmCallError): void {
+    const current = this.current;
+    if (current !== undefined && current.worker === worker) {
+      clearTimeout(current.timer);
+      this.current = undefined;
+      current.call.reject(error);
+    }
+    this.retire(worker);
+    this.pump();
+  }
+
+  private retire(worker: Worker): void {
+    if (this.worker === worker) {
+      this.worker = undefined;
+      this.ready = undefined;
+    }
+    worker.removeAllListeners("message");
+    void worker.terminate();
+  }
+}
+
+let shared: WasmHost | undefined;
+
+/** The process's host, created on first use. */
+export function wasmHost(): WasmHost {
+  shared ??= new WasmHost();
+  return shared;
+}
