@@ -1,6 +1,7 @@
 import { ConfigError } from "../errors/index.js";
 import { runClusters, runMove } from "./admin-commands.js";
 import { runHistory } from "./history.js";
+import { runRender, runRenderTemplate } from "./render.js";
 import { serve } from "./serve.js";
 import { update } from "./update.js";
 import { runValidate } from "./validate.js";
@@ -15,6 +16,8 @@ Usage:
   gitops-broker update --plan <plan-id> | --instance <instance-id> [--url URL] [--config FILE] [--data-dir DIR]
   gitops-broker history <instance-id> [--json] [--config FILE] [--data-dir DIR]
   gitops-broker validate [repo-dir] [--json]
+  gitops-broker render [repo-dir] --plan ID --action A --instance ID [--binding ID] [--parameters JSON]
+  gitops-broker render-template --engine gotemplate|handlebars  < {"name","template","values"}
   gitops-broker --help | --version
 
 With no configuration, serve creates ./.gitops-broker/ holding a bare Git repository seeded
@@ -33,6 +36,8 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   move: (args) => runMove(args),
   history: (args) => runHistory(args),
   validate: (args) => runValidate(args),
+  render: (args) => runRender(args),
+  "render-template": (args) => runRenderTemplate(args),
   update: (args) =>
     update(args, {
       stdout: (line) => process.stdout.write(`${line}\n`),

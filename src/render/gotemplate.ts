@@ -35,8 +35,18 @@ const decoder = new TextDecoder("utf-8");
  * are (`render-template` passes its stdin's values through, so -0 and integers above 2^53 keep
  * their text).
  */
-export async function renderGoTemplateJson(name: string, template: string, valuesJson: string): Promise<string> {
-  const request = `{"name":${JSON.stringify(name)},"template":${JSON.stringify(template)},"outputLimit":${limits.outputBytes},"values":${valuesJson}}`;
+export function renderGoTemplateJson(name: string, template: string, valuesJson: string): Promise<string> {
+  return renderGoTemplateRequest(`{"name":${JSON.stringify(name)},"template":${JSON.stringify(template)},"values":${valuesJson}}`, name);
+}
+
+/**
+ * Renders a `{"name","template","values"}` JSON object text as is (the module decodes it; the
+ * output limit is added in front). `name` is for messages about the call itself.
+ */
+export async function renderGoTemplateRequest(requestJson: string, name: string): Promise<string> {
+  const body = requestJson.trimStart();
+  if (!body.startsWith("{")) throw new TemplateFailure("the request must be a JSON object {name, template, values}");
+  const request = `{"outputLimit":${limits.outputBytes},${body.slice(1)}`;
   try {
     const out = await wasmHost().call("gotemplate.render", encoder.encode(request), { timeoutMs: limits.timeoutMs });
     return decoder.decode(out);

@@ -12,8 +12,8 @@ import { splitDocuments, toManifests } from "./manifests.js";
 import type { Manifest, RenderRequest, RenderValues } from "./types.js";
 
 export type { RenderRequest, RenderValues, Manifest } from "./types.js";
-export { engineFor, engineProblem, engineTypes, type TemplateEngine } from "./engine.js";
-export { DEFAULT_GOTEMPLATE_LIMITS, renderGoTemplateJson, setGotemplateLimits, type GotemplateLimits } from "./gotemplate.js";
+export { engineFor, engineProblem, engineTypes, TemplateFailure, type TemplateEngine } from "./engine.js";
+export { DEFAULT_GOTEMPLATE_LIMITS, renderGoTemplateJson, renderGoTemplateRequest, setGotemplateLimits, type GotemplateLimits } from "./gotemplate.js";
 export { serviceFabrikValues, sfServiceBinding, sfServiceInstance } from "./service-fabrik.js";
 
 type Loose = Record<string, unknown>;

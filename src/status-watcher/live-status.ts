@@ -1,5 +1,5 @@
 import type { Plan, Service } from "../catalog/index.js";
-import { hasTemplate, renderNow, type RenderValues } from "../render/index.js";
+import { hasTemplate, RenderPending, renderNow, type RenderValues } from "../render/index.js";
 import { keyOf, LABEL_INSTANCE, type BindingRecord, type InstanceRecord, type OperationEntry } from "../repo/index.js";
 import type { AppliedIndex } from "./applied-index.js";
 import type { KindRef, LiveCluster } from "./live-cluster.js";
@@ -65,6 +65,15 @@ export function prepare(s: Omit<Subject, "cluster">): Prepared {
 }
 
 const inProgress = (description: string): OperationStatus => ({ state: "in progress", description });
+
+/**
+ * Templates of engines that run off this thread (gotemplate) render in the background the first
+ * time their inputs are seen: until then the operation is in progress with this description, a
+ * state the watcher does not memoize (the next poll finds the text).
+ */
+export const RENDERING = "rendering the templates of plan";
+const rendering = (s: Pick<Subject, "plan">) => inProgress(`${RENDERING} ${s.plan.name}`);
+export const isRendering = (status: OperationStatus): boolean => status.description?.startsWith(RENDERING) === true;
 const sha7 = (revision: string) => revision.slice(0, 7);
 
 /** `prepared` is asked for only once the commit is applied: polls before that render nothing. */
@@ -81,6 +90,7 @@ export function evaluate(s: Subject, prepared: () => Prepared, index: AppliedInd
   if (waiting) return inProgress(waiting);
 
   const judged = statusSection(s, rendered, op.action as StatusAction);
+  if ("pending" in judged) return rendering(s);
   if ("waiting" in judged) return inProgress(judged.waiting);
   const applied = `${op.action} applied by ${sync.subject} at ${sha7(sync.appliedRevision ?? "")}`;
   if (op.action === "deprovision" || op.action === "unbind") {
@@ -116,10 +126,11 @@ function appliedGate(s: Subject, sync: SyncObservation, index: AppliedIndex): st
   return answer.applied ? undefined : `waiting for ${sync.subject} to apply operation ${op.id} (applied: ${sha7(revision)})${failed}`;
 }
 
-type Judged = { waiting: string } | { section?: StatusSection };
+type Judged = { waiting: string } | { pending: true } | { section?: StatusSection };
 
 function statusSection(s: Subject, prepared: Prepared, action: StatusAction): Judged {
   if (!hasTemplate(s.plan.templates, "status")) return {};
+  if (prepared.sources instanceof RenderPending) return { pending: true };
   if (prepared.sources instanceof Error) return { waiting: `the templates of plan ${s.plan.name} fail: ${prepared.sources.message}` };
   const namespace = s.instance.metadata.namespace;
   const refs = [...prepared.sources].map(([key, ref]) => ({ key, name: ref.name, kind: { apiVersion: ref.apiVersion, kind: ref.kind, namespace: ref.namespace ?? namespace } }));
@@ -132,6 +143,7 @@ function statusSection(s: Subject, prepared: Prepared, action: StatusAction): Ju
     const section = renderStatus(s.plan, action, { ...live, ...values(s) });
     return section ? { section } : {};
   } catch (error) {
+    if (error instanceof RenderPending) return { pending: true };
     return { waiting: `the status template of plan ${s.plan.name} fails: ${error instanceof Error ? error.message : String(error)}` };
   }
 }

@@ -4,7 +4,8 @@ import { createAppliedIndex } from "./applied-index.js";
 import { createCommitStatusWatcher } from "./commit-mode.js";
 import { createKubeConfigResolver } from "./kubeconfig.js";
 import { startLiveCluster, type LiveCluster } from "./live-cluster.js";
-import { bindResponse, evaluate, prepare, type Prepared, type Subject } from "./live-status.js";
+import { RenderPending } from "../render/index.js";
+import { bindResponse, evaluate, isRendering, prepare, type Prepared, type Subject } from "./live-status.js";
 import type { BindingResult, OperationStatus, StatusWatcher, StatusWatcherOptions } from "./types.js";
 
 /**
@@ -133,7 +134,7 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
     const hit = prepared.get(key);
     if (hit?.catalog === catalog) return hit.prepared;
     const fresh = prepare(subject);
-    setBounded(prepared, key, { catalog, prepared: fresh }, MEMO_LIMIT);
+    if (!(fresh.sources instanceof RenderPending)) setBounded(prepared, key, { catalog, prepared: fresh }, MEMO_LIMIT);
     return fresh;
   }
 
@@ -157,6 +158,7 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
         description: `${operation.action} did not finish within the plan's maximum_polling_duration (${plan.maximumPollingDuration} s): ${status.description}`,
       };
     }
+    if (isRendering(status)) return status;
     if (status.state === "in progress") {
       const record = { instanceId: subject.instance.spec.instanceId, ...(subject.binding ? { bindingId: subject.binding.spec.bindingId } : {}) };
       setBounded(memo, key, { version, catalog, problem, until: deadline, status, clusterId: cluster.entry.id, record }, MEMO_LIMIT);
