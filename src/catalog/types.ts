@@ -8,7 +8,7 @@
 export interface PlanTemplate {
   /** OSB action or helper action: provision, update, bind, unbind, deprovision, sources, status, clusterSelector, ... */
   action: string;
-  /** Engine: `handlebars` (native), `gotemplate` (Service Fabrik; not supported yet), or anything else (rejected at render time). */
+  /** Engine, by render's registry: `handlebars`, `gotemplate` (Service Fabrik's Go templates); anything else is rejected at render time. */
   type: string;
   content: string;
   /** Where the template text came from, for error messages: `catalog/plans/x.yaml#spec.templates[2]` or `catalog/templates/pg.hbs`. */

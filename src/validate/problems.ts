@@ -3,7 +3,7 @@ import { formatProblem, type Problem } from "../errors/index.js";
 /**
  * A problem `validate` found. Errors fail the pull request (exit code 1); warnings are printed
  * but pass (exit code 0): they name what works today but will not do what the author may expect
- * (a `gotemplate` plan, overrides of a deprovisioned instance).
+ * (overrides of a deprovisioned instance).
  */
 export interface ValidationProblem extends Problem {
   severity: "error" | "warning";
