@@ -1,7 +1,8 @@
 import type { Plan, Service } from "../catalog/index.js";
 import type { Problem } from "../errors/index.js";
 import type { Draft } from "../gitwriter/index.js";
-import { hasTemplate, render, type Manifest } from "../render/index.js";
+import { parse } from "yaml";
+import { hasTemplate, render, renderText, type Manifest } from "../render/index.js";
 import {
   bindingManifestDir,
   clusterNamespacePath,
@@ -104,12 +105,46 @@ export async function writeBindingManifests(draft: Draft, p: PlacedInstance, bin
     defaultNamespace: p.namespace,
     labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: keyOf(instanceId), [LABEL_BINDING]: bindingKey },
   };
-  const rendered = await render({ action: "bind", templates: p.plan.templates, values: values(p, binding), ...defaults, planName: p.plan.name });
+  const bindValues = { ...(await committedSources(draft, p, binding)), ...values(p, binding) };
+  const rendered = await render({ action: "bind", templates: p.plan.templates, values: bindValues, ...defaults, planName: p.plan.name });
   const { overrides } = await readOverrides(draft, instanceId);
   const own = overrides.filter((o) => o.binding !== undefined && keyOf(o.binding) === bindingKey);
   const out = applyOverrides(rendered, own, defaults, `binding ${binding.spec.bindingId} of instance ${instanceId}`);
   await replaceFiles(draft, bindingManifestDir(p.instance.spec.clusterId, instanceId, binding.spec.bindingId), out.manifests);
   return { overrides: out.applied, problems: out.problems };
+}
+
+/**
+ * Service Fabrik rendered bind with the objects its `sources` template names, read live (the
+ * sample's bind template adds a user to `.postgresql`). Before any live read, the best the broker
+ * knows of them is the instance's objects as committed: each source key that names one of them
+ * gets it. Sources the instance does not render (an operator's Secret) stay missing, as an object
+ * SF could not fetch did.
+ */
+async function committedSources(draft: Draft, p: PlacedInstance, binding: BindingRecord): Promise<Record<string, unknown>> {
+  if (!hasTemplate(p.plan.templates, "sources")) return {};
+  let refs: unknown;
+  try {
+    refs = parse(await renderText({ action: "sources", templates: p.plan.templates, values: values(p, binding), planName: p.plan.name }));
+  } catch {
+    return {}; // the status watcher reports a broken sources template; bind renders without
+  }
+  if (typeof refs !== "object" || refs === null || Array.isArray(refs)) return {};
+  const dir = instanceManifestDir(p.instance.spec.clusterId, p.instance.spec.instanceId);
+  const objects: Record<string, unknown>[] = [];
+  for (const entry of (await draft.list(dir)) ?? []) {
+    if (entry.type !== "blob" || !entry.name.endsWith(".yaml")) continue;
+    const object = parse((await draft.readText(`${dir}/${entry.name}`)) ?? "") as unknown;
+    if (typeof object === "object" && object !== null) objects.push(object as Record<string, unknown>);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, ref] of Object.entries(refs as Record<string, unknown>)) {
+    if (typeof ref !== "object" || ref === null || ["service", "plan", "instance", "binding", "bindings"].includes(key)) continue;
+    const { apiVersion, kind, name } = ref as Record<string, unknown>;
+    const found = objects.find((o) => o.apiVersion === apiVersion && o.kind === kind && (o.metadata as { name?: unknown } | undefined)?.name === name);
+    if (found !== undefined) out[key] = found;
+  }
+  return out;
 }
 
 export function removeBindingManifests(draft: Draft, instance: InstanceRecord, bindingId: string): void {
