@@ -1,0 +1,42 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { RenderError } from "../errors/index.js";
+import type { PlanTemplate } from "../catalog/types.js";
+import { renderTemplateText, setGotemplateLimits, type RenderValues } from "./index.js";
+
+const previous = setGotemplateLimits({ timeoutMs: 3000, outputBytes: 1024 * 1024 });
+afterAll(() => void setGotemplateLimits(previous));
+
+const values: RenderValues = { service: {}, plan: {}, instance: { spec: { instanceId: "i-1" } }, bindings: [] };
+const go = (content: string): PlanTemplate => ({ action: "provision", type: "gotemplate", content, source: "t.tpl" });
+
+describe("gotemplate limits", () => {
+  it("stops a runaway template with an OSB error while the event loop keeps running", async () => {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 20);
+    try {
+      const runaway = renderTemplateText(go("{{ range until 100000000 }}x{{ end }}"), values, "p");
+      // Meanwhile: timers fire and another engine renders.
+      const other = await renderTemplateText({ ...go("{{x}}"), type: "handlebars" }, { ...values, x: "ok" }, "p");
+      expect(other).toBe("ok");
+      const error = await runaway.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(RenderError);
+      expect((error as RenderError).status).toBe(400);
+      // Which limit stops it first depends on the machine: the 1 MiB output, the 3 s, or Go's memory.
+      expect((error as Error).message).toMatch(/^plan p: template provision \(t\.tpl\): gotemplate renderer - can't render template for i-1\/provision\. (output exceeds 1048576 bytes|stopped after 3000 ms \(time limit\)|.*out of memory.*)/s);
+      expect(ticks).toBeGreaterThan(0);
+    } finally {
+      clearInterval(timer);
+    }
+    // The next render gets a working module.
+    expect(await renderTemplateText(go("{{ add 1 2 }}"), values, "p")).toBe("3");
+  }, 120_000);
+
+  it("bounds the output", async () => {
+    await expect(renderTemplateText(go('{{ repeat 2000000 "x" }}'), values, "p")).rejects.toThrow(
+      "plan p: template provision (t.tpl): gotemplate renderer - can't render template for i-1/provision. output exceeds 1048576 bytes",
+    );
+  }, 120_000);
+});
