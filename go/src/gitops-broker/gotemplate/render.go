@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"text/template"
 )
 
@@ -122,10 +123,41 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	return b.Buffer.Write(p)
 }
 
-// Render parses and executes the request's template.
-func Render(req Request) ([]byte, error) {
-	t, err := Parse(req.Name, req.Template)
+// Parsing costs about as much as executing; templates repeat and their names (which carry the
+// instance id) do not, so parsed templates are kept by content under one placeholder name. A
+// failure is reproduced under the request's name for Go's message (rendering is a pure function
+// of template and values, but for sprig's random functions).
+const placeholderName = "gotemplate"
+
+var (
+	parsedMu sync.Mutex
+	parsed   = map[string]*template.Template{}
+)
+
+const parsedLimit = 256
+
+func cachedParse(content string) (*template.Template, error) {
+	parsedMu.Lock()
+	defer parsedMu.Unlock()
+	if t, ok := parsed[content]; ok {
+		return t, nil
+	}
+	t, err := template.New(placeholderName).Funcs(funcs).Parse(content)
 	if err != nil {
+		return nil, err
+	}
+	if len(parsed) >= parsedLimit {
+		parsed = map[string]*template.Template{}
+	}
+	parsed[content] = t
+	return t, nil
+}
+
+// Render parses (or finds parsed) and executes the request's template.
+func Render(req Request) ([]byte, error) {
+	t, err := cachedParse(req.Template)
+	if err != nil {
+		_, err = Parse(req.Name, req.Template)
 		return nil, err
 	}
 	values, err := DecodeValues(req.Values)
@@ -133,13 +165,33 @@ func Render(req Request) ([]byte, error) {
 		return nil, err
 	}
 	out := &limitedBuffer{limit: req.OutputLimit}
-	if err := Execute(t, values, out); err != nil {
+	if err := t.Execute(out, values); err != nil {
 		if errors.Is(err, ErrOutputLimit) {
 			return nil, fmt.Errorf("gotemplate renderer - can't render template for %s. output exceeds %d bytes", req.Name, req.OutputLimit)
 		}
-		return nil, err
+		return nil, renderedFailure(req, err)
 	}
 	return out.Bytes(), nil
+}
+
+// renderedFailure runs the template again under the request's name (on freshly decoded values:
+// sprig's set and unset changed the first ones) for the error text naming it.
+func renderedFailure(req Request, first error) error {
+	named, err := Parse(req.Name, req.Template)
+	if err != nil {
+		return err
+	}
+	values, err := DecodeValues(req.Values)
+	if err != nil {
+		return err
+	}
+	if err := Execute(named, values, &limitedBuffer{limit: req.OutputLimit}); err != nil {
+		if errors.Is(err, ErrOutputLimit) {
+			return fmt.Errorf("gotemplate renderer - can't render template for %s. output exceeds %d bytes", req.Name, req.OutputLimit)
+		}
+		return err
+	}
+	return fmt.Errorf("gotemplate renderer - can't render template for %s. %v", req.Name, first)
 }
 
 // RenderJSON is the module method: a JSON Request in, the rendered bytes out.

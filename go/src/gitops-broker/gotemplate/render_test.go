@@ -108,3 +108,21 @@ func TestCompileOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestParsedTemplatesAreReusedUnderEachRequestsName(t *testing.T) {
+	// Go 1.19's index checks the index against the slice's cap with `>` (so index == cap passes
+	// the check and fails in reflect instead); 5 is past any cap of a one-element slice.
+	tpl := "ok\n{{ index .svc.a 5 }}"
+	for _, name := range []string{"one/provision", "two/provision"} {
+		_, err := render(t, name, tpl, `{"svc":{"a":[1]}}`)
+		want := "gotemplate renderer - can't render template for " + name + `. template: ` + name + `:2:3: executing "` + name + `" at <index .svc.a 5>: error calling index: index out of range: 5`
+		if err == nil || err.Error() != want {
+			t.Fatalf("got %v\nwant %s", err, want)
+		}
+	}
+	// A template that changes its values (sprig's set) fails the same way on the second run.
+	got, err := render(t, "x/bind", `{{ $_ := set .svc "b" 1 }}{{ .svc.b }}`, `{"svc":{}}`)
+	if err != nil || got != "1" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
