@@ -1,3 +1,4 @@
+import { parse } from "yaml";
 import { DEFAULT_INSTANCE_NAMESPACE, sensitiveParameters, type Catalog, type ClusterEntry, type Plan } from "../catalog/index.js";
 import { RenderError, type Problem } from "../errors/index.js";
 import { compileCheck, hasTemplate, render, renderText, type RenderValues } from "../render/index.js";
@@ -135,6 +136,25 @@ function renderProblems(e: unknown, plan: Plan): Problem[] {
   return [located({ file: source, path: "", message: e.message })];
 }
 
+/** The provisioned objects the `sources` template names, under its keys ({} when it fails). */
+async function sampleSources(plan: Plan, values: RenderValues, objects: Json[]): Promise<Json> {
+  if (!hasTemplate(plan.templates, "sources")) return {};
+  let refs: unknown;
+  try {
+    refs = parse(await renderText({ action: "sources", templates: plan.templates, values, planName: plan.name }));
+  } catch {
+    return {};
+  }
+  if (!isObject(refs)) return {};
+  const out: Json = {};
+  for (const [key, ref] of Object.entries(refs)) {
+    if (!isObject(ref) || ["service", "plan", "instance", "binding", "bindings"].includes(key)) continue;
+    const found = objects.find((o) => o.apiVersion === ref.apiVersion && o.kind === ref.kind && isObject(o.metadata) && o.metadata.name === ref.name);
+    if (found !== undefined) out[key] = structuredClone(found);
+  }
+  return out;
+}
+
 async function samplePlanProblems(plan: Plan, service: Json, namespace: string): Promise<Problem[]> {
   const { values, binding, bindingSensitive } = sampleValues(plan, service, namespace);
   const labels = { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: "sample-instance" };
@@ -146,18 +166,23 @@ async function samplePlanProblems(plan: Plan, service: Json, namespace: string):
       problems.push(...renderProblems(e, plan));
     }
   };
+  let provisioned: Json[] = [];
   for (const action of ["provision", "update", "bind"]) {
     if (!hasTemplate(plan.templates, action)) continue;
     const bind = action === "bind";
     await attempt(async () => {
-      await render({
+      const bindValues = { ...values, binding, sensitive: bindingSensitive };
+      // As the broker does: bind sees the instance's objects named by `sources` (materialize).
+      const sources = bind ? await sampleSources(plan, bindValues, provisioned) : {};
+      const manifests = await render({
         action,
         templates: plan.templates,
-        values: bind ? { ...values, binding, sensitive: bindingSensitive } : values,
+        values: bind ? { ...sources, ...bindValues } : values,
         defaultNamespace: namespace,
         labels: bind ? { ...labels, [LABEL_BINDING]: "sample-binding" } : labels,
         planName: plan.name,
       });
+      if (action === "provision") provisioned = manifests.map((m) => m.object);
     });
   }
   if (hasTemplate(plan.templates, "clusterSelector")) {

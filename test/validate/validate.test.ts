@@ -207,14 +207,15 @@ describe("one fixture per problem class", () => {
     );
   });
 
-  it("a gotemplate plan is a warning, not an error", async () => {
-    const plan = planYaml("sf", [{ action: "provision", type: "gotemplate", content: "kind: {{ .x }}" }]);
-    const dir = await fixture({ "catalog/postgresql/plans/sf.yaml": plan });
-    const problems = await validateRepo(dirTreeReader(dir));
-    expect(problems.map(formatValidationProblem)).toEqual([
-      "catalog/postgresql/plans/sf.yaml: spec.templates[0].content: warning: plan sf: template provision: engine gotemplate is not supported yet (Go templates are planned)",
+  it("a gotemplate plan renders with the sample inputs; a Go template that does not parse is an error with Go's line", async () => {
+    const good = planYaml("sf", [{ action: "provision", type: "gotemplate", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .instance.metadata.name }}-cm\n" }]);
+    expect(await lines({ "catalog/postgresql/plans/sf.yaml": good })).toEqual([]);
+    const bad = planYaml("sf", [{ action: "provision", type: "gotemplate", content: "a: 1\nb: {{ .x | nope }}\n" }]);
+    // Go's parser: `function "nope" not defined` on line 2; SF's renderer names the template
+    // `<instance-id>/<action>` (validate's sample instance is `sample-instance`).
+    expect(await lines({ "catalog/postgresql/plans/sf.yaml": bad })).toEqual([
+      `catalog/postgresql/plans/sf.yaml: spec.templates[0].content: plan sf: template provision: gotemplate renderer - can't create template for sample-instance/provision. template: sample-instance/provision:2: function "nope" not defined`,
     ]);
-    expect(problems[0]?.severity).toBe("warning");
   });
 
   it("offboarding protection: a cluster or plan with live instances cannot go", async () => {
