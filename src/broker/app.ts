@@ -238,7 +238,7 @@ export function createApp(deps: BrokerDeps): express.Express {
 
 /** The one place where errors become responses: the OSB error body, from the error hierarchy. */
 function errorHandler(ctx: Ctx): ErrorRequestHandler {
-  return (err, req, res, next) => {
+  return (err: unknown, req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;

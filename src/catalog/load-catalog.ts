@@ -99,6 +99,7 @@ function specOf(doc: YamlDocument): Record<string, unknown> {
  * `obj`, which sits at `at` (e.g. `spec.`). Two spellings at once are a problem: which one wins
  * would be a guess.
  */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- a typed read of untyped YAML
 function pick<T>(obj: Record<string, unknown>, names: string[], at: string, file: string, problems: Problem[]): T | undefined {
   const present = names.filter((n) => obj[n] !== undefined);
   for (const other of present.slice(1)) {
@@ -109,6 +110,7 @@ function pick<T>(obj: Record<string, unknown>, names: string[], at: string, file
 
 function toService(doc: YamlDocument, file: string, problems: Problem[]): Located<Omit<Service, "plans">> {
   const spec = specOf(doc);
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- as pick
   const get = <T>(...names: string[]) => pick<T>(spec, names, `${doc.at}spec.`, file, problems);
   const dashboardAt = `${doc.at}spec.${spec.dashboardClient === undefined ? "dashboard_client" : "dashboardClient"}.`;
   const dashboard = get<Record<string, unknown>>("dashboardClient", "dashboard_client");
@@ -137,6 +139,7 @@ function toService(doc: YamlDocument, file: string, problems: Problem[]): Locate
 
 async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problems: Problem[]): Promise<Located<Plan>> {
   const spec = specOf(doc);
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- as pick
   const get = <T>(...names: string[]) => pick<T>(spec, names, `${doc.at}spec.`, file, problems);
   const manager = (spec.manager ?? {}) as { async?: boolean; asyncBinding?: boolean };
   const schemas = spec.schemas as Record<string, unknown> | undefined;

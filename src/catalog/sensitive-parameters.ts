@@ -96,7 +96,7 @@ function walk(root: Json, schema: unknown, data: unknown, at: Segment[], seen: S
   } else if (Array.isArray(data)) {
     const items = schema.items;
     data.forEach((value, i) => {
-      const sub = Array.isArray(items) ? (i < items.length ? items[i] : schema.additionalItems) : items;
+      const sub: unknown = Array.isArray(items) ? (i < items.length ? items[i] : schema.additionalItems) : items;
       walk(root, sub, value, [...at, i], new Set(), out);
     });
   }

@@ -74,7 +74,7 @@ function formatOne(e: ErrorObject, data: unknown, base: string, useTitles: boole
 function requiredOnlyBranches(schema: unknown): string[] | undefined {
   if (!Array.isArray(schema)) return undefined;
   const names: string[] = [];
-  for (const branch of schema) {
+  for (const branch of schema as unknown[]) {
     const keys = typeof branch === "object" && branch !== null ? Object.keys(branch) : [];
     const required = (branch as { required?: unknown }).required;
     if (keys.length !== 1 || !Array.isArray(required) || required.length !== 1) return undefined;

@@ -71,7 +71,7 @@ export async function catFileBatch(
   const done = finished(child, "git cat-file --batch");
   let index = 0;
   let buffered: Buffer = Buffer.alloc(0);
-  let failure: unknown;
+  let failure: { error: unknown } | undefined;
   child.stdout.on("data", (chunk: Buffer) => {
     buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
     let at = 0;
@@ -81,7 +81,7 @@ export async function catFileBatch(
       // "<oid> SP <type> SP <size> LF <content> LF", or "<oid> missing LF"
       const [oid, type, size] = buffered.toString("latin1", at, newline).split(" ");
       if (type !== "blob") {
-        failure ??= new Error(`object ${oid} is ${type === "missing" ? "missing" : `a ${type}, not a blob`}`);
+        failure ??= { error: new Error(`object ${oid} is ${type === "missing" ? "missing" : `a ${type}, not a blob`}`) };
         at = newline + 1;
         continue;
       }
@@ -90,7 +90,7 @@ export async function catFileBatch(
       try {
         if (failure === undefined) each(buffered.subarray(newline + 1, end), index);
       } catch (error) {
-        failure = error;
+        failure = { error };
       }
       index++;
       at = end + 1;
@@ -100,7 +100,7 @@ export async function catFileBatch(
   child.stdin.on("error", () => undefined); // git died: `done` rejects with its message
   child.stdin.end(oids.length === 0 ? "" : `${oids.join("\n")}\n`);
   await done.finally(() => child.stdout.removeAllListeners("data"));
-  if (failure !== undefined) throw failure;
+  if (failure !== undefined) throw failure.error;
   if (index !== oids.length) throw new Error(`git cat-file --batch returned ${index} of ${oids.length} objects`);
 }
 

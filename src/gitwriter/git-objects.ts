@@ -20,6 +20,7 @@ export type Tree = ReadonlyMap<string, TreeEntry>;
 
 export const EMPTY_TREE_OID = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
+// eslint-disable-next-line no-control-regex -- the ASCII range starts at NUL
 const ASCII = /^[\x00-\x7f]*$/;
 
 const utf8 = new TextDecoder("utf-8");

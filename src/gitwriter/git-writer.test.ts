@@ -192,7 +192,7 @@ describe("git writer", () => {
     ]);
 
     expect(results.map((r) => r.result)).toEqual([1, 2, "2", 3]);
-    expect(results[2]!.commit).toBeNull();
+    expect(results[2].commit).toBeNull();
     const log = await gitLog(bare);
     expect(log.map((c) => c.subject)).toEqual(["counter 3", "counter 2", "counter 1", "initial commit"]);
     expect(await readRemoteFile(bare, "main", "counter")).toBe("3");

@@ -111,6 +111,7 @@ function validate(options: GitWriterOptions): string[] {
 /** The rules of `git check-ref-format --branch`, minus the rare ones no config should need. */
 function isBranchName(name: string): boolean {
   if (name === "" || name === "@" || name.startsWith("-") || name.endsWith("/") || name.endsWith(".")) return false;
+  // eslint-disable-next-line no-control-regex -- control characters are what git forbids in a ref
   if (name.includes("..") || name.includes("@{") || /[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;
   return name.split("/").every((part) => part !== "" && !part.startsWith(".") && !part.endsWith(".lock"));
 }

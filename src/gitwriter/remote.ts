@@ -126,6 +126,7 @@ function classifyPushFailure(output: string, cause: unknown): GitRemoteError {
   const remoteLines = output
     .split("\n")
     .filter((line) => line.startsWith("remote: "))
+    // eslint-disable-next-line no-control-regex -- git's sideband ends remote lines with ESC [K
     .map((line) => redact(line.slice("remote: ".length).replace(/\x1b\[K/g, "").trimEnd()))
     .filter((line) => line !== "");
   const said = remoteLines.length > 0 ? remoteLines.join("\n") : reason;

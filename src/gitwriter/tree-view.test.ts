@@ -194,8 +194,8 @@ describe("DraftTree", () => {
   });
 
   it("keeps the executable bit of an overwritten file", async () => {
-    const blob = await store.writeBlob(new TextEncoder().encode("#!/bin/sh\n"));
-    const tree = await store.writeTree(new Map([["run.sh", { mode: "100755", oid: blob, type: "blob" as const }]]));
+    const blob = store.writeBlob(new TextEncoder().encode("#!/bin/sh\n"));
+    const tree = store.writeTree(new Map([["run.sh", { mode: "100755", oid: blob, type: "blob" as const }]]));
     const draft = new DraftTree(store, { commit: null, tree });
     draft.write("run.sh", "#!/bin/sh\necho hi\n");
 

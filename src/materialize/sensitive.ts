@@ -106,7 +106,7 @@ export async function sealSensitiveValues(
   draft: Draft,
   target: SealTarget,
   sensitive: SensitiveValues | undefined,
-  previous: SensitiveParameterRefs | undefined = undefined,
+  previous?: SensitiveParameterRefs,
   replacedTopLevel: Iterable<string> = [],
 ): Promise<SensitiveParameterRefs | undefined> {
   if (!sensitive && Object.keys(previous ?? {}).length === 0) return undefined;

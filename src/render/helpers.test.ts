@@ -89,7 +89,7 @@ describe("helpers", () => {
     expect(doc).toBe("conf:\n  |\n  a = 1\n\n  b = 2\n");
     expect(parse(doc)).toEqual({ conf: "a = 1\n\nb = 2\n" });
     for (const conf of [" leading blank\nx", "a\n  b", "kept\n\n\n", "\n\nstarts empty"]) {
-      const text = run(`top:\n  conf:{{nindent 4 (toYaml v)}}\n  list:{{nindent 4 (toYaml (list v))}}\n`, { ...VALUES, v: conf } as RenderValues);
+      const text = run(`top:\n  conf:{{nindent 4 (toYaml v)}}\n  list:{{nindent 4 (toYaml (list v))}}\n`, { ...VALUES, v: conf });
       expect(parse(text)).toEqual({ top: { conf, list: [conf] } });
     }
   });

@@ -14,9 +14,9 @@ type Validate = (object: Record<string, unknown>) => void;
 
 /** kubernetes-models for the kinds the fixtures render; a kind without a model must be listed in NO_MODEL. */
 const MODELS: Record<string, Validate> = {
-  "v1/ConfigMap": (o) => new ConfigMap(o as ConstructorParameters<typeof ConfigMap>[0]).validate(),
-  "v1/Service": (o) => new Service(o as ConstructorParameters<typeof Service>[0]).validate(),
-  "networking.k8s.io/v1/NetworkPolicy": (o) => new NetworkPolicy(o as ConstructorParameters<typeof NetworkPolicy>[0]).validate(),
+  "v1/ConfigMap": (o) => new ConfigMap(o).validate(),
+  "v1/Service": (o) => new Service(o).validate(),
+  "networking.k8s.io/v1/NetworkPolicy": (o) => new NetworkPolicy(o).validate(),
 };
 const NO_MODEL = new Set(["acid.zalan.do/v1/postgresql"]);
 

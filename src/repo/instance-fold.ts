@@ -107,7 +107,7 @@ async function foldLevel<T>(tree: TreeReader, spec: FoldSpec<T>, path: string, l
     if (e.type !== "tree") continue;
     oids.set(e.name, e.oid);
     const unchanged = e.oid !== undefined && before?.oids.get(e.name) === e.oid;
-    parts.set(e.name, unchanged ? before!.parts.get(e.name)! : await foldDir(tree, spec, `${path}/${e.name}`, level + 1, e.oid, cache));
+    parts.set(e.name, unchanged ? before.parts.get(e.name)! : await foldDir(tree, spec, `${path}/${e.name}`, level + 1, e.oid, cache));
     if (!unchanged) changed.push(e.name);
   }
   const removed = before ? [...before.oids.keys()].filter((name) => !oids.has(name)) : [];
@@ -134,7 +134,7 @@ function slashes(path: string): number {
  * reading and parsing record by record.
  */
 async function prefold<T>(bulk: BulkReader, spec: FoldSpec<T>, instancesOid: string, cache: FoldCache<T>): Promise<void> {
-  const levels: [Map<string, string>, Map<string, string>] = [new Map(), new Map()]; // path -> oid of <ab>, <ab>/<cd>
+  const levels: [Map<string, string>, Map<string, string>] = [new Map<string, string>(), new Map<string, string>()]; // path -> oid of <ab>, <ab>/<cd>
   const records: { bucket: string; oid: string }[] = [];
   // Levels 1-2 and the records; not the bindings below the records.
   const keep = (path: string, type: "blob" | "tree") => {
@@ -168,7 +168,7 @@ async function prefold<T>(bulk: BulkReader, spec: FoldSpec<T>, instancesOid: str
   }
   const root = { oids: new Map<string, string>(), parts: new Map<string, T>() };
   for (const [top, oid] of levels[0]) {
-    const fold = perTop.get(top) ?? { oids: new Map(), parts: new Map() };
+    const fold = perTop.get(top) ?? { oids: new Map<string, string>(), parts: new Map<string, T>() };
     let value = cache.get(oid);
     if (value === undefined) cache.set(oid, (value = spec.merge([...fold.parts.values()])));
     cache.remember(`${INSTANCES_DIR}/${top}`, { ...fold, value });

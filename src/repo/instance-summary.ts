@@ -49,7 +49,7 @@ function merge(parts: InstanceSummary[]): InstanceSummary {
   for (const part of nonEmpty) {
     for (const [cluster, plans] of part.live) {
       let target = live.get(cluster);
-      if (!target) live.set(cluster, (target = new Map()));
+      if (!target) live.set(cluster, (target = new Map<string, number>()));
       for (const [plan, n] of plans) target.set(plan, (target.get(plan) ?? 0) + n);
     }
     const l = part.latestProvision;
@@ -71,7 +71,7 @@ function replace(before: DirFold<InstanceSummary>, parts: ReadonlyMap<string, In
   const add = (part: InstanceSummary | undefined, sign: 1 | -1) => {
     for (const [cluster, plans] of part?.live ?? []) {
       let target = live.get(cluster);
-      if (!target) live.set(cluster, (target = new Map()));
+      if (!target) live.set(cluster, (target = new Map<string, number>()));
       for (const [plan, n] of plans) {
         const count = (target.get(plan) ?? 0) + sign * n;
         if (count === 0) target.delete(plan);

@@ -55,8 +55,14 @@ function decryptTree(text: string, key: Buffer): Map<string, string> {
   const plain = new Map<string, string>();
   const visit = (node: unknown, keys: string[]): void => {
     if (node === null) return;
-    if (Array.isArray(node)) return node.forEach((item) => visit(item, keys));
-    if (typeof node === "object") return Object.entries(node).forEach(([k, v]) => visit(v, [...keys, k]));
+    if (Array.isArray(node)) {
+      for (const item of node) visit(item, keys);
+      return;
+    }
+    if (typeof node === "object") {
+      for (const [k, v] of Object.entries(node)) visit(v, [...keys, k]);
+      return;
+    }
     let bytes = typeof node === "boolean" ? (node ? "True" : "False") : String(node);
     if (keys.some((k) => regex.test(k)) && node !== "") bytes = decryptValue(String(node), key, `${keys.join(":")}:`).plaintext;
     hash.update(bytes);

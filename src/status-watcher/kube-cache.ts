@@ -117,7 +117,7 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
   const http = new IsomorphicFetchHttpLibrary();
   const watcher = new Watch(kubeConfig);
 
-  let objects = new Map<string, T>();
+  const objects = new Map<string, T>();
   const listeners = new Set<(event: WatchCacheEvent<T>) => void>();
   const status: Omit<WatchCacheState, "resourceVersion"> = { synced: false, relists: 0, watchRestarts: 0 };
   let resourceVersion = "";
@@ -279,6 +279,7 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
         if (interrupted) resolve("interrupted");
         else if (expired || statusCode === 410) resolve("expired");
         else if (err) {
+          // eslint-disable-next-line @typescript-eslint/no-base-to-string -- whatever the client passed, as it prints
           const message = err instanceof Error ? err.message : String(err);
           reject(new KubeApiError(`watch ${path} failed: ${message}`, typeof statusCode === "number" ? { status: statusCode } : {}, { cause: err }));
         } else if (failure) reject(failure);

@@ -252,7 +252,7 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
     async stop() {
       stopping.abort();
       await connecting;
-      await Promise.all([connection?.syncCache, ...[...watches.values()].map((w) => w.cache)].map((c) => c?.stop()));
+      await Promise.all([connection?.syncCache, ...[...watches.values()].map((w) => w.cache)].flatMap((c) => (c ? [c.stop()] : [])));
       listeners.clear();
     },
   };

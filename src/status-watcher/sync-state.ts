@@ -65,7 +65,7 @@ function observeArgoCd(subject: string, app: KubernetesObject): SyncObservation 
     observation.error = text(field(op, "message")) ?? `sync phase ${phase}`;
   } else {
     const conditions = field(status, "conditions");
-    const failing = Array.isArray(conditions) ? conditions.find((c) => /Error$/.test(text(field(c, "type")) ?? "")) : undefined;
+    const failing = Array.isArray(conditions) ? (conditions as unknown[]).find((c) => /Error$/.test(text(field(c, "type")) ?? "")) : undefined;
     if (failing !== undefined) observation.error = withMessage(String(field(failing, "type")), field(failing, "message"));
   }
 
@@ -83,7 +83,7 @@ function observeArgoCd(subject: string, app: KubernetesObject): SyncObservation 
 function observeFlux(subject: string, kustomization: KubernetesObject): SyncObservation {
   const status = field(kustomization, "status");
   const conditions = field(status, "conditions");
-  const ready = Array.isArray(conditions) ? conditions.find((c) => field(c, "type") === "Ready") : undefined;
+  const ready = Array.isArray(conditions) ? (conditions as unknown[]).find((c) => field(c, "type") === "Ready") : undefined;
   const readyStatus = text(field(ready, "status"));
   const reason = withMessage(text(field(ready, "reason")) ?? "", field(ready, "message"));
   const observation: SyncObservation = { subject, healthy: readyStatus === "True" };

@@ -90,9 +90,9 @@ async function brokerClusterFiles(): Promise<Record<string, string>> {
   const cm = bindingConfigMap();
   return {
     [clusterNamespacePath(CLUSTER)]: namespaceManifest(NAMESPACE),
-    [`${instanceManifestDir(CLUSTER, INSTANCE_ID)}/postgresql-${String((pg.metadata as { name: string }).name)}.yaml`]: yaml(pg),
+    [`${instanceManifestDir(CLUSTER, INSTANCE_ID)}/postgresql-${(pg.metadata as { name: string }).name}.yaml`]: yaml(pg),
     [sensitiveSecretPath(instanceManifestDir(CLUSTER, INSTANCE_ID), SEALED)]: await sealedSecret(),
-    [`${bindingManifestDir(CLUSTER, INSTANCE_ID, BINDING_ID)}/configmap-${String((cm.metadata as { name: string }).name)}.yaml`]: yaml(cm),
+    [`${bindingManifestDir(CLUSTER, INSTANCE_ID, BINDING_ID)}/configmap-${(cm.metadata as { name: string }).name}.yaml`]: yaml(cm),
   };
 }
 

@@ -531,10 +531,10 @@ class Store {
     if (!isPlainObject(body)) throw badRequest("the request body must be a JSON object");
     const object = clone(body) as Partial<KubeObject>;
     if (object.kind !== undefined && object.kind !== rt.kind) {
-      throw badRequest(`the kind of the object (${String(object.kind)}) does not match the resource (${rt.kind})`);
+      throw badRequest(`the kind of the object (${object.kind}) does not match the resource (${rt.kind})`);
     }
     if (object.apiVersion !== undefined && object.apiVersion !== apiVersionOf(rt)) {
-      throw badRequest(`the apiVersion of the object (${String(object.apiVersion)}) does not match the resource (${apiVersionOf(rt)})`);
+      throw badRequest(`the apiVersion of the object (${object.apiVersion}) does not match the resource (${apiVersionOf(rt)})`);
     }
     const metadata: KubeObjectMeta = isPlainObject(object.metadata) ? object.metadata : {};
     if (rt.namespaced) {
