@@ -3,8 +3,13 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Ceilings for a hang, not budgets: a test that passes in 2 s on a quiet machine takes 40 s on
+    // one loaded ten times over. Waits inside tests have their own ceilings with a message; files
+    // that start broker processes set longer timeouts (PROCESS_TEST_TIMEOUT_MS, test/support/processes.ts).
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
     pool: "forks",
+    // After each file: every process it started is killed, every temp directory removed.
+    setupFiles: ["test/support/setup.ts"],
   },
 });

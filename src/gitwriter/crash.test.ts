@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { createBareRemote, createTempDir, fsck, gitLog, readRemoteFile, revParse } from "../../test/support/git-fixtures.js";
+import { PROCESS_TEST_TIMEOUT_MS, startProcess } from "../../test/support/processes.js";
 import { createGitWriter } from "./index.js";
 
 const CHILD = fileURLToPath(new URL("./testdata/crash-child.ts", import.meta.url));
@@ -22,34 +22,19 @@ afterEach(async () => {
  * Resolves with the acknowledged operations: file written -> commit.
  */
 async function runAndKill(gitdir: string, remoteUrl: string, run: string, acks: number): Promise<Map<string, string>> {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD, gitdir, remoteUrl, run], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = startProcess(process.execPath, ["--import", "tsx", CHILD, gitdir, remoteUrl, run]);
   const acked = new Map<string, string>();
-  let stderr = "";
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  let buffered = "";
-  const exited = new Promise<void>((resolve, reject) => {
-    child.stdout.on("data", (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const lines = buffered.split("\n");
-      buffered = lines.pop() ?? "";
-      for (const line of lines) {
-        const [, n, commit] = line.split(" ");
-        acked.set(`crash/${run}-${n}.txt`, commit ?? "");
-      }
-      if (acked.size >= acks) child.kill("SIGKILL");
-    });
-    child.on("exit", (code, signal) => {
-      if (signal === "SIGKILL") resolve();
-      else reject(new Error(`crash-child exited with ${String(code)} before it was killed: ${stderr}`));
-    });
+  child.onLine((line) => {
+    const [, n, commit] = line.split(" ");
+    acked.set(`crash/${run}-${n}.txt`, commit ?? "");
+    if (acked.size >= acks) child.signal("SIGKILL");
   });
-  await exited;
+  const { code, signal } = await child.exited;
+  if (signal !== "SIGKILL") throw new Error(`crash-child exited with ${String(code)} before it was killed: ${child.stderr()}`);
   return acked;
 }
 
-describe("git writer crash safety", () => {
+describe("git writer crash safety", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("after kill -9 at any point, a new writer on the same gitdir keeps every acknowledged commit and goes on", async () => {
     root = await createTempDir("gitwriter-crash-");
     const bare = await createBareRemote(root, "remote.git", { "README.md": "seed\n" });

@@ -11,6 +11,7 @@ import { CREDENTIALS, startHarness, type Harness } from "../support/broker-harne
 import { pushExternalCommit } from "../support/git-fixtures.js";
 import { expectOsbError, provisionBody, remoteHead, samplePlans } from "./helpers.js";
 import { commitsIn, editedPlan, MEDIUM } from "./reconcile-support.js";
+import { EVENT_CEILING_MS } from "../support/processes.js";
 
 const SECRET = "webhook-secret-for-tests";
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/gitops-broker.js");
@@ -56,11 +57,11 @@ describe("POST /admin/webhook", () => {
     const ok = await hook(harness, push, { "x-github-event": "push", "x-hub-signature-256": sign(push) });
     expect(ok.status).toBe(202);
     expect(await ok.json()).toEqual({ refresh: true });
-    await vi.waitFor(() => expect(harness.broker.writer.snapshot().commit).toBe(sha), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(() => expect(harness.broker.writer.snapshot().commit).toBe(sha), { timeout: EVENT_CEILING_MS, interval: 20 });
 
     const gitlab = await pushExternalCommit(harness.remoteDir, { "docs/NOTES.md": "again\n" }, "docs: more notes");
     expect((await hook(harness, push, { "x-gitlab-event": "Push Hook", "x-gitlab-token": SECRET })).status).toBe(202);
-    await vi.waitFor(() => expect(harness.broker.writer.snapshot().commit).toBe(gitlab), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(() => expect(harness.broker.writer.snapshot().commit).toBe(gitlab), { timeout: EVENT_CEILING_MS, interval: 20 });
 
     const other = JSON.stringify({ ref: "refs/heads/feature" });
     const ignored = await hook(harness, other, { "x-github-event": "push", "x-hub-signature-256": sign(other) });

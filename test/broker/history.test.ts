@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,6 +6,7 @@ import { stringify } from "yaml";
 import type { InstanceHistory } from "../../src/broker/index.js";
 import { CREDENTIALS, startHarness, type Harness } from "../support/broker-harness.js";
 import { createTempDir, FIXTURE_IDENTITY, pushExternalCommit } from "../support/git-fixtures.js";
+import { PROCESS_TEST_TIMEOUT_MS, runProcess } from "../support/processes.js";
 import { provisionBody, samplePlans, type SamplePlans } from "./helpers.js";
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/gitops-broker.js");
@@ -111,18 +111,10 @@ describe("GET /admin/instances/:instance_id/history", () => {
 });
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.once("error", reject);
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runProcess(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
 }
 
-describe("gitops-broker history", () => {
+describe("gitops-broker history", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("prints the same timeline from its own clone of the remote, as JSON and as text", async () => {
     const env = { GITOPS_BROKER_GIT_REMOTE: h.remoteDir, GITOPS_BROKER_LOG_LEVEL: "error" };
     const dataDir = path.join(scratch, "cli");

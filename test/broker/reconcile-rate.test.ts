@@ -4,6 +4,7 @@ import { startHarness, type Harness } from "../support/broker-harness.js";
 import { pushExternalCommit } from "../support/git-fixtures.js";
 import { provisionBody, samplePlans } from "./helpers.js";
 import { countCommits, editedPlan, filesWith, provisionTemplate, SMALL } from "./reconcile-support.js";
+import { EVENT_CEILING_MS } from "../support/processes.js";
 
 let h: Harness | undefined;
 afterAll(async () => {
@@ -32,7 +33,7 @@ describe("mass re-render", () => {
     const started = performance.now();
     await h.broker.writer.refresh();
     // The mass re-render is under way...
-    await vi.waitFor(async () => expect(await countCommits(h!.remoteDir, "^re-render ")).toBeGreaterThanOrEqual(8), { timeout: 20_000, interval: 25 });
+    await vi.waitFor(async () => expect(await countCommits(h!.remoteDir, "^re-render ")).toBeGreaterThanOrEqual(8), { timeout: EVENT_CEILING_MS, interval: 25 });
 
     // ...and a provision queues behind at most one batch of it (batchSize 4; one more may have
     // been counted late), so it is acknowledged long before the mass re-render ends.

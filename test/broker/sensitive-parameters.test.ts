@@ -3,6 +3,7 @@ import { startHarness, type Harness } from "../support/broker-harness.js";
 import { pushExternalCommit } from "../support/git-fixtures.js";
 import { expectOsbError, provisionBody, remoteHead, samplePlans, type SamplePlans } from "./helpers.js";
 import { editedPlan, filesWith, SMALL, withSensitiveSchemas } from "./reconcile-support.js";
+import { EVENT_CEILING_MS } from "../support/processes.js";
 
 let h: Harness;
 let plans: SamplePlans;
@@ -69,7 +70,7 @@ describe("sensitive parameters (writeOnly / format: password)", () => {
     await vi.waitFor(async () => {
       const instance = await h.osb.getInstance("legacy-1");
       expect({ status: instance.status, parameters: instance.body.parameters }).toEqual({ status: 200, parameters: { version: "16" } });
-    });
+    }, { timeout: EVENT_CEILING_MS, interval: 50 });
     const binding = await h.osb.getBinding("legacy-1", "lb-1");
     expect({ status: binding.status, parameters: binding.body.parameters }).toEqual({ status: 200, parameters: {} });
   });

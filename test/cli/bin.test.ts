@@ -1,12 +1,10 @@
-import { execFile } from "node:child_process";
 import { copyFile, mkdir, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTempDir } from "../support/git-fixtures.js";
+import { PROCESS_TEST_TIMEOUT_MS, runProcess } from "../support/processes.js";
 
 const PROJECT = path.resolve(import.meta.dirname, "../..");
-const run = promisify(execFile);
 
 /**
  * bin/gitops-broker.js in a project of its own whose sources and build only say which one ran:
@@ -15,7 +13,8 @@ const run = promisify(execFile);
 let dir: string;
 
 async function which(): Promise<string> {
-  const { stdout } = await run(process.execPath, [path.join(dir, "bin/gitops-broker.js"), "--version"]);
+  const { code, stdout, stderr } = await runProcess(process.execPath, [path.join(dir, "bin/gitops-broker.js"), "--version"]);
+  if (code !== 0) throw new Error(`bin/gitops-broker.js --version exited with ${String(code)}: ${stderr}`);
   return stdout.trim();
 }
 
@@ -39,7 +38,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe("bin/gitops-broker.js", () => {
+describe("bin/gitops-broker.js", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("runs the sources when there is no build", async () => {
     expect(await which()).toBe("sources --version");
   });

@@ -1,54 +1,45 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { osbClient } from "../support/osb-client.js";
+import { PROCESS_TEST_TIMEOUT_MS, runProcess, startProcess, trackedTempDir, type TrackedProcess } from "../support/processes.js";
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/gitops-broker.js");
 
 interface Started {
-  child: ChildProcess;
+  process: TrackedProcess;
   url: string;
-  exited: Promise<number | null>;
 }
 
 /** Start `gitops-broker serve` as a real process and wait for its "listening" log line. */
 async function startCli(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Started> {
-  const child = spawn(process.execPath, [BIN, "serve", ...args], {
-    cwd,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const stderr: string[] = [];
-  child.stderr?.on("data", (d: Buffer) => stderr.push(d.toString()));
-  const lines = createInterface({ input: child.stdout! });
-  const url = await new Promise<string>((resolve, reject) => {
-    lines.on("line", (line) => {
-      try {
-        const entry = JSON.parse(line) as { msg?: string; url?: string };
-        if (entry.msg === "gitops-broker listening" && entry.url) resolve(entry.url);
-      } catch {
-        // not a log line
-      }
-    });
-    void exited.then((code) => reject(new Error(`broker exited with ${code}: ${stderr.join("")}`)));
-  });
-  return { child, url, exited };
+  const started = startProcess(process.execPath, [BIN, "serve", ...args], { cwd, env: { ...process.env, ...env } });
+  const line = await started.waitForLine((l) => listeningUrl(l) !== undefined, "the listening log line");
+  return { process: started, url: listeningUrl(line)! };
+}
+
+function listeningUrl(line: string): string | undefined {
+  try {
+    const entry = JSON.parse(line) as { msg?: string; url?: string };
+    return entry.msg === "gitops-broker listening" ? entry.url : undefined;
+  } catch {
+    return undefined; // not a log line
+  }
+}
+
+/** SIGTERM, then the exit code (0 after a graceful stop). */
+async function stop(started: Started): Promise<number | null> {
+  started.process.signal("SIGTERM");
+  return (await started.process.exited).code;
 }
 
 let cwd: string;
 beforeAll(async () => {
-  cwd = await mkdtemp(path.join(tmpdir(), "gitops-broker-cli-"));
-});
-afterAll(async () => {
-  await rm(cwd, { recursive: true, force: true });
+  cwd = await trackedTempDir("gitops-broker-cli-");
 });
 
-describe("gitops-broker serve (embedded default)", () => {
+describe("gitops-broker serve (embedded default)", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("seeds a local remote, generates a 0600 password, serves OSB, stops on SIGTERM and keeps state", async () => {
     const first = await startCli(cwd, ["--listen", "127.0.0.1:0"]);
     const dataDir = path.join(cwd, ".gitops-broker");
@@ -65,25 +56,19 @@ describe("gitops-broker serve (embedded default)", () => {
     const body = { service_id: service!.id, plan_id: small.id, organization_guid: "o", space_guid: "s" };
     expect((await osb.provision("cli-1", body)).status).toBe(201);
 
-    first.child.kill("SIGTERM");
-    expect(await first.exited).toBe(0);
+    expect(await stop(first)).toBe(0);
 
     const second = await startCli(cwd, ["--listen", "127.0.0.1:0"]);
     const again = osbClient(second.url, { username: "broker", password });
     expect((await again.provision("cli-1", body)).status).toBe(200);
-    second.child.kill("SIGTERM");
-    expect(await second.exited).toBe(0);
+    expect(await stop(second)).toBe(0);
   });
 
   it("exits 2 with path-precise messages on a bad configuration", async () => {
-    const child = spawn(process.execPath, [BIN, "serve", "--listen", "nonsense"], {
+    const { code, stderr } = await runProcess(process.execPath, [BIN, "serve", "--listen", "nonsense"], {
       cwd,
       env: { ...process.env, GITOPS_BROKER_LOG_LEVEL: "loud" },
-      stdio: ["ignore", "pipe", "pipe"],
     });
-    let stderr = "";
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     expect(code).toBe(2);
     expect(stderr).toMatch(/--listen/);
     expect(stderr).toMatch(/GITOPS_BROKER_LOG_LEVEL/);

@@ -19,8 +19,9 @@ import { startGitHttpServer, type GitHttpServer } from "../support/git-http-serv
 import { allBlobs } from "../support/git-objects.js";
 import { osbClient, type OsbClient } from "../support/osb-client.js";
 import { INSTANCE_NAMESPACE, quietRequests, sampleCatalogFiles, startSisterCluster, type SisterCluster } from "../support/sister-cluster.js";
+import { EVENT_CEILING_MS } from "../support/processes.js";
 
-const eventually = <T>(assertion: () => Promise<T>): Promise<T> => vi.waitFor(assertion, { timeout: 20_000, interval: 50 });
+const eventually = <T>(assertion: () => Promise<T>): Promise<T> => vi.waitFor(assertion, { timeout: EVENT_CEILING_MS, interval: 50 });
 const ASYNC = { accepts_incomplete: "true" };
 
 let root: string;

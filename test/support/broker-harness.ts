@@ -1,10 +1,9 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
 import path from "node:path";
 import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR, startBroker, type RunningBroker } from "../../src/cli/serve.js";
 import { prepareEmbedded, type Config } from "../../src/config/index.js";
 import { silentLogger } from "../../src/log/index.js";
-import { createBareRemote } from "./git-fixtures.js";
+import { createBareRemote, createTempDir } from "./git-fixtures.js";
 import { startGitHttpServer } from "./git-http-server.js";
 import { osbClient, type OsbClient } from "./osb-client.js";
 
@@ -66,7 +65,7 @@ export interface HarnessOptions {
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const root = await mkdtemp(path.join(tmpdir(), "gitops-broker-test-"));
+  const root = await createTempDir("gitops-broker-test-");
   const remotes = path.join(root, "remotes");
   const remoteDir = options.files
     ? await createBareRemote(remotes, "remote.git", options.files)

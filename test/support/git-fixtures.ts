@@ -10,6 +10,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { trackedTempDir } from "./processes.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -44,9 +45,9 @@ export async function git(args: string[], cwd?: string): Promise<string> {
   }
 }
 
-/** A fresh temp directory; the caller removes it (`fs.rm(dir, { recursive: true, force: true })`). */
+/** A fresh temp directory; the caller may remove it, and it is removed after the test file anyway (processes.ts). */
 export function createTempDir(prefix = "gitops-broker-"): Promise<string> {
-  return fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  return trackedTempDir(prefix);
 }
 
 /**

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { generateIdentity, identityToRecipient } from "age-encryption";
 import fs from "node:fs/promises";
 import path from "node:path";
@@ -10,6 +9,7 @@ import { encryptYaml } from "../../src/sops/index.js";
 import { formatValidationProblem, validateRepo } from "../../src/validate/index.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { createTempDir, git, pushExternalCommit } from "../support/git-fixtures.js";
+import { PROCESS_TEST_TIMEOUT_MS, runProcess } from "../support/processes.js";
 import { provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
 
 /**
@@ -282,18 +282,10 @@ describe("one fixture per problem class", () => {
 
 /** Runs the CLI as a real process; resolves with its exit code and output. */
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.once("error", reject);
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runProcess(process.execPath, [BIN, ...args]);
 }
 
-describe("gitops-broker validate as a process", () => {
+describe("gitops-broker validate as a process", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("exits 0 on a clean repository, 1 with one line per problem (or JSON), 2 on usage errors", async () => {
     const [cleanDir, dir] = [await fixture(), await fixture({ "clusters/local/notes.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n" })];
     // Independent processes: run together, each takes a few seconds to start.

@@ -4,12 +4,12 @@
  * "gitops-broker listening" log line, as test/cli/serve.test.ts does it; every JSON log line is
  * kept for assertions.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { osbClient, type OsbClient } from "../support/osb-client.js";
+import { EVENT_CEILING_MS, startProcess } from "../support/processes.js";
 
 export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/gitops-broker.js");
 export const CREDENTIALS = { username: "broker", password: "write-path-password-1234" };
@@ -40,8 +40,8 @@ export interface BrokerProcess {
   readonly osb: OsbClient;
   /** Parsed JSON log lines so far. */
   readonly logs: LogLine[];
-  /** Resolves with the first log line (so far or to come) that `match` accepts; rejects after `timeoutMs`. */
-  waitForLog(match: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+  /** Resolves with the first log line (so far or to come) that `match` accepts; rejects when the broker exits first, or after `ceilingMs`. */
+  waitForLog(match: (line: LogLine) => boolean, ceilingMs?: number): Promise<LogLine>;
   /** performance.now() when the process was spawned. */
   readonly spawnedAt: number;
   /** Milliseconds from spawn to the listening line. */
@@ -52,7 +52,7 @@ export interface BrokerProcess {
   memory(): Promise<{ rssMb: number; peakMb: number }>;
   /** CPU seconds (user + system, all threads) the process used so far, from /proc. */
   cpuSeconds(): Promise<number>;
-  /** kill -9, then wait for the exit. */
+  /** kill -9 of the broker (not the git processes it runs: a push in flight goes on), then wait for the exit. */
   kill(): Promise<void>;
   /** SIGTERM (graceful: pushes what is queued), then wait for the exit. */
   stop(): Promise<number | null>;
@@ -63,15 +63,21 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("GITOPS_BROKER_")));
 }
 
-/** Brokers still running; killed when this process exits, so a failed test or benchmark leaves none behind. */
-const running = new Set<ChildProcess>();
-process.once("exit", () => {
-  for (const child of running) child.kill("SIGKILL");
-});
+function parseLogLine(line: string): LogLine | undefined {
+  try {
+    return JSON.parse(line) as LogLine;
+  } catch {
+    return undefined; // not a log line
+  }
+}
 
+/**
+ * Starts a broker and resolves once it logged that it listens. The process runs in a group of its
+ * own, which test/support/processes.ts kills after the test file whatever happened.
+ */
 export async function spawnBroker(options: BrokerProcessOptions): Promise<BrokerProcess> {
   const started = performance.now();
-  const child = spawn(process.execPath, options.command ?? [BIN, "serve"], {
+  const proc = startProcess(process.execPath, options.command ?? [BIN, "serve"], {
     env: {
       ...cleanEnv(),
       GITOPS_BROKER_DATA_DIR: options.dataDir,
@@ -83,71 +89,66 @@ export async function spawnBroker(options: BrokerProcessOptions): Promise<Broker
       GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS: String(options.pollIntervalSeconds ?? 3600),
       GITOPS_BROKER_LOG_LEVEL: options.logLevel ?? "info",
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    keepOutput: false,
   });
-  running.add(child);
-  const exited = new Promise<number | null>((resolve) =>
-    child.once("exit", (code) => {
-      running.delete(child);
-      resolve(code);
-    }),
-  );
-  let stderr = "";
-  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = proc.exited.then(({ code }) => code);
   const logs: LogLine[] = [];
+  const watchers = new Set<(entry: LogLine) => void>();
   const keep = options.keepLogs ?? true;
-  const watchers = new Set<(line: LogLine) => void>();
-  const lines = createInterface({ input: child.stdout! });
-  const url = await new Promise<string>((resolve, reject) => {
-    lines.on("line", (line) => {
-      let entry: LogLine;
-      try {
-        entry = JSON.parse(line) as LogLine;
-      } catch {
-        return; // not a log line
-      }
-      if (keep) logs.push(entry);
-      for (const watch of watchers) watch(entry);
-      if (entry.msg === "gitops-broker listening" && typeof entry.url === "string") resolve(entry.url);
-    });
-    void exited.then((code) => reject(new Error(`broker exited with ${String(code)} before listening: ${stderr}`)));
+  proc.onLine((line) => {
+    const entry = parseLogLine(line);
+    if (entry === undefined) return;
+    if (keep) logs.push(entry);
+    for (const watch of watchers) watch(entry);
   });
+  const listening = await proc.waitForLine((line) => {
+    const entry = parseLogLine(line);
+    return entry?.msg === "gitops-broker listening" && typeof entry.url === "string";
+  }, "\"gitops-broker listening\" log line");
+  const url = parseLogLine(listening)!.url as string;
   const startMs = performance.now() - started;
-  const pid = child.pid!;
   return {
-    child,
-    pid,
+    child: proc.child,
+    pid: proc.pid,
     url,
     osb: osbClient(url, CREDENTIALS),
     logs,
     spawnedAt: started,
     startMs,
     exited,
-    waitForLog(match, timeoutMs = 5_000) {
+    waitForLog(match, ceilingMs = EVENT_CEILING_MS) {
       const found = logs.find(match);
       if (found !== undefined) return Promise.resolve(found);
       return new Promise<LogLine>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          watchers.delete(watch);
-          reject(new Error(`no matching log line within ${timeoutMs} ms`));
-        }, timeoutMs);
-        const watch = (line: LogLine): void => {
-          if (!match(line)) return;
+        const done = (): void => {
           clearTimeout(timer);
           watchers.delete(watch);
-          resolve(line);
         };
+        const watch = (entry: LogLine): void => {
+          if (!match(entry)) return;
+          done();
+          resolve(entry);
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`no matching log line within ${ceilingMs} ms`));
+        }, ceilingMs);
         watchers.add(watch);
+        void exited.then((code) => {
+          if (!watchers.has(watch)) return;
+          done();
+          reject(new Error(`the broker exited (${String(code)}) before a matching log line`));
+        });
       });
     },
-    memory: () => memoryOf(pid),
-    cpuSeconds: () => cpuSecondsOf(pid),
+    memory: () => memoryOf(proc.pid),
+    cpuSeconds: () => cpuSecondsOf(proc.pid),
     async kill() {
-      child.kill("SIGKILL");
+      proc.signal("SIGKILL");
       await exited;
     },
     async stop() {
-      child.kill("SIGTERM");
+      proc.signal("SIGTERM");
       return exited;
     },
   };

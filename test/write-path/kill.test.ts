@@ -3,6 +3,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fsck, installPreReceiveHook } from "../support/git-fixtures.js";
+import { PROCESS_TEST_TIMEOUT_MS, stopProcesses, waitUntil } from "../support/processes.js";
 import { spawnBroker, type BrokerProcess } from "./broker-process.js";
 import { counts, history, instanceRecords, samplePlans, send, startRemote, type Remote, type SamplePlans, type Sent } from "./fixture.js";
 
@@ -27,21 +28,26 @@ beforeAll(async () => {
   // Every push announces itself and takes a little longer, so kills can land in the middle of one.
   await installPreReceiveHook(remote.dir, `touch ${gate}/in-push-$$\nsleep 0.1\nrm -f ${gate}/in-push-$$\n`);
   dataDir = path.join(remote.root, "broker");
-});
+}, PROCESS_TEST_TIMEOUT_MS);
 
 afterAll(async () => {
   await live?.stop();
+  // Whatever a failed or timed-out round left running, before its directories go.
+  await stopProcesses();
   await remote?.close();
-});
+}, PROCESS_TEST_TIMEOUT_MS);
 
 /** Resolves when the `nth` push (counted from the call) is in flight on the remote. */
 async function pushInFlight(nth: number): Promise<void> {
   const seen = new Set<string>();
-  for (;;) {
-    for (const name of await readdir(gate)) if (name.startsWith("in-push-")) seen.add(name);
-    if (seen.size >= nth) return;
-    await sleep(2);
-  }
+  await waitUntil(
+    async () => {
+      for (const name of await readdir(gate)) if (name.startsWith("in-push-")) seen.add(name);
+      return seen.size >= nth;
+    },
+    `push ${nth} in flight`,
+    { intervalMs: 2 },
+  );
 }
 
 /** When to kill: a delay after the load starts, right after the first acknowledgement, or during the nth push. */
@@ -69,26 +75,29 @@ function provisionBody(n: number): Record<string, unknown> {
 async function loadAndKill(broker: BrokerProcess, round: number, point: KillPoint): Promise<Sent[]> {
   const sent: Sent[] = [];
   let killed = false;
-  let firstAck: () => void = () => {};
-  const acked = new Promise<void>((resolve) => (firstAck = resolve));
+  let acked = false;
   const client = async (c: number): Promise<void> => {
     for (let n = 0; !killed; n++) {
       const result = await send(broker.osb, { kind: "provision", instanceId: `k${round}-c${c}-${n}` }, provisionBody(n), plans);
       sent.push(result);
-      if (result.reply && result.reply.status < 300) firstAck();
+      if (result.reply && result.reply.status < 300) acked = true;
     }
   };
   const clients = Array.from({ length: CLIENTS }, (_, c) => client(c));
-  if ("afterFirstAck" in point) await acked;
-  else if ("duringPush" in point) await pushInFlight(point.duringPush);
-  else await sleep(point.delayMs);
-  await broker.kill();
-  killed = true;
-  await Promise.all(clients);
+  try {
+    if ("afterFirstAck" in point) await waitUntil(() => acked, "a first acknowledgement");
+    else if ("duringPush" in point) await pushInFlight(point.duringPush);
+    else await sleep(point.delayMs);
+  } finally {
+    // Also when the wait failed: the clients stop, the broker goes.
+    await broker.kill();
+    killed = true;
+    await Promise.all(clients);
+  }
   return sent;
 }
 
-describe("kill -9 under load", () => {
+describe("kill -9 under load", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it(`loses and duplicates nothing over ${KILL_POINTS.length} kills; retried requests are answered per OSB`, async () => {
     const sent: Sent[] = [];
     for (const [round, point] of KILL_POINTS.entries()) {

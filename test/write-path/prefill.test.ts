@@ -4,6 +4,7 @@ import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prefillInstanceId, prefillRemote, provisionFiles, samplePlacement } from "../../bench/prefill.js";
 import { fsck, git, readRemoteFile } from "../support/git-fixtures.js";
+import { PROCESS_TEST_TIMEOUT_MS, stopProcesses } from "../support/processes.js";
 import { spawnBroker, type BrokerProcess } from "./broker-process.js";
 import { samplePlans, startRemote, type Remote } from "./fixture.js";
 
@@ -15,19 +16,20 @@ let broker: BrokerProcess;
 beforeAll(async () => {
   remote = await startRemote("write-path-prefill-");
   broker = await spawnBroker({ dataDir: path.join(remote.root, "broker"), remoteUrl: remote.url, keepLogs: false });
-});
+}, PROCESS_TEST_TIMEOUT_MS);
 
 afterAll(async () => {
   await broker?.stop();
+  await stopProcesses();
   await remote?.close();
-});
+}, PROCESS_TEST_TIMEOUT_MS);
 
 async function filesBelow(remoteDir: string, dirs: string[]): Promise<Map<string, string>> {
   const names = (await git(["ls-tree", "-r", "--name-only", "main", "--", ...dirs], remoteDir)).split("\n").filter(Boolean);
   return new Map(await Promise.all(names.map(async (name) => [name, (await readRemoteFile(remoteDir, "main", name))!] as const)));
 }
 
-describe("bench pre-fill", () => {
+describe("bench pre-fill", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("writes the record and manifests of a real provision", async () => {
     const plans = await samplePlans(broker.osb);
     const body = { service_id: plans.serviceId, plan_id: plans.small, organization_guid: "bench-org", space_guid: "bench-space" };

@@ -3,6 +3,7 @@ import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { instanceRecordPath } from "../../src/repo/index.js";
 import { fsck, readRemoteFile } from "../support/git-fixtures.js";
+import { PROCESS_TEST_TIMEOUT_MS, stopProcesses } from "../support/processes.js";
 import { spawnBroker, type BrokerProcess } from "./broker-process.js";
 import { committed, counts, history, mergeCount, samplePlans, send, startRemote, type Remote, type SamplePlans, type Sent } from "./fixture.js";
 
@@ -24,12 +25,13 @@ beforeAll(async () => {
     Array.from({ length: REPLICAS }, (_, i) => spawnBroker({ dataDir: path.join(remote.root, `broker-${i}`), remoteUrl: remote.url })),
   );
   plans = await samplePlans(brokers[0]!.osb);
-});
+}, PROCESS_TEST_TIMEOUT_MS);
 
 afterAll(async () => {
   await Promise.all(brokers.map((b) => b.stop()));
+  await stopProcesses();
   await remote?.close();
-});
+}, PROCESS_TEST_TIMEOUT_MS);
 
 function provisionBody(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { service_id: plans.serviceId, plan_id: plans.small, organization_guid: "org", space_guid: "space", ...extra };
@@ -56,7 +58,7 @@ function workload(r: number): { kind: Sent["kind"]; instanceId: string; bindingI
   return ops;
 }
 
-describe("three broker processes on one remote", () => {
+describe("three broker processes on one remote", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it(`${REPLICAS} x 100 concurrent operations: each acknowledged one exactly once, linear, fsck-clean`, async () => {
     const base = await Promise.all(
       Array.from({ length: BASE_INSTANCES }, (_, i) => send(brokers[i % REPLICAS]!.osb, { kind: "provision", instanceId: `base-${i}` }, provisionBody(), plans)),
