@@ -5,11 +5,12 @@ import { startKubeApiServer, type KubeApiServer, type KubeObject } from "../../t
 import { createLogger } from "../log/index.js";
 import { KubeApiError } from "../errors/index.js";
 import { createWatchCache, type WatchCache, type WatchCacheEvent, type WatchCacheOptions } from "./kube-cache.js";
+import { EVENT_CEILING_MS } from "../../test/support/processes.js";
 
 const POSTGRESQLS = "/apis/acid.zalan.do/v1/postgresqls";
 
 /** Waits until `assertion` passes (5 s at most): every test awaits what it asserts. */
-const eventually = <T>(assertion: () => T): Promise<T> => vi.waitFor(assertion, { timeout: 5_000, interval: 10 });
+const eventually = <T>(assertion: () => T): Promise<T> => vi.waitFor(assertion, { timeout: EVENT_CEILING_MS, interval: 10 });
 
 let server: KubeApiServer;
 let kc: KubeConfig;

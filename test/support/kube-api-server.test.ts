@@ -16,13 +16,14 @@ import {
 } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startKubeApiServer, type KubeApiServer } from "./kube-api-server.js";
+import { EVENT_CEILING_MS } from "./processes.js";
 
 const POSTGRESQL = { group: "acid.zalan.do", version: "v1", kind: "postgresql", plural: "postgresqls", namespaced: true };
 const APPLICATION = { group: "argoproj.io", version: "v1alpha1", kind: "Application", plural: "applications", namespaced: true };
 const KUSTOMIZATION = { group: "kustomize.toolkit.fluxcd.io", version: "v1", kind: "Kustomization", plural: "kustomizations", namespaced: true };
 
 /** Waits until `assertion` passes (5 s at most): every test awaits what it asserts. */
-const eventually = <T>(assertion: () => T): Promise<T> => vi.waitFor(assertion, { timeout: 5_000, interval: 10 });
+const eventually = <T>(assertion: () => T): Promise<T> => vi.waitFor(assertion, { timeout: EVENT_CEILING_MS, interval: 10 });
 
 let server: KubeApiServer;
 let kc: KubeConfig;
