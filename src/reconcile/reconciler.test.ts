@@ -8,6 +8,7 @@ import { silentLogger } from "../log/index.js";
 import { RECORD_API_VERSION, writeInstance, type InstanceRecord } from "../repo/index.js";
 import { createRepoView, type LiveRepoView } from "../catalog/index.js";
 import { createReconciler, type Reconciler } from "./reconciler.js";
+import { EVENT_CEILING_MS } from "../../test/support/processes.js";
 
 const SERVICE = "4de30cf9-a981-48c9-9acf-909805db46bc";
 const SMALL = "55a0d659-3419-4ed1-adf3-19f9d0f5ba4b";
@@ -119,7 +120,7 @@ describe("createReconciler", () => {
     const before = writer.snapshot().commit;
     expect(await reconciler.rerenderInstance("busy-1", "manual")).toBe(true);
     expect(await reconciler.rerenderInstance("nobody", "manual")).toBe(false);
-    await vi.waitFor(() => expect(asked).toBeGreaterThanOrEqual(3), { timeout: 5_000, interval: 5 });
+    await vi.waitFor(() => expect(asked).toBeGreaterThanOrEqual(3), { timeout: EVENT_CEILING_MS, interval: 5 });
     expect(writer.snapshot().commit).toBe(before);
     busy = false;
     await reconciler.idle();
