@@ -12,6 +12,7 @@
  * slow, not wrong, and the ceilings only turn a hang into a message.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
+import { rmSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -65,6 +66,7 @@ function killGroup(pid: number): void {
 
 function killAllNow(): void {
   for (const p of running) killGroup(p.pid);
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
 }
 
 // Last resorts: the worker exits (normally, or on vitest's SIGTERM after a timed-out file).
