@@ -56,10 +56,10 @@ async function main(): Promise<void> {
     metadata: { name: "bench", namespace: "gitops-broker-instances" },
     spec: { instanceId: "bench-1", serviceId: "s", planId: "p", clusterId: "1", context: { platform: "cloudfoundry" }, parameters: { foo: "bar" } },
   };
-  const sfValues: RenderValues = { service: sfService, plan: sfPlan as unknown as Record<string, unknown>, instance, bindings: [] };
+  const sfValues: RenderValues = { service: sfService, plan: sfPlan, instance, bindings: [] };
   const provision = sfPlan.spec.templates.find((t) => t.action === "provision")!;
   const sfTemplate = { action: "provision", type: "gotemplate", content: provision.content, source: "sf" };
-  let t = performance.now();
+  const t = performance.now();
   await compiledModule();
   const compileMs = performance.now() - t;
   await renderTemplateText(sfTemplate, sfValues, "sf");

@@ -99,7 +99,7 @@ export const handlebarsEngine: TemplateEngine = {
     try {
       return Promise.resolve(handlebarsEngine.renderSync!(t, values, { name: "" }));
     } catch (e) {
-      return Promise.reject(e as Error);
+      return Promise.reject(e);
     }
   },
   renderSync(t: PlanTemplate, values: RenderValues): string {

@@ -25,9 +25,11 @@ const field = (o: unknown, ...path: string[]): unknown =>
  * `<binding-id>/bind` for the bind template (its renderTemplate named bind by the binding).
  */
 export function templateName(values: Partial<RenderValues>, action: string): string {
-  const id = (record: unknown) => String(field(record, "spec", "instanceId") ?? field(record, "spec", "bindingId") ?? field(record, "metadata", "name") ?? "");
-  const owner = action === "bind" && values.binding !== undefined ? field(values.binding, "spec", "bindingId") ?? id(values.binding) : id(values.instance);
-  return `${String(owner)}/${action}`;
+  const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+  const id = (record: unknown) =>
+    text(field(record, "spec", "instanceId")) ?? text(field(record, "spec", "bindingId")) ?? text(field(record, "metadata", "name")) ?? "";
+  const owner = action === "bind" && values.binding !== undefined ? (text(field(values.binding, "spec", "bindingId")) ?? id(values.binding)) : id(values.instance);
+  return `${owner}/${action}`;
 }
 
 /**

@@ -137,7 +137,7 @@ spec:
   it("provision with load balancers", async () => {
     const plan = structuredClone(planDoc) as unknown as { spec: { context: Record<string, unknown> } };
     plan.spec.context.enableLoadBalancers = true;
-    const text = await render("provision", values({}, plan as unknown as Record<string, unknown>));
+    const text = await render("provision", values({}, plan));
     // One more non-empty `with` (16 spaces). In the `if`: `{{ toYaml . | nindent 4 }}` has no
     // trim marker, so the 6 spaces before it stay on their own line, and nindent starts a new one.
     expect(text.startsWith(`${" ".repeat(16)}\napiVersion:`)).toBe(true);

@@ -44,7 +44,7 @@ function compact(o: Json): Json {
 export function sfServiceInstance(record: Json): Json {
   const spec = isObject(record.spec) ? record.spec : {};
   const metadata = isObject(record.metadata) ? record.metadata : {};
-  const id = String(spec.instanceId ?? metadata.name ?? "");
+  const id = str(spec.instanceId) ?? str(metadata.name) ?? "";
   const context = isObject(spec.context) ? spec.context : undefined;
   const labels: Record<string, string> = {};
   if (str(spec.planId)) labels.plan_id = String(spec.planId).trim();
@@ -70,7 +70,7 @@ export function sfServiceInstance(record: Json): Json {
 export function sfServiceBinding(record: Json): Json {
   const spec = isObject(record.spec) ? record.spec : {};
   const metadata = isObject(record.metadata) ? record.metadata : {};
-  const id = String(spec.bindingId ?? metadata.name ?? "");
+  const id = str(spec.bindingId) ?? str(metadata.name) ?? "";
   return {
     apiVersion: SF_API_VERSION,
     kind: "SFServiceBinding",

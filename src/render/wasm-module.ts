@@ -108,7 +108,10 @@ export class WasmHost {
     const call = this.queue.shift()!;
     this.start().then(
       (worker) => {
-        if (this.closed) return call.reject(new WasmCallError("the module host is closed", "exited"));
+        if (this.closed) {
+          call.reject(new WasmCallError("the module host is closed", "exited"));
+          return;
+        }
         worker.ref();
         const timer = setTimeout(() => this.fail(worker, new WasmCallError(`did not finish within ${call.timeoutMs} ms`, "timeout")), call.timeoutMs);
         this.current = { call, timer, worker };
