@@ -101,66 +101,9 @@ func ReleaseName(name, nameTemplate string) (string, error) {
 // `helm template` does. It changes the chart (dependencies are resolved in place): load the chart
 // afresh for every render.
 func Render(c *Chart, vals map[string]interface{}, o Options) (*Result, error) {
-	if vals == nil {
-		vals = map[string]interface{}{}
-	}
-	name, err := ReleaseName(o.ReleaseName, o.NameTemplate)
+	name, ns, files, err := renderFiles(c, vals, o)
 	if err != nil {
-		return nil, fail(false, err)
-	}
-	ns := o.Namespace
-	if ns == "" {
-		ns = "default"
-	}
-	if c.Metadata.Type != "" && c.Metadata.Type != "application" {
-		return nil, fail(false, fmt.Errorf("%s charts are not installable", c.Metadata.Type))
-	}
-	if c.Metadata.Dependencies != nil {
-		if err := CheckDependencies(c); err != nil {
-			return nil, fail(false, err)
-		}
-	}
-	caps, err := DefaultCapabilities(o.KubeVersion, o.APIVersions)
-	if err != nil {
-		return nil, fail(false, err)
-	}
-	if name == "" {
-		return nil, fail(false, fmt.Errorf("release name %q: no name provided", name))
-	}
-	if len(name) > 53 || !validReleaseName.MatchString(name) {
-		return nil, fail(false, fmt.Errorf("release name %q: invalid release name, must match regex %s and the length must not be longer than 53", name, validReleaseName.String()))
-	}
-	if err := ProcessDependencies(c, vals); err != nil {
-		return nil, fail(false, err)
-	}
-	revision := o.Revision
-	if revision == 0 {
-		revision = 1
-	}
-	top := Values{
-		"Chart":        c.Metadata,
-		"Capabilities": caps,
-		"Release": map[string]interface{}{
-			"Name":      name,
-			"Namespace": ns,
-			"IsUpgrade": o.IsUpgrade,
-			"IsInstall": !o.IsUpgrade,
-			"Revision":  revision,
-			"Service":   "Helm",
-		},
-	}
-	coalesced, err := CoalesceValues(c, vals)
-	if err != nil {
-		return nil, fail(false, err)
-	}
-	top["Values"] = coalesced
-
-	if c.Metadata.KubeVersion != "" && !compatibleRange(c.Metadata.KubeVersion, caps.KubeVersion.String()) {
-		return nil, fail(true, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.String()))
-	}
-	files, err := renderTemplates(c, top)
-	if err != nil {
-		return nil, fail(true, err)
+		return nil, err
 	}
 	var notes strings.Builder
 	rootNotes := path.Join(c.Name(), "templates", "NOTES.txt")
@@ -262,4 +205,71 @@ func showOnly(printed string, docs []Document, patterns []string) (string, []Doc
 		}
 	}
 	return b.String(), kept, nil
+}
+
+// renderFiles checks the chart and the release, processes dependencies, coalesces values and
+// executes every template: the rendered files by template path, NOTES.txt included.
+func renderFiles(c *Chart, vals map[string]interface{}, o Options) (string, string, map[string]string, error) {
+	if vals == nil {
+		vals = map[string]interface{}{}
+	}
+	name, err := ReleaseName(o.ReleaseName, o.NameTemplate)
+	if err != nil {
+		return "", "", nil, fail(false, err)
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	if c.Metadata.Type != "" && c.Metadata.Type != "application" {
+		return "", "", nil, fail(false, fmt.Errorf("%s charts are not installable", c.Metadata.Type))
+	}
+	if c.Metadata.Dependencies != nil {
+		if err := CheckDependencies(c); err != nil {
+			return "", "", nil, fail(false, err)
+		}
+	}
+	caps, err := DefaultCapabilities(o.KubeVersion, o.APIVersions)
+	if err != nil {
+		return "", "", nil, fail(false, err)
+	}
+	if name == "" {
+		return "", "", nil, fail(false, fmt.Errorf("release name %q: no name provided", name))
+	}
+	if len(name) > 53 || !validReleaseName.MatchString(name) {
+		return "", "", nil, fail(false, fmt.Errorf("release name %q: invalid release name, must match regex %s and the length must not be longer than 53", name, validReleaseName.String()))
+	}
+	if err := ProcessDependencies(c, vals); err != nil {
+		return "", "", nil, fail(false, err)
+	}
+	revision := o.Revision
+	if revision == 0 {
+		revision = 1
+	}
+	top := Values{
+		"Chart":        c.Metadata,
+		"Capabilities": caps,
+		"Release": map[string]interface{}{
+			"Name":      name,
+			"Namespace": ns,
+			"IsUpgrade": o.IsUpgrade,
+			"IsInstall": !o.IsUpgrade,
+			"Revision":  revision,
+			"Service":   "Helm",
+		},
+	}
+	coalesced, err := CoalesceValues(c, vals)
+	if err != nil {
+		return "", "", nil, fail(false, err)
+	}
+	top["Values"] = coalesced
+
+	if c.Metadata.KubeVersion != "" && !compatibleRange(c.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		return "", "", nil, fail(true, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.String()))
+	}
+	files, err := renderTemplates(c, top)
+	if err != nil {
+		return "", "", nil, fail(true, err)
+	}
+	return name, ns, files, nil
 }
