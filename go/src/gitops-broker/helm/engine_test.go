@@ -60,6 +60,7 @@ func TestFunctions(t *testing.T) {
 		{"Files", `{{ .Files.Get "data/a.txt" }}|{{ .Files.Get "none" }}|{{ range $k, $v := .Files.Glob "data/**" }}{{ $k }};{{ end }}`, "A\n||data/a.txt;data/sub/b.txt;"},
 		{"Files.AsSecrets", `{{ (.Files.Glob "data/*.txt").AsSecrets }}`, `a.txt: QQo=`},
 		{"Files.Glob braces", `{{ range $k, $v := .Files.Glob "{data/a.*,data/sub/?.txt}" }}{{ $k }};{{ end }}`, `data/a.txt;data/sub/b.txt;`},
+		{"sha512sum (sprig 3.3)", `{{ sha512sum "abc" | trunc 16 }}`, `ddaf35a193617aba`},
 		{"getHostByName is off", `[{{ getHostByName "localhost" }}]`, `[]`},
 	}
 	for _, c := range cases {

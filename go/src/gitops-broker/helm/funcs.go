@@ -2,6 +2,8 @@ package helm
 
 import (
 	"bytes"
+	"crypto/sha512"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"text/template"
@@ -33,6 +35,11 @@ func baseFuncs() template.FuncMap {
 			return map[string]interface{}{}, nil
 		},
 		"getHostByName": func(string) string { return "" },
+		// sprig 3.3 (Helm 3.21's) has sha512sum; the sprig 3.2 this builds with does not.
+		"sha512sum": func(input string) string {
+			sum := sha512.Sum512([]byte(input))
+			return hex.EncodeToString(sum[:])
+		},
 	}
 	for k, v := range extra {
 		f[k] = v
