@@ -1,4 +1,5 @@
 import type { ChartInput } from "./chart-input.js";
+import { schemaViolations, type SchemaCheck } from "./schema.js";
 
 /** Calls a method of the WebAssembly module: request bytes in, response bytes out. */
 export type ModuleCall = (method: string, request: Uint8Array) => Promise<Uint8Array>;
@@ -72,10 +73,13 @@ const decoder = new TextDecoder();
 export async function helmRender(call: ModuleCall, req: HelmRenderRequest): Promise<HelmRenderResult> {
   const body = { chart: chartJson(req.chart), valueFiles: req.valueFiles ?? [], set: req.set ?? [], options: req.options ?? {} };
   const response = JSON.parse(decoder.decode(await call("helm.render", encoder.encode(JSON.stringify(body))))) as
-    | (HelmRenderResult & { error?: undefined })
+    | (HelmRenderResult & { error?: undefined; schemas?: SchemaCheck[] })
     | { error: string; debugHint?: boolean };
   if (response.error !== undefined) throw new ChartError(response.error, response.debugHint === true);
-  return response;
+  const { schemas, ...result } = response;
+  const violations = schemaViolations(schemas ?? []);
+  if (violations !== undefined) throw new ChartError(violations);
+  return result;
 }
 
 export interface ChartSummary {

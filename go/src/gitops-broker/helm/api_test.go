@@ -70,3 +70,25 @@ func TestHandleCheck(t *testing.T) {
 		t.Fatalf("got %s", out)
 	}
 }
+
+func TestSchemasAreHandedBack(t *testing.T) {
+	files := map[string]string{
+		"Chart.yaml":                    chartYAML,
+		"values.yaml":                   "replicas: 1\nsub:\n  size: 2\n",
+		"values.schema.json":            `{"type":"object","required":["replicas"]}`,
+		"templates/t.yaml":              "a: 1",
+		"charts/sub/Chart.yaml":         "apiVersion: v2\nname: sub\nversion: 1.0.0\n",
+		"charts/sub/values.schema.json": "{not json",
+		"charts/nos/Chart.yaml":         "apiVersion: v2\nname: nos\nversion: 1.0.0\n",
+	}
+	res, err := Render(chartOf(t, files), map[string]interface{}{"replicas": int64(3)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(res.Schemas)
+	want := `[{"chart":"k","schema":{"type":"object","required":["replicas"]},"values":{"nos":{"global":{}},"replicas":3,"sub":{"global":{},"size":2}}},` +
+		`{"chart":"sub","values":{"global":{},"size":2},"error":"invalid character 'n' looking for beginning of object key string"}]`
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}

@@ -73,7 +73,7 @@ func TestFunctions(t *testing.T) {
 				"values.yaml":      "obj:\n  name: x\n  list: [1, two]\n",
 				"Chart.yaml":       chartYAML,
 			}
-			_, _, out, err := renderFiles(chartOf(t, files), nil, Options{})
+			_, _, out, _, err := renderFiles(chartOf(t, files), nil, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

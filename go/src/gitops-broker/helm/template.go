@@ -2,6 +2,7 @@ package helm
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -54,6 +55,39 @@ type Result struct {
 	Notes       string     `json:"notes"`
 	ReleaseName string     `json:"releaseName"`
 	Namespace   string     `json:"namespace"`
+	// Schemas are the values.schema.json of the rendered charts with the values each one sees,
+	// for the caller to validate as Helm does before rendering (Helm's JSON Schema validator is
+	// not part of this library).
+	Schemas []SchemaCheck `json:"schemas,omitempty"`
+}
+
+// SchemaCheck is one chart's values.schema.json and the coalesced values it applies to.
+type SchemaCheck struct {
+	Chart  string          `json:"chart"`
+	Schema json.RawMessage `json:"schema,omitempty"`
+	Values Values          `json:"values"`
+	// Error is set instead of Schema when the schema is not JSON.
+	Error string `json:"error,omitempty"`
+}
+
+// schemaChecks walks the chart and its rendered subcharts as Helm's ValidateAgainstSchema does:
+// a subchart is checked with the values under its name, when they are a map.
+func schemaChecks(c *Chart, vals map[string]interface{}) []SchemaCheck {
+	var out []SchemaCheck
+	if c.Schema != nil {
+		var v interface{}
+		if err := json.Unmarshal(c.Schema, &v); err != nil {
+			out = append(out, SchemaCheck{Chart: c.Name(), Values: vals, Error: err.Error()})
+		} else {
+			out = append(out, SchemaCheck{Chart: c.Name(), Schema: json.RawMessage(c.Schema), Values: vals})
+		}
+	}
+	for _, sc := range c.Dependencies() {
+		if sv, ok := vals[sc.Name()].(map[string]interface{}); ok {
+			out = append(out, schemaChecks(sc, sv)...)
+		}
+	}
+	return out
 }
 
 // Error is a render failure; Message is the text Helm prints after "Error: ".
@@ -101,7 +135,7 @@ func ReleaseName(name, nameTemplate string) (string, error) {
 // `helm template` does. It changes the chart (dependencies are resolved in place): load the chart
 // afresh for every render.
 func Render(c *Chart, vals map[string]interface{}, o Options) (*Result, error) {
-	name, ns, files, err := renderFiles(c, vals, o)
+	name, ns, files, coalesced, err := renderFiles(c, vals, o)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +154,7 @@ func Render(c *Chart, vals map[string]interface{}, o Options) (*Result, error) {
 		return nil, fail(true, err)
 	}
 
-	res := &Result{Notes: notes.String(), ReleaseName: name, Namespace: ns}
+	res := &Result{Notes: notes.String(), ReleaseName: name, Namespace: ns, Schemas: schemaChecks(c, coalesced)}
 	var manifest strings.Builder
 	if o.IncludeCRDs {
 		for _, crd := range c.CRDObjects() {
@@ -209,38 +243,38 @@ func showOnly(printed string, docs []Document, patterns []string) (string, []Doc
 
 // renderFiles checks the chart and the release, processes dependencies, coalesces values and
 // executes every template: the rendered files by template path, NOTES.txt included.
-func renderFiles(c *Chart, vals map[string]interface{}, o Options) (string, string, map[string]string, error) {
+func renderFiles(c *Chart, vals map[string]interface{}, o Options) (string, string, map[string]string, Values, error) {
 	if vals == nil {
 		vals = map[string]interface{}{}
 	}
 	name, err := ReleaseName(o.ReleaseName, o.NameTemplate)
 	if err != nil {
-		return "", "", nil, fail(false, err)
+		return "", "", nil, nil, fail(false, err)
 	}
 	ns := o.Namespace
 	if ns == "" {
 		ns = "default"
 	}
 	if c.Metadata.Type != "" && c.Metadata.Type != "application" {
-		return "", "", nil, fail(false, fmt.Errorf("%s charts are not installable", c.Metadata.Type))
+		return "", "", nil, nil, fail(false, fmt.Errorf("%s charts are not installable", c.Metadata.Type))
 	}
 	if c.Metadata.Dependencies != nil {
 		if err := CheckDependencies(c); err != nil {
-			return "", "", nil, fail(false, err)
+			return "", "", nil, nil, fail(false, err)
 		}
 	}
 	caps, err := DefaultCapabilities(o.KubeVersion, o.APIVersions)
 	if err != nil {
-		return "", "", nil, fail(false, err)
+		return "", "", nil, nil, fail(false, err)
 	}
 	if name == "" {
-		return "", "", nil, fail(false, fmt.Errorf("release name %q: no name provided", name))
+		return "", "", nil, nil, fail(false, fmt.Errorf("release name %q: no name provided", name))
 	}
 	if len(name) > 53 || !validReleaseName.MatchString(name) {
-		return "", "", nil, fail(false, fmt.Errorf("release name %q: invalid release name, must match regex %s and the length must not be longer than 53", name, validReleaseName.String()))
+		return "", "", nil, nil, fail(false, fmt.Errorf("release name %q: invalid release name, must match regex %s and the length must not be longer than 53", name, validReleaseName.String()))
 	}
 	if err := ProcessDependencies(c, vals); err != nil {
-		return "", "", nil, fail(false, err)
+		return "", "", nil, nil, fail(false, err)
 	}
 	revision := o.Revision
 	if revision == 0 {
@@ -260,16 +294,16 @@ func renderFiles(c *Chart, vals map[string]interface{}, o Options) (string, stri
 	}
 	coalesced, err := CoalesceValues(c, vals)
 	if err != nil {
-		return "", "", nil, fail(false, err)
+		return "", "", nil, nil, fail(false, err)
 	}
 	top["Values"] = coalesced
 
 	if c.Metadata.KubeVersion != "" && !compatibleRange(c.Metadata.KubeVersion, caps.KubeVersion.String()) {
-		return "", "", nil, fail(true, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.String()))
+		return "", "", nil, nil, fail(true, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.String()))
 	}
 	files, err := renderTemplates(c, top)
 	if err != nil {
-		return "", "", nil, fail(true, err)
+		return "", "", nil, nil, fail(true, err)
 	}
-	return name, ns, files, nil
+	return name, ns, files, coalesced, nil
 }

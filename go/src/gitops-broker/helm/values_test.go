@@ -18,7 +18,7 @@ func TestValuesScopingGlobalsAndNulls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, out, err := renderFiles(chartOf(t, files), vals, Options{})
+	_, _, out, _, err := renderFiles(chartOf(t, files), vals, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
