@@ -8,5 +8,5 @@ export type { ChartFile, ChartInput } from "./chart-input.js";
 export { ChartError, helmCheck, helmRender } from "./module.js";
 export type { ChartSummary, HelmDocument, HelmOptions, HelmRenderRequest, HelmRenderResult, ModuleCall } from "./module.js";
 export { adler32, releaseName } from "./release.js";
-export { RemoteCharts, digestHex, fetchDownloader, sha256Hex } from "./remote.js";
+export { CHART_CACHE_DIR, RemoteCharts, digestHex, fetchDownloader, sha256Hex } from "./remote.js";
 export type { ChartDownloader, RemoteChartsOptions } from "./remote.js";

@@ -7,6 +7,9 @@ export type ChartDownloader = (url: string, signal: AbortSignal) => Promise<Uint
 
 const DIGEST = /^sha256:([0-9a-f]{64})$/;
 
+/** The cache's directory inside the broker's data directory. */
+export const CHART_CACHE_DIR = "charts";
+
 /** The hex of a `sha256:<64 hex>` digest, or undefined when it is not one. */
 export function digestHex(digest: string): string | undefined {
   return DIGEST.exec(digest)?.[1];
