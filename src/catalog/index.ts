@@ -4,6 +4,7 @@
  * body and validates request parameters against plan schemas.
  */
 export { loadCatalog } from "./load-catalog.js";
+export type { LoadCatalogOptions } from "./load-catalog.js";
 export { loadClusters, DEFAULT_INSTANCE_NAMESPACE } from "./load-clusters.js";
 export type { ClusterEntry, EncryptionDecl, KubeconfigRef, SyncRef } from "./load-clusters.js";
 export { toOsbCatalog, parseApiVersion } from "./osb-catalog.js";

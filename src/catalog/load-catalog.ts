@@ -1,3 +1,4 @@
+import { chartFromTree, digestHex, type RemoteCharts } from "../charts/index.js";
 import type { Problem } from "../errors/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
 import { CATALOG_DIR } from "../repo/index.js";
@@ -24,6 +25,17 @@ interface LoadedFile {
   problems: Problem[];
   /** Template files that plans of this file name in `path` (whether or not the plans are valid). */
   templatePaths: string[];
+  /** Repository directories that plans of this file name as a chart `url`. */
+  chartDirs: string[];
+}
+
+export interface LoadCatalogOptions {
+  /**
+   * Remote charts (http(s) `url` with `digest`): fetched into this cache when missing. Without
+   * it a remote chart is left unread (no problem): its plans fail to render until a loader
+   * with a cache reads it.
+   */
+  remoteCharts?: RemoteCharts;
 }
 
 /**
@@ -32,15 +44,19 @@ interface LoadedFile {
  * present, every service with a plan) are applied to the files that are otherwise fine, and
  * repeated until no file is left out any more, since leaving one out can break another.
  */
-export async function loadCatalog(tree: TreeReader): Promise<{ catalog: Catalog; problems: Problem[] }> {
+export async function loadCatalog(tree: TreeReader, options: LoadCatalogOptions = {}): Promise<{ catalog: Catalog; problems: Problem[] }> {
   const validators = await documentValidators();
   const files = await listYamlFiles(tree, CATALOG_DIR, true);
-  const loaded = await Promise.all(files.map((file) => loadFile(tree, file, validators)));
+  const loaded = await Promise.all(files.map((file) => loadFile(tree, file, validators, options)));
 
   // A template given by `path` may well end in .yaml: what fails to load as catalog documents
   // there is a template, not a problem.
   const templates = new Set(loaded.flatMap((l) => l.templatePaths));
-  const candidates = loaded.filter((l) => !(templates.has(l.file) && l.problems.length > 0));
+  // The files of a chart directory a helm template names in `url` are the chart's, not catalog
+  // documents.
+  const chartDirs = loaded.flatMap((l) => l.chartDirs).map((d) => `${d}/`);
+  const inChart = (file: string) => chartDirs.some((d) => file.startsWith(d));
+  const candidates = loaded.filter((l) => !(templates.has(l.file) && l.problems.length > 0) && !inChart(l.file));
 
   const problems = candidates.flatMap((l) => l.problems);
   let live = candidates.filter((l) => l.problems.length === 0);
@@ -54,8 +70,8 @@ export async function loadCatalog(tree: TreeReader): Promise<{ catalog: Catalog;
   return { catalog: assemble(live), problems };
 }
 
-async function loadFile(tree: TreeReader, file: string, validators: DocumentValidators): Promise<LoadedFile> {
-  const out: LoadedFile = { file, services: [], plans: [], problems: [], templatePaths: [] };
+async function loadFile(tree: TreeReader, file: string, validators: DocumentValidators, options: LoadCatalogOptions): Promise<LoadedFile> {
+  const out: LoadedFile = { file, services: [], plans: [], problems: [], templatePaths: [], chartDirs: [] };
   const text = await tree.readText(file);
   if (text === null) {
     out.problems.push({ file, path: "", message: "cannot be read" });
@@ -75,9 +91,10 @@ async function loadFile(tree: TreeReader, file: string, validators: DocumentVali
       if (found.length === 0) out.services.push(toService(doc, file, out.problems));
     } else if (kind !== undefined && PLAN_KINDS.has(kind)) {
       out.templatePaths.push(...templatePathsOf(doc.value));
+      out.chartDirs.push(...chartDirsOf(doc.value));
       const found = schemaProblems(validators.plan, doc, file);
       out.problems.push(...found);
-      if (found.length === 0) out.plans.push(await toPlan(tree, doc, file, out.problems));
+      if (found.length === 0) out.plans.push(await toPlan(tree, doc, file, out.problems, options));
     } else {
       out.problems.push({
         file,
@@ -137,7 +154,7 @@ function toService(doc: YamlDocument, file: string, problems: Problem[]): Locate
   return { value, file, at: doc.at };
 }
 
-async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problems: Problem[]): Promise<Located<Plan>> {
+async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problems: Problem[], options: LoadCatalogOptions): Promise<Located<Plan>> {
   const spec = specOf(doc);
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- as pick
   const get = <T>(...names: string[]) => pick<T>(spec, names, `${doc.at}spec.`, file, problems);
@@ -166,7 +183,7 @@ async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problem
     async: manager.async ?? false,
     asyncBinding: manager.asyncBinding ?? false,
     context: (spec.context ?? {}) as Record<string, unknown>,
-    templates: await resolveTemplates(tree, spec.templates as RawTemplate[], doc, file, problems),
+    templates: await resolveTemplates(tree, spec.templates as RawTemplate[], doc, file, problems, options),
     file,
     raw: doc.value as Record<string, unknown>,
   };
@@ -179,6 +196,16 @@ interface RawTemplate {
   content?: string;
   contentEncoded?: string;
   path?: string;
+  url?: string;
+  digest?: string;
+}
+
+function chartDirsOf(doc: Record<string, unknown>): string[] {
+  const templates = isRecord(doc.spec) ? doc.spec.templates : undefined;
+  if (!Array.isArray(templates)) return [];
+  return templates.flatMap((t: unknown) =>
+    isRecord(t) && typeof t.url === "string" && !/^[a-z][a-z0-9+.-]*:/i.test(t.url) ? [t.url.replace(/^\.\//, "").replace(/\/+$/, "")] : [],
+  );
 }
 
 function templatePathsOf(doc: Record<string, unknown>): string[] {
@@ -193,6 +220,7 @@ async function resolveTemplates(
   doc: YamlDocument,
   file: string,
   problems: Problem[],
+  options: LoadCatalogOptions,
 ): Promise<PlanTemplate[]> {
   const resolved: PlanTemplate[] = [];
   for (const [i, t] of templates.entries()) {
@@ -208,9 +236,69 @@ async function resolveTemplates(
     } else {
       content = t.content ?? "";
     }
-    if (content !== null) resolved.push({ action: t.action, type: t.type, content, source });
+    if (content === null) continue;
+    const template: PlanTemplate = { action: t.action, type: t.type, content, source };
+    if (t.url !== undefined) {
+      template.url = t.url;
+      if (t.digest !== undefined) template.digest = t.digest;
+      if (isChartEngine(t.type)) {
+        const chart = await resolveChart(tree, t.url, t.digest, options, (path, message) => problems.push({ file, path: `${at}.${path}`, message }));
+        if (chart !== undefined) template.chart = chart;
+      }
+    }
+    resolved.push(template);
   }
   return resolved;
+}
+
+/** Service Fabrik's spellings of the helm type (its renderer factory took these three). */
+function isChartEngine(type: string): boolean {
+  return type === "helm" || type === "Helm" || type === "HELM";
+}
+
+const REMOTE = /^https?:\/\//i;
+
+/**
+ * The chart a helm template's `url` names: a repository path under catalog/ (directory or
+ * .tgz), or an http(s) archive pinned by `digest` (ADR 0015). Problems are reported through
+ * `problem`; undefined when the chart is not available.
+ */
+async function resolveChart(
+  tree: TreeReader,
+  url: string,
+  digest: string | undefined,
+  options: LoadCatalogOptions,
+  problem: (path: string, message: string) => void,
+): Promise<PlanTemplate["chart"]> {
+  if (REMOTE.test(url)) {
+    if (digest === undefined) {
+      problem("url", "a chart fetched over http(s) must be pinned: add `digest: sha256:<hex>` (or vendor the chart under catalog/)");
+      return undefined;
+    }
+    if (digestHex(digest) === undefined) {
+      problem("digest", `${JSON.stringify(digest)} is not sha256:<64 lowercase hex digits>`);
+      return undefined;
+    }
+    if (options.remoteCharts === undefined) return undefined;
+    try {
+      return { archive: await options.remoteCharts.ensure(url, digest) };
+    } catch (e) {
+      problem("url", e instanceof Error ? e.message : String(e));
+      return undefined;
+    }
+  }
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url)) {
+    problem("url", `${JSON.stringify(url)}: only repository paths (catalog/...) and http(s) URLs pinned by digest are supported`);
+    return undefined;
+  }
+  const path = url.replace(/^\.\//, "").replace(/\/+$/, "");
+  if (path.split("/").some((s) => s === ".." || s === ".") || path.startsWith("/") || !path.startsWith(`${CATALOG_DIR}/`)) {
+    problem("url", `${JSON.stringify(url)}: a chart in the repository is a path under ${CATALOG_DIR}/ (a chart directory or a .tgz)`);
+    return undefined;
+  }
+  const chart = await chartFromTree(tree, path);
+  if (chart === null) problem("url", `no chart ${JSON.stringify(path)} in the repository (a directory or a .tgz)`);
+  return chart ?? undefined;
 }
 
 function crossFileProblems(live: LoadedFile[]): Problem[] {

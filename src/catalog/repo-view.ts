@@ -1,4 +1,4 @@
-import { loadCatalog } from "./load-catalog.js";
+import { loadCatalog, type LoadCatalogOptions } from "./load-catalog.js";
 import { loadClusters, type ClusterEntry } from "./load-clusters.js";
 import type { Catalog } from "./types.js";
 import { formatProblem, type Problem } from "../errors/index.js";
@@ -62,6 +62,7 @@ export function createRepoView(
   writer: Pick<GitReader, "snapshot" | "onTip">,
   logger: Logger,
   summaries: InstanceSummaryCache = createInstanceSummaryCache(),
+  catalogOptions: LoadCatalogOptions = {},
 ): LiveRepoView {
   let catalog: Catalog = EMPTY_CATALOG;
   let clusters: readonly ClusterEntry[] = [];
@@ -70,7 +71,7 @@ export function createRepoView(
   let chain: Promise<void> = Promise.resolve();
 
   async function load(tree: TreeReader, key: string): Promise<void> {
-    const [c, r, summary] = await Promise.all([loadCatalog(tree), loadClusters(tree), summarizeInstances(tree, summaries)]);
+    const [c, r, summary] = await Promise.all([loadCatalog(tree, catalogOptions), loadClusters(tree), summarizeInstances(tree, summaries)]);
     const stranded = offboardingProblems(summary, {
       clusterIds: new Set(r.clusters.map((x) => x.id)),
       planIds: new Set(c.catalog.services.flatMap((s) => s.plans.map((p) => p.id))),

@@ -1,3 +1,5 @@
+import type { ChartInput } from "../charts/index.js";
+
 /**
  * Catalog model. The catalog is read from `catalog/` in the GitOps repo: Service Fabrik
  * `SFService` / `SFPlan` documents (apiVersion osb.servicefabrik.io/v1alpha1) as is, or the same
@@ -13,6 +15,15 @@ export interface PlanTemplate {
   content: string;
   /** Where the template text came from, for error messages: `catalog/plans/x.yaml#spec.templates[2]` or `catalog/templates/pg.hbs`. */
   source: string;
+  /**
+   * Service Fabrik's `url` (helm: the chart): a repository path under `catalog/` (a chart
+   * directory or a .tgz), or an http(s) URL pinned by `digest`.
+   */
+  url?: string;
+  /** `sha256:<hex>` of a remote chart archive. */
+  digest?: string;
+  /** The chart `url` names, read when the catalog loaded (helm); absent when it could not be. */
+  chart?: ChartInput;
 }
 
 export interface MaintenanceInfo {

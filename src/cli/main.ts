@@ -2,6 +2,8 @@ import { ConfigError } from "../errors/index.js";
 import { runClusters, runMove } from "./admin-commands.js";
 import { runHistory } from "./history.js";
 import { runRender, runRenderTemplate } from "./render.js";
+import { runRenderChart } from "./render-chart.js";
+import { helmModuleCall } from "../render/index.js";
 import { serve } from "./serve.js";
 import { update } from "./update.js";
 import { runValidate } from "./validate.js";
@@ -18,6 +20,8 @@ Usage:
   gitops-broker validate [repo-dir] [--json]
   gitops-broker render [repo-dir] --plan ID --action A --instance ID [--binding ID] [--parameters JSON]
   gitops-broker render-template --engine gotemplate|handlebars  < {"name","template","values"}
+  gitops-broker render-chart [NAME] CHART [-f values.yaml]... [--set k=v]... [--name-template T] [--namespace NS]
+                [--kube-version V] [--api-versions G/V]... [--include-crds] [--skip-tests] [--show-only PATH]...
   gitops-broker --help | --version
 
 With no configuration, serve creates ./.gitops-broker/ holding a bare Git repository seeded
@@ -38,6 +42,17 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   validate: (args) => runValidate(args),
   render: (args) => runRender(args),
   "render-template": (args) => runRenderTemplate(args),
+  "render-chart": (args) =>
+    runRenderChart(args, {
+      call: helmModuleCall,
+      stdout: (text) => process.stdout.write(text),
+      stderr: (text) => process.stderr.write(text),
+      readStdin: async () => {
+        const chunks: Buffer[] = [];
+        for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+        return Buffer.concat(chunks).toString("utf8");
+      },
+    }),
   update: (args) =>
     update(args, {
       stdout: (line) => process.stdout.write(`${line}\n`),

@@ -1,6 +1,7 @@
 import { open, rm, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { createRepoView, type LiveRepoView } from "../catalog/index.js";
+import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { ConfigError } from "../errors/index.js";
 import { ensureDataDir, EMBEDDED_REMOTE_DIR, loadConfig, type Config } from "../config/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
@@ -72,7 +73,9 @@ export async function openRepo(configArgv: string[], options: { logLevel?: strin
     });
     await writer.start();
     const summaries = createInstanceSummaryCache();
-    const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries);
+    const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries, {
+      remoteCharts: new RemoteCharts({ dir: path.join(config.dataDir, CHART_CACHE_DIR) }),
+    });
     await view.reload();
     return {
       config,

@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../broker/index.js";
 import { createRepoView } from "../catalog/index.js";
+import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { createReconciler, type Reconciler } from "../reconcile/index.js";
 import { ensurePassword, loadConfig, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
@@ -89,7 +90,10 @@ export async function startBroker(
   });
   await writer.start();
   const summaries = createInstanceSummaryCache();
-  const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries);
+  const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries, {
+    // Remote charts (http(s) url pinned by digest) are fetched when the catalog loads, cached by digest.
+    remoteCharts: new RemoteCharts({ dir: path.join(config.dataDir, CHART_CACHE_DIR) }),
+  });
   await view.reload();
   // Clusters come from the view: live clusters are watched as the registry adds them, and
   // stopped when it drops them or switches them to commit mode.

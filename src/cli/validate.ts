@@ -1,5 +1,7 @@
 import { stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
+import { RemoteCharts } from "../charts/index.js";
 import { ConfigError } from "../errors/index.js";
 import { dirTreeReader } from "../repo/index.js";
 import { formatValidationProblem, validateRepo } from "../validate/index.js";
@@ -26,7 +28,10 @@ export async function runValidate(
   const isDir = await stat(dir).then((s) => s.isDirectory(), () => false);
   if (!isDir) throw new ConfigError([{ file: dir, path: "", message: "is not a directory (give a checkout of the GitOps repository)" }]);
 
-  const problems = await validateRepo(dirTreeReader(dir));
+  // Remote charts are downloaded, verified against their digest and cached by digest (shared
+  // between runs: a cached archive is verified again when read).
+  const remoteCharts = new RemoteCharts({ dir: path.join(tmpdir(), "gitops-broker-charts") });
+  const problems = await validateRepo(dirTreeReader(dir), { remoteCharts });
   const errors = problems.filter((p) => p.severity === "error").length;
   if (json) io.stdout(`${JSON.stringify(problems, null, 2)}\n`);
   else for (const p of problems) io.stdout(`${formatValidationProblem(p)}\n`);

@@ -34,6 +34,8 @@ export function formatAjvErrors(
   const seen = new Set<string>();
   for (const e of errors) {
     if (combinators.some((p) => e.schemaPath.startsWith(p))) continue;
+    // `if` fails with 'must match "then" schema': the then/else branch's own error says why.
+    if (e.keyword === "if") continue;
     const f = formatOne(e, data, base, useTitles);
     const key = `${f.path}\u0000${f.message}`;
     if (!seen.has(key)) {

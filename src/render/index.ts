@@ -15,6 +15,7 @@ export type { RenderRequest, RenderValues, Manifest } from "./types.js";
 export { engineFor, engineProblem, engineTypes, TemplateFailure, type TemplateEngine } from "./engine.js";
 export { DEFAULT_GOTEMPLATE_LIMITS, renderGoTemplateJson, renderGoTemplateRequest, setGotemplateLimits, type GotemplateLimits } from "./gotemplate.js";
 export { serviceFabrikValues, sfServiceBinding, sfServiceInstance } from "./service-fabrik.js";
+export { helmModuleCall, helmReleaseName } from "./helm.js";
 
 type Loose = Record<string, unknown>;
 const field = (o: unknown, ...path: string[]): unknown =>

@@ -314,7 +314,7 @@ kind: ConfigMap
       'plan small: template provision (go.tpl): gotemplate renderer - can\'t render template for pg-1/provision. template: pg-1/provision:1:6: executing "pg-1/provision" at <index .instance.spec.parameters.answer 5>: error calling index: index out of range: 5',
     );
     await expect(render(request([template("x", "provision", "jsonnet")]))).rejects.toThrow(
-      'plan small: template provision (catalog/plans/pg.yaml#spec.templates[0]): engine "jsonnet" is not supported (supported: handlebars, gotemplate)',
+      'plan small: template provision (catalog/plans/pg.yaml#spec.templates[0]): engine "jsonnet" is not supported (supported: handlebars, gotemplate, helm)',
     );
   });
 
@@ -397,6 +397,6 @@ describe("compileCheck", () => {
     expect(problems[2]?.message).toBe(
       'plan small: template status: gotemplate renderer - can\'t create template for sample-instance/status. template: sample-instance/status:2: function "toYml" not defined',
     );
-    expect(problems[3]?.message).toBe('plan small: template sources: engine "jinja" is not supported (supported: handlebars, gotemplate)');
+    expect(problems[3]?.message).toBe('plan small: template sources: engine "jinja" is not supported (supported: handlebars, gotemplate, helm)');
   });
 });

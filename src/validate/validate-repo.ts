@@ -1,4 +1,4 @@
-import { loadCatalog, loadClusters } from "../catalog/index.js";
+import { loadCatalog, loadClusters, type LoadCatalogOptions } from "../catalog/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
 import { clusterRegistryPath, keyOf, type InstanceRecord } from "../repo/index.js";
 import { driftProblems, secretProblems } from "./drift.js";
@@ -39,8 +39,8 @@ function offboardingProblems(live: InstanceRecord[], clusterIds: Set<string>, ha
  * order: files against their schemas, templates, offboarding protection, overrides, Secret
  * data under clusters/, drift under clusters/. Each problem once.
  */
-export async function validateRepo(tree: TreeReader): Promise<ValidationProblem[]> {
-  const [catalog, registry, records] = await Promise.all([loadCatalog(tree), loadClusters(tree), readRecords(tree)]);
+export async function validateRepo(tree: TreeReader, catalogOptions: LoadCatalogOptions = {}): Promise<ValidationProblem[]> {
+  const [catalog, registry, records] = await Promise.all([loadCatalog(tree, catalogOptions), loadClusters(tree), readRecords(tree)]);
   const view = { catalog: catalog.catalog, clusters: registry.clusters };
   const instances = records.instances.map((r) => r.record);
   const live = instances.filter((r) => !r.status.deleted);

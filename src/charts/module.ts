@@ -1,0 +1,102 @@
+import type { ChartInput } from "./chart-input.js";
+import { schemaViolations, type SchemaCheck } from "./schema.js";
+
+/** Calls a method of the WebAssembly module: request bytes in, response bytes out. */
+export type ModuleCall = (method: string, request: Uint8Array) => Promise<Uint8Array>;
+
+/** `helm template`'s flags that change what it prints (see go/src/gitops-broker/helm). */
+export interface HelmOptions {
+  releaseName?: string;
+  nameTemplate?: string;
+  namespace?: string;
+  revision?: number;
+  isUpgrade?: boolean;
+  kubeVersion?: string;
+  apiVersions?: string[];
+  includeCrds?: boolean;
+  skipTests?: boolean;
+  disableHooks?: boolean;
+  showOnly?: string[];
+}
+
+export interface HelmRenderRequest {
+  chart: ChartInput;
+  /** YAML documents merged in order, as `-f` files. */
+  valueFiles?: string[];
+  /** `--set` expressions, applied after the files. */
+  set?: string[];
+  options?: HelmOptions;
+}
+
+/** One printed document, in `helm template`'s order. */
+export interface HelmDocument {
+  /** The template (or CRD file) it came from, as in `# Source:` lines. */
+  source: string;
+  content: string;
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  crd?: boolean;
+  /** helm.sh/hook events, for hooks. */
+  hook?: string[];
+}
+
+export interface HelmRenderResult {
+  /** Exactly what `helm template` prints on stdout. */
+  output: string;
+  documents: HelmDocument[];
+  notes: string;
+  releaseName: string;
+  namespace: string;
+}
+
+/** A chart that does not load or render; the message is Helm's. */
+export class ChartError extends Error {
+  /** Helm would add "Use --debug flag to render out invalid YAML". */
+  readonly debugHint: boolean;
+  constructor(message: string, debugHint = false) {
+    super(message);
+    this.name = "ChartError";
+    this.debugHint = debugHint;
+  }
+}
+
+function chartJson(chart: ChartInput): Record<string, unknown> {
+  if ("archive" in chart) return { archive: Buffer.from(chart.archive).toString("base64") };
+  return { files: chart.files.map((f) => ({ name: f.name, data: Buffer.from(f.data).toString("base64") })) };
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Renders a chart as `helm template` does. Throws ChartError for the chart's own failures. */
+export async function helmRender(call: ModuleCall, req: HelmRenderRequest): Promise<HelmRenderResult> {
+  const body = { chart: chartJson(req.chart), valueFiles: req.valueFiles ?? [], set: req.set ?? [], options: req.options ?? {} };
+  const response = JSON.parse(decoder.decode(await call("helm.render", encoder.encode(JSON.stringify(body))))) as
+    | (HelmRenderResult & { error?: undefined; schemas?: SchemaCheck[] })
+    | { error: string; debugHint?: boolean };
+  if (response.error !== undefined) throw new ChartError(response.error, response.debugHint === true);
+  const { schemas, ...result } = response;
+  const violations = schemaViolations(schemas ?? []);
+  if (violations !== undefined) throw new ChartError(violations);
+  return result;
+}
+
+export interface ChartSummary {
+  name: string;
+  version: string;
+  /** Templates parsed, NOTES.txt not counted. */
+  templates: number;
+}
+
+/** Loads a chart and parses its templates without rendering. Throws ChartError with Helm's message. */
+export async function helmCheck(call: ModuleCall, chart: ChartInput): Promise<ChartSummary> {
+  const response = JSON.parse(decoder.decode(await call("helm.check", encoder.encode(JSON.stringify({ chart: chartJson(chart) }))))) as {
+    error?: string;
+    name?: string;
+    version?: string;
+    templates?: number;
+  };
+  if (response.error !== undefined) throw new ChartError(response.error);
+  return { name: response.name ?? "", version: response.version ?? "", templates: response.templates ?? 0 };
+}

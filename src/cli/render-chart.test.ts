@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { parseRenderChartArgs, runRenderChart } from "./render-chart.js";
+
+describe("render-chart arguments", () => {
+  it("reads Helm's flags in both forms, slices split on commas, arrays not", () => {
+    const p = parseRenderChartArgs([
+      "my-release", "./chart", "-f", "a.yaml,b.yaml", "--values=c.yaml", "--set", "a=1,b=2", "--set=c={x,y}",
+      "-n", "shop", "--kube-version=1.29", "-a", "x.io/v1,y.io/v2", "--api-versions", "z.io/v1",
+      "--include-crds", "--skip-tests", "--is-upgrade=false", "-s", "templates/a.yaml", "--show-only=templates/b,c.yaml",
+    ]);
+    expect(p).toEqual({
+      positional: ["my-release", "./chart"],
+      valueFiles: ["a.yaml", "b.yaml", "c.yaml"],
+      set: ["a=1,b=2", "c={x,y}"],
+      options: {
+        namespace: "shop",
+        kubeVersion: "1.29",
+        apiVersions: ["x.io/v1", "y.io/v2", "z.io/v1"],
+        includeCrds: true,
+        skipTests: true,
+        isUpgrade: false,
+        showOnly: ["templates/a.yaml", "templates/b,c.yaml"],
+      },
+    });
+  });
+
+  it("refuses unknown flags, missing flag values and bad argument counts with Helm's words", async () => {
+    expect(() => parseRenderChartArgs(["--debugx"])).toThrow("unknown flag: --debugx");
+    expect(() => parseRenderChartArgs(["chart", "--set"])).toThrow("flag needs an argument: --set");
+    const run = async (args: string[]) => {
+      let err = "";
+      const code = await runRenderChart(args, {
+        call: () => Promise.reject(new Error("the module is not called")),
+        stdout: () => undefined,
+        stderr: (t) => (err += t),
+      });
+      return { code, err };
+    };
+    expect(await run([])).toEqual({ code: 1, err: "Error: requires at least 1 arg(s), only received 0\n" });
+    expect(await run(["a", "b", "c", "d"])).toEqual({ code: 1, err: "Error: expected at most two arguments, unexpected arguments: c, d\n" });
+    expect(await run(["n", "chart", "--name-template", "x"])).toEqual({ code: 1, err: "Error: cannot set --name-template and also specify a name\n" });
+  });
+});

@@ -1,0 +1,148 @@
+import { readFile } from "node:fs/promises";
+import { ChartError, chartFromPath, helmRender, type HelmOptions, type ModuleCall } from "../charts/index.js";
+
+export const RENDER_CHART_USAGE = `Usage: gitops-broker render-chart [NAME] CHART [flags]
+
+Prints what \`helm template\` (Helm 3.21) prints for the same arguments. CHART is a chart
+directory or a .tgz; NAME defaults to "release-name".
+
+Flags:
+  -f, --values FILE        values file (repeatable, comma-separated; "-" reads stdin)
+      --set K=V            value (repeatable, Helm's --set syntax)
+      --name-template T    release name from a template (instead of NAME)
+  -n, --namespace NS       release namespace (default "default")
+      --kube-version V     Kubernetes version for .Capabilities.KubeVersion
+  -a, --api-versions G/V   extra .Capabilities.APIVersions (repeatable, comma-separated)
+      --include-crds       print the chart's crds/ files first
+      --skip-tests         leave out test hooks
+      --no-hooks           leave out all hooks
+      --is-upgrade         .Release.IsUpgrade instead of .Release.IsInstall
+  -s, --show-only PATH     only templates matching PATH (repeatable)
+`;
+
+export interface RenderChartDeps {
+  call: ModuleCall;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  readStdin?: () => Promise<string>;
+}
+
+interface Parsed {
+  positional: string[];
+  valueFiles: string[];
+  set: string[];
+  options: HelmOptions;
+}
+
+const VALUE_FLAGS: Record<string, string> = {
+  "-f": "values",
+  "--values": "values",
+  "--set": "set",
+  "--name-template": "name-template",
+  "-n": "namespace",
+  "--namespace": "namespace",
+  "--kube-version": "kube-version",
+  "-a": "api-versions",
+  "--api-versions": "api-versions",
+  "-s": "show-only",
+  "--show-only": "show-only",
+};
+const BOOL_FLAGS: Record<string, keyof HelmOptions> = {
+  "--include-crds": "includeCrds",
+  "--skip-tests": "skipTests",
+  "--no-hooks": "disableHooks",
+  "--is-upgrade": "isUpgrade",
+};
+
+/** Parses render-chart's arguments like Helm's flags (`--flag value` or `--flag=value`). */
+export function parseRenderChartArgs(args: string[]): Parsed {
+  const p: Parsed = { positional: [], valueFiles: [], set: [], options: {} };
+  const o = p.options;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === "--") {
+      p.positional.push(...args.slice(i + 1));
+      break;
+    }
+    if (!arg.startsWith("-") || arg === "-") {
+      p.positional.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const flag = arg.startsWith("--") && eq !== -1 ? arg.slice(0, eq) : arg;
+    const bool = BOOL_FLAGS[flag];
+    if (bool !== undefined) {
+      const v = eq === -1 || flag === arg ? "true" : arg.slice(eq + 1);
+      if (v !== "true" && v !== "false") throw new Error(`invalid argument "${v}" for "${flag}" flag: strconv.ParseBool: parsing "${v}": invalid syntax`);
+      (o as Record<string, unknown>)[bool] = v === "true";
+      continue;
+    }
+    const name = VALUE_FLAGS[flag];
+    if (name === undefined) throw new Error(`unknown flag: ${flag}`);
+    let value: string;
+    if (flag !== arg) value = arg.slice(eq + 1);
+    else {
+      const next = args[++i];
+      if (next === undefined) throw new Error(`flag needs an argument: ${flag}`);
+      value = next;
+    }
+    switch (name) {
+      case "values":
+        p.valueFiles.push(...value.split(","));
+        break;
+      case "set":
+        p.set.push(value);
+        break;
+      case "name-template":
+        o.nameTemplate = value;
+        break;
+      case "namespace":
+        o.namespace = value;
+        break;
+      case "kube-version":
+        o.kubeVersion = value;
+        break;
+      case "api-versions":
+        o.apiVersions = [...(o.apiVersions ?? []), ...value.split(",")];
+        break;
+      case "show-only":
+        o.showOnly = [...(o.showOnly ?? []), value];
+        break;
+    }
+  }
+  return p;
+}
+
+/** `gitops-broker render-chart`: exit 0 with the manifests on stdout, 1 with Helm's error on stderr. */
+export async function runRenderChart(args: string[], deps: RenderChartDeps): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    deps.stdout(RENDER_CHART_USAGE);
+    return 0;
+  }
+  try {
+    const p = parseRenderChartArgs(args);
+    if (p.positional.length === 0) throw new Error("requires at least 1 arg(s), only received 0");
+    if (p.positional.length > 2) {
+      throw new Error(`expected at most two arguments, unexpected arguments: ${p.positional.slice(2).join(", ")}`);
+    }
+    const [name, chartPath] = p.positional.length === 2 ? p.positional : [undefined, p.positional[0] as string];
+    if (name !== undefined) {
+      if (p.options.nameTemplate !== undefined) throw new Error("cannot set --name-template and also specify a name");
+      p.options.releaseName = name;
+    }
+    const valueFiles: string[] = [];
+    for (const f of p.valueFiles) {
+      if (f.trim() === "-") valueFiles.push(deps.readStdin ? await deps.readStdin() : "");
+      else valueFiles.push(await readFile(f, "utf8").catch((e: unknown) => Promise.reject(new Error(`open ${f}: no such file or directory`, { cause: e }))));
+    }
+    const chart = await chartFromPath(chartPath as string);
+    const result = await helmRender(deps.call, { chart, valueFiles, set: p.set, options: p.options });
+    deps.stdout(result.output);
+    return 0;
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    const hint = e instanceof ChartError && e.debugHint ? "\n\nUse --debug flag to render out invalid YAML" : "";
+    deps.stderr(`Error: ${message}${hint}\n`);
+    return 1;
+  }
+}

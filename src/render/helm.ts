@@ -1,0 +1,80 @@
+import { ChartError, helmCheck, helmRender, releaseName, type ModuleCall } from "../charts/index.js";
+import type { PlanTemplate } from "../catalog/types.js";
+import { TemplateFailure, type TemplateContext, type TemplateEngine } from "./engine.js";
+import { renderGoTemplateJson } from "./gotemplate.js";
+import { serviceFabrikName, serviceFabrikValues } from "./service-fabrik.js";
+import type { RenderValues } from "./types.js";
+import { WasmCallError, wasmHost } from "./wasm-module.js";
+
+/**
+ * Service Fabrik's `helm`: the plan's chart (`url`, resolved by the catalog from the repository
+ * or the digest-pinned cache) rendered with Helm 3's semantics by the WebAssembly module
+ * (go/src/gitops-broker/helm, ADR 0015); `content` is a gotemplate that renders the values.
+ * The output is what `helm template --include-crds --skip-tests` prints, without NOTES.txt.
+ */
+
+/** A chart render that takes longer fails and its worker is replaced. */
+const TIMEOUT_MS = 20_000;
+
+/** A call of the module's Helm methods, with the chart render time limit (render-chart uses it too). */
+export const helmModuleCall: ModuleCall = (method, request) => wasmHost().call(method, request, { timeoutMs: TIMEOUT_MS });
+const call = helmModuleCall;
+
+type Loose = Record<string, unknown>;
+const field = (o: unknown, ...path: string[]): unknown =>
+  path.reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Loose)[k] : undefined), o);
+
+/**
+ * Service Fabrik's release name: `in-<adler32>` of the instance's Kubernetes name (of the
+ * binding's for a bind template), SF's name being the id or, when the id is not a valid name,
+ * its sha224.
+ */
+export function helmReleaseName(values: RenderValues, action: string): string {
+  const id = action === "bind" && values.binding !== undefined ? field(values.binding, "spec", "bindingId") : field(values.instance, "spec", "instanceId");
+  return releaseName(serviceFabrikName(String(id ?? "")));
+}
+
+function describe(e: unknown): Error {
+  if (e instanceof ChartError) return new TemplateFailure(`helm: ${e.message}`);
+  if (e instanceof WasmCallError) {
+    return new TemplateFailure(e.reason === "timeout" ? `helm: stopped after ${TIMEOUT_MS} ms (time limit)` : `helm: ${e.message}`);
+  }
+  return e instanceof Error ? e : new Error(String(e));
+}
+
+export const helmEngine: TemplateEngine = {
+  type: "helm",
+  aliases: ["Helm", "HELM"],
+  description: "a Helm chart (`url`: in the repository, or http(s) pinned by `digest`) whose values `content` renders as a gotemplate, with Helm 3's semantics",
+  supports: (action) => action === "provision" || action === "update" || action === "bind",
+  async compile(t: PlanTemplate, context: TemplateContext): Promise<string | undefined> {
+    if (t.chart === undefined) return `no chart (url ${JSON.stringify(t.url ?? "")})`;
+    try {
+      await helmCheck(call, t.chart);
+    } catch (e) {
+      const f = describe(e);
+      if (f instanceof TemplateFailure) return f.message;
+      throw f;
+    }
+    if (t.content.trim() === "") return undefined;
+    const { gotemplateEngine } = await import("./gotemplate.js");
+    return gotemplateEngine.compile(t, context);
+  },
+  async render(t: PlanTemplate, values: RenderValues, _context: TemplateContext): Promise<string> {
+    if (t.chart === undefined) throw new TemplateFailure(`helm: no chart (url ${JSON.stringify(t.url ?? "")})`);
+    const name = helmReleaseName(values, t.action);
+    // SF rendered `content` under the release name, with the SF objects as values.
+    const valuesYaml = t.content === "" ? "" : await renderGoTemplateJson(name, t.content, JSON.stringify(serviceFabrikValues(values)));
+    const namespace = String(field(values.instance, "metadata", "namespace") ?? "") || undefined;
+    try {
+      const result = await helmRender(call, {
+        chart: t.chart,
+        valueFiles: [valuesYaml],
+        options: { releaseName: name, namespace, includeCrds: true, skipTests: true, isUpgrade: t.action === "update" },
+      });
+      return result.documents.map((d) => d.content).join("\n---\n");
+    } catch (e) {
+      throw describe(e);
+    }
+  },
+};
