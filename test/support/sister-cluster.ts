@@ -37,6 +37,8 @@ export async function startSisterCluster(options: {
   now?: () => Date;
   /** Passed to the sync agent double (poll wait, repoURL, webhook secret, Flux Receiver). */
   agent?: Pick<SyncAgentOptions, "delay" | "repoURL" | "webhookSecret" | "receiver" | "manifestGeneratePaths">;
+  /** The postgres-operator double's bootstrap time. */
+  operatorReadyAfterMs?: number;
 }): Promise<SisterCluster> {
   const { id, sync } = options;
   const server = await startKubeApiServer({ bookmarkIntervalMs: 200, resources: [POSTGRESQL, APPLICATION, KUSTOMIZATION, GIT_REPOSITORY] });
@@ -54,7 +56,7 @@ export async function startSisterCluster(options: {
     ...(options.now ? { now: options.now } : {}),
     ...options.agent,
   });
-  const operator = createPostgresOperator(server);
+  const operator = createPostgresOperator(server, { readyAfterMs: options.operatorReadyAfterMs ?? 0 });
   return {
     id,
     server,
