@@ -119,6 +119,7 @@ export async function startBroker(
     remoteUrl,
     userAgent: brokerVersion,
     logger: logger.child({ component: "nudge" }),
+    metrics: instruments.nudge,
     ...options.nudge,
   });
   const stopNudging = writer.onPushed((event) => nudger.pushed(event));

@@ -6,6 +6,7 @@ import { startSisterCluster, type SisterCluster } from "../../test/support/siste
 import type { ClusterEntry, NudgeDecl } from "../catalog/index.js";
 import type { PushEvent } from "../gitwriter/index.js";
 import { silentLogger } from "../log/index.js";
+import { createInstruments, type Labels } from "../metrics/index.js";
 import { createKubeConfigResolver, createSecretKeyReader } from "../status-watcher/index.js";
 import { commitsByCluster, createNudger, repositoryNames, type Nudger, type NudgeTimers } from "./index.js";
 
@@ -71,7 +72,15 @@ function entry(id: string, kind: "argocd" | "flux", nudge: NudgeDecl, kubeconfig
   };
 }
 
-function nudger(entries: ClusterEntry[], timers?: NudgeTimers, remoteUrl = `https://token:s3cret@git.example.com/org/gitops.git`) {
+/** The nudge counter of a recording Metrics factory: the labels of each increment. */
+function recordingNudges() {
+  const counted: Labels[] = [];
+  const record = { inc: (labels?: Labels) => void counted.push(labels ?? {}), set: () => undefined, observe: () => undefined };
+  const { nudge } = createInstruments({ counter: () => record, gauge: () => record, histogram: () => record });
+  return { nudge, counted };
+}
+
+function nudger(entries: ClusterEntry[], timers?: NudgeTimers, metrics?: ReturnType<typeof recordingNudges>["nudge"], remoteUrl = `https://token:s3cret@git.example.com/org/gitops.git`) {
   const n = createNudger({
     clusters: () => entries,
     kubeConfigFor: createKubeConfigResolver({ home: () => { throw new Error("no home cluster in this test"); } }),
@@ -80,6 +89,7 @@ function nudger(entries: ClusterEntry[], timers?: NudgeTimers, remoteUrl = `http
     userAgent: "gitops-broker/test",
     logger: silentLogger(),
     ...(timers ? { timers } : {}),
+    ...(metrics ? { metrics } : {}),
   });
   nudgers.push(n);
   return n;
@@ -235,7 +245,8 @@ describe("nudger", () => {
     flux.agent.start(180_000);
     const url = await flux.agent.listen();
     const timers = manualTimers();
-    const n = nudger([entry("west", "flux", { via: "webhook", url, payload: "generic", minIntervalMs: 1_000 })], timers);
+    const recorded = recordingNudges();
+    const n = nudger([entry("west", "flux", { via: "webhook", url, payload: "generic", minIntervalMs: 1_000 })], timers, recorded.nudge);
 
     n.pushed(push("p0", "t1", [["c1", ["clusters/west/1.yaml"]]]));
     n.pushed(push("t1", "t2", [["c2", ["clusters/west/2.yaml"]]]));
@@ -251,6 +262,8 @@ describe("nudger", () => {
     await n.idle();
     expect(flux.agent.webhookRequests.length).toBe(2);
     expect(n.stats()).toEqual({ west: { sent: 2, failed: 0, folded: 1 } });
+    const west = (result: string) => ({ cluster: "west", via: "webhook", result });
+    expect(recorded.counted).toEqual([west("folded"), west("sent"), west("sent")]);
   });
 });
 

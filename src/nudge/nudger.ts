@@ -1,6 +1,7 @@
 import type { ClusterEntry, NudgeDecl, SyncRef } from "../catalog/index.js";
 import type { PushEvent, PushedCommit } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
+import { noopInstruments, type NudgeInstruments } from "../metrics/index.js";
 import { CLUSTERS_DIR } from "../repo/index.js";
 import type { KubeConfigFor, SecretKeyReader } from "../status-watcher/index.js";
 import type { NudgeRange } from "./push-event.js";
@@ -26,6 +27,8 @@ export interface NudgerOptions {
   /** e.g. gitops-broker/0.1.0: User-Agent and pusher of webhook requests. */
   userAgent: string;
   logger: Logger;
+  /** Default: no-op. */
+  metrics?: NudgeInstruments;
   /** Annotation timestamps (default: the wall clock). */
   now?: () => Date;
   timers?: NudgeTimers;
@@ -82,6 +85,7 @@ const realTimers: NudgeTimers = {
  */
 export function createNudger(options: NudgerOptions): Nudger {
   const { logger } = options;
+  const metrics = options.metrics ?? noopInstruments.nudge;
   const timers = options.timers ?? realTimers;
   const deps: SendDeps = {
     kubeConfigFor: options.kubeConfigFor,
@@ -149,9 +153,11 @@ export function createNudger(options: NudgerOptions): Nudger {
     try {
       const done = await sendNudge(entry, sync, nudge, range, deps);
       stats.sent += 1;
+      metrics.nudges.inc({ cluster: entry.id, via: nudge.via, result: "sent" });
       logger.info({ ...fields, done }, "agent nudged");
     } catch (error) {
       stats.failed += 1;
+      metrics.nudges.inc({ cluster: entry.id, via: nudge.via, result: "failed" });
       const target = nudge.via === "webhook" ? redact(nudge.url) : `${sync.namespace}/${sync.name}`;
       logger.warn({ ...fields, target, err: error }, "nudging the agent failed; its poll will pick the commit up");
     }
@@ -168,6 +174,7 @@ export function createNudger(options: NudgerOptions): Nudger {
           state.pending = { branch: event.branch, previous: event.previous, tip: event.tip, commits };
         } else {
           state.stats.folded += 1;
+          metrics.nudges.inc({ cluster: id, via: entry.sync.nudge.via, result: "folded" });
           state.pending = { ...state.pending, tip: event.tip, commits: [...state.pending.commits, ...commits] };
         }
         schedule(id);
