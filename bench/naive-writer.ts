@@ -15,7 +15,7 @@ import { once } from "node:events";
 import { promises as fsp } from "node:fs";
 import path from "node:path";
 import { GitRemoteError } from "../src/errors/index.js";
-import type { CommitInfo, Draft, GitAuthor, GitWriter, Operation, SubmitResult, TreeEntryInfo, TreeReader } from "../src/gitwriter/index.js";
+import type { CommitInfo, Draft, GitAuthor, GitWriter, Operation, PushEvent, SubmitResult, TreeEntryInfo, TreeReader } from "../src/gitwriter/index.js";
 import { run } from "./exec.js";
 
 export interface NaiveWriterOptions {
@@ -37,6 +37,7 @@ class NaiveWriter implements GitWriter {
   private objects: CatFile | undefined;
   private mutex: Promise<unknown> = Promise.resolve();
   private readonly listeners = new Set<(tip: string | null, previous: string | null) => void>();
+  private readonly pushListeners = new Set<(event: PushEvent) => void>();
   readonly remoteReachable = true;
 
   constructor(private readonly options: NaiveWriterOptions) {}
@@ -81,6 +82,11 @@ class NaiveWriter implements GitWriter {
     return Promise.reject(new Error("the naive writer reads no history"));
   }
 
+  onPushed(listener: (event: PushEvent) => void): () => void {
+    this.pushListeners.add(listener);
+    return () => this.pushListeners.delete(listener);
+  }
+
   async close(): Promise<void> {
     await this.mutex;
     this.objects?.close();
@@ -123,6 +129,8 @@ class NaiveWriter implements GitWriter {
     const previous = this.head;
     this.head = (await this.git(["rev-parse", "HEAD"])).trim();
     this.notify(this.head, previous);
+    const event: PushEvent = { branch: this.options.branch, previous, tip: this.head, commits: [{ commit: this.head, paths: [...touched].sort() }] };
+    for (const listener of this.pushListeners) listener(event);
     return { result: outcome.result, commit: this.head };
   }
 

@@ -6,7 +6,7 @@
 export { loadCatalog } from "./load-catalog.js";
 export type { LoadCatalogOptions } from "./load-catalog.js";
 export { loadClusters, DEFAULT_INSTANCE_NAMESPACE } from "./load-clusters.js";
-export type { ClusterEntry, EncryptionDecl, KubeconfigRef, SyncRef } from "./load-clusters.js";
+export type { ClusterEntry, EncryptionDecl, KubeconfigRef, NudgeDecl, SecretValueRef, SyncRef } from "./load-clusters.js";
 export { toOsbCatalog, parseApiVersion } from "./osb-catalog.js";
 export { validateParameters } from "./parameters.js";
 export type { ParametersSchemaKey } from "./parameters.js";

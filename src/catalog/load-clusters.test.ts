@@ -124,6 +124,49 @@ describe("loadClusters", () => {
     ]);
   });
 
+  it("reads spec.sync.nudge with its defaults and reports what Argo CD or Flux could not take", async () => {
+    const sync = (kind: string, nudge: unknown) => ({ sync: { kind, name: "app", nudge } });
+    await repo.write({
+      "registry/clusters/ann.yaml": cluster("ann", sync("flux", { via: "annotation" })),
+      "registry/clusters/argo.yaml": cluster("argo", sync("argocd", { via: "webhook", url: "https://argocd.example.com/api/webhook", secret: { secretRef: { name: "argocd-webhook" } } })),
+      "registry/clusters/fluxgen.yaml": cluster("fluxgen", sync("flux", { via: "webhook", url: "http://notification-controller.flux-system/hook/abc", minIntervalSeconds: 0.5 })),
+      "registry/clusters/fluxhmac.yaml": cluster("fluxhmac", sync("flux", { via: "webhook", url: "http://nc/hook/abc", secret: { path: "/run/secrets/token" }, repoURL: "https://git.example.com/org/gitops.git" })),
+      "registry/clusters/nourl.yaml": cluster("nourl", sync("flux", { via: "webhook" })),
+      "registry/clusters/annurl.yaml": cluster("annurl", sync("argocd", { via: "annotation", url: "http://x/hook" })),
+      "registry/clusters/argogeneric.yaml": cluster("argogeneric", sync("argocd", { via: "webhook", url: "http://x/api/webhook", payload: "generic" })),
+      "registry/clusters/hmacnosecret.yaml": cluster("hmacnosecret", sync("flux", { via: "webhook", url: "http://x/hook/a", payload: "generic-hmac" })),
+      "registry/clusters/inline.yaml": cluster("inline", sync("flux", { via: "webhook", url: "http://x/hook/a", secret: { value: "s3cret" } })),
+    });
+    const { clusters, problems } = await loadClusters(repo.tree);
+    expect(Object.fromEntries(clusters.map((c) => [c.id, c.sync?.nudge]))).toEqual({
+      ann: { via: "annotation", minIntervalMs: 1000 },
+      argo: {
+        via: "webhook",
+        url: "https://argocd.example.com/api/webhook",
+        payload: "github",
+        secret: { secretRef: { name: "argocd-webhook", key: "token" } },
+        minIntervalMs: 1000,
+      },
+      fluxgen: { via: "webhook", url: "http://notification-controller.flux-system/hook/abc", payload: "generic", minIntervalMs: 500 },
+      fluxhmac: {
+        via: "webhook",
+        url: "http://nc/hook/abc",
+        payload: "generic-hmac",
+        secret: { path: "/run/secrets/token" },
+        repoURL: "https://git.example.com/org/gitops.git",
+        minIntervalMs: 1000,
+      },
+    });
+    expect(problems.map((p) => [p.file.replace(/^registry\/clusters\//, ""), p.path, p.message])).toEqual([
+      ["annurl.yaml", "spec.sync.nudge.url", "is for via: webhook (via: annotation sets an annotation through the kubeconfig)"],
+      ["argogeneric.yaml", "spec.sync.nudge.payload", 'Argo CD\'s webhook takes a Git host\'s push event: "github", not "generic"'],
+      ["hmacnosecret.yaml", "spec.sync.nudge.secret", "payload generic-hmac signs with the Receiver's token: set secret (a path or a secretRef)"],
+      ["inline.yaml", "spec.sync.nudge.secret", "must have exactly one of 'path', 'secretRef'"],
+      ["inline.yaml", "spec.sync.nudge.secret.value", "is not allowed"],
+      ["nourl.yaml", "spec.sync.nudge.url", "is required with via: webhook"],
+    ]);
+  });
+
   it("reports a cluster id declared by two files and leaves both out", async () => {
     await repo.write({ "registry/clusters/x.yaml": cluster("x"), "registry/clusters/x.yml": cluster("x") });
     const { clusters, problems } = await loadClusters(repo.tree);

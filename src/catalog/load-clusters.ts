@@ -20,7 +20,26 @@ export interface SyncRef {
   namespace: string;
   /** Where that object lives, when not on the target cluster. */
   kubeconfig?: KubeconfigRef;
+  /** How the agent is told about a push (`spec.sync.nudge`); undefined: it polls. */
+  nudge?: NudgeDecl;
 }
+
+/** A secret value by reference: a file on the broker's host, or a key of a Secret of its cluster. */
+export type SecretValueRef = { path: string } | { secretRef: { name: string; key: string; namespace?: string } };
+
+/** `spec.sync.nudge`, defaults applied (ADR 0014). */
+export type NudgeDecl =
+  | { via: "annotation"; minIntervalMs: number }
+  | {
+      via: "webhook";
+      url: string;
+      /** github: a GitHub push event (Argo CD, Flux Receiver type github); generic(-hmac): a Flux Receiver. */
+      payload: "github" | "generic" | "generic-hmac";
+      secret?: SecretValueRef;
+      /** The repository URL named in a push event; undefined: the broker's git remote. */
+      repoURL?: string;
+      minIntervalMs: number;
+    };
 
 /** `spec.encryption`: SOPS with age recipients. */
 export interface EncryptionDecl {
@@ -101,6 +120,15 @@ async function loadClusterFile(tree: TreeReader, file: string): Promise<{ cluste
   if (found.length > 0) return { problems: found };
 
   const cluster = kind === "Cluster" ? fromCluster(doc, file) : fromSfCluster(doc, file);
+  const nudgeProblem = nudgeDocProblem((doc.value as unknown as ClusterDoc).spec?.sync?.nudge);
+  if (nudgeProblem) return { problems: [{ file, ...nudgeProblem }] };
+  const nudge = cluster.sync?.nudge;
+  if (cluster.sync?.kind === "argocd" && nudge?.via === "webhook" && nudge.payload !== "github") {
+    return { problems: [{ file, path: "spec.sync.nudge.payload", message: `Argo CD's webhook takes a Git host's push event: "github", not ${JSON.stringify(nudge.payload)}` }] };
+  }
+  if (nudge?.via === "webhook" && nudge.payload === "generic-hmac" && nudge.secret === undefined) {
+    return { problems: [{ file, path: "spec.sync.nudge.secret", message: "payload generic-hmac signs with the Receiver's token: set secret (a path or a secretRef)" }] };
+  }
   const base = file.slice(file.lastIndexOf("/") + 1).replace(/\.ya?ml$/, "");
   if (base !== cluster.id) {
     return { problems: [{ file, path: "metadata.name", message: `must equal the file name (${base}): the file is registry/clusters/<cluster-id>.yaml` }] };
@@ -117,7 +145,7 @@ interface ClusterDoc {
     capacity?: { maxInstances?: number; resources?: Record<string, string | number> };
     kubeconfig?: KubeconfigDoc;
     status?: { mode?: "commit" | "live" };
-    sync?: { kind: "argocd" | "flux"; name: string; namespace?: string; kubeconfig?: KubeconfigDoc };
+    sync?: { kind: "argocd" | "flux"; name: string; namespace?: string; kubeconfig?: KubeconfigDoc; nudge?: NudgeDoc };
     encryption?: EncryptionDecl;
     secretRef?: string;
   };
@@ -143,12 +171,51 @@ function fromCluster(doc: YamlDocument, file: string): ClusterEntry {
     const sync: SyncRef = { kind, name, namespace: namespace ?? (kind === "argocd" ? "argocd" : "flux-system") };
     const syncKubeconfig = kubeconfigRef(spec.sync.kubeconfig);
     if (syncKubeconfig) sync.kubeconfig = syncKubeconfig;
+    if (spec.sync.nudge) sync.nudge = nudgeDecl(kind, spec.sync.nudge);
     entry.sync = sync;
   }
   return entry;
 }
 
 type KubeconfigDoc = { path?: string; secretRef?: { name: string; key?: string; namespace?: string } };
+
+interface NudgeDoc {
+  via: "annotation" | "webhook";
+  url?: string;
+  payload?: "github" | "generic" | "generic-hmac";
+  secret?: KubeconfigDoc;
+  repoURL?: string;
+  minIntervalSeconds?: number;
+}
+
+const DEFAULT_NUDGE_INTERVAL_SECONDS = 1;
+
+/** What the schema cannot say precisely: which fields go with which `via`. */
+function nudgeDocProblem(doc: NudgeDoc | undefined): { path: string; message: string } | undefined {
+  if (doc === undefined) return undefined;
+  if (doc.via === "webhook" && doc.url === undefined) return { path: "spec.sync.nudge.url", message: "is required with via: webhook" };
+  if (doc.via === "annotation") {
+    const extra = (["url", "payload", "secret", "repoURL"] as const).find((k) => doc[k] !== undefined);
+    if (extra) return { path: `spec.sync.nudge.${extra}`, message: "is for via: webhook (via: annotation sets an annotation through the kubeconfig)" };
+  }
+  return undefined;
+}
+
+function nudgeDecl(kind: SyncRef["kind"], doc: NudgeDoc): NudgeDecl {
+  const minIntervalMs = Math.round((doc.minIntervalSeconds ?? DEFAULT_NUDGE_INTERVAL_SECONDS) * 1000);
+  if (doc.via === "annotation") return { via: "annotation", minIntervalMs };
+  const secret: SecretValueRef | undefined =
+    doc.secret?.path !== undefined ? { path: doc.secret.path } : doc.secret?.secretRef ? { secretRef: { key: "token", ...doc.secret.secretRef } } : undefined;
+  const payload = doc.payload ?? (kind === "argocd" ? "github" : secret ? "generic-hmac" : "generic");
+  return {
+    via: "webhook",
+    url: doc.url!,
+    payload,
+    ...(secret ? { secret } : {}),
+    ...(doc.repoURL !== undefined ? { repoURL: doc.repoURL } : {}),
+    minIntervalMs,
+  };
+}
 
 function kubeconfigRef(k: KubeconfigDoc | undefined): KubeconfigRef | undefined {
   if (k?.path !== undefined) return { path: k.path };

@@ -12,9 +12,10 @@ import { ensurePassword, loadConfig, prepareEmbedded, readWebhookSecret, type Co
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, type Metrics } from "../metrics/index.js";
+import { createNudger, type Nudger, type NudgerOptions } from "../nudge/index.js";
 import { createInstanceSummaryCache } from "../repo/index.js";
 import { createScheduler } from "../scheduler/index.js";
-import { createStatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
+import { createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const SAMPLE_CATALOG_DIR = path.join(PROJECT_ROOT, "examples/catalog");
@@ -25,6 +26,8 @@ export interface RunningBroker {
   writer: GitWriter;
   /** Re-renders on plan / override changes and on request (tests await `reconciler.idle()`). */
   reconciler: Reconciler;
+  /** Tells Argo CD / Flux about pushes (tests await `nudger.idle()`). */
+  nudger: Nudger;
   /** Stop accepting requests, finish in-flight pushes, close. */
   close(): Promise<void>;
 }
@@ -46,10 +49,13 @@ async function gitEnv(config: Config): Promise<Record<string, string>> {
 /** Test and embedding hooks of the status watcher (clock, kubeconfig resolution, bind wait). */
 export type StatusWatcherOverrides = Partial<Omit<StatusWatcherOptions, "view" | "writer" | "logger" | "metrics" | "defaultMode">>;
 
+/** Test and embedding hooks of the nudger (secret reading, HTTP, timers). */
+export type NudgerOverrides = Partial<Pick<NudgerOptions, "readSecret" | "fetch" | "timers" | "now" | "timeoutMs">>;
+
 /** Start a broker from a loaded configuration. */
 export async function startBroker(
   config: Config,
-  options: { version: string; logger?: Logger; metrics?: Metrics; status?: StatusWatcherOverrides },
+  options: { version: string; logger?: Logger; metrics?: Metrics; status?: StatusWatcherOverrides; nudge?: NudgerOverrides },
 ): Promise<RunningBroker> {
   const logger = options.logger ?? createLogger({ level: config.log.level });
   // Every component's instruments, from one factory (no-op until an exporter provides one).
@@ -97,6 +103,7 @@ export async function startBroker(
   await view.reload();
   // Clusters come from the view: live clusters are watched as the registry adds them, and
   // stopped when it drops them or switches them to commit mode.
+  const kubeConfigFor = options.status?.kubeConfigFor ?? createKubeConfigResolver();
   const status = createStatusWatcher({
     view,
     writer,
@@ -105,8 +112,21 @@ export async function startBroker(
     defaultMode: config.status.mode,
     bindTimeoutMs: config.status.bindTimeoutSeconds * 1000,
     ...options.status,
+    kubeConfigFor,
   });
   const brokerVersion = `gitops-broker/${options.version}`;
+  // After each push, the agents of the clusters it changed (those whose registry entry asks for it).
+  const nudger = createNudger({
+    clusters: () => view.clusters(),
+    kubeConfigFor,
+    readSecret: createSecretKeyReader(),
+    remoteUrl,
+    userAgent: brokerVersion,
+    logger: logger.child({ component: "nudge" }),
+    metrics: instruments.nudge,
+    ...options.nudge,
+  });
+  const stopNudging = writer.onPushed((event) => nudger.pushed(event));
   const reconciler = createReconciler({
     writer,
     view,
@@ -158,6 +178,7 @@ export async function startBroker(
     url,
     writer,
     reconciler,
+    nudger,
     async close() {
       clearInterval(poll);
       stopReconciling();
@@ -166,6 +187,8 @@ export async function startBroker(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Queued operations are pushed before the writer resolves; their HTTP responses go out then.
       await writer.close();
+      stopNudging();
+      await nudger.close();
       server.closeIdleConnections();
       await closed;
       await status.close();

@@ -223,6 +223,21 @@ export class GitWriterClosedError extends BaseError {
   }
 }
 
+/**
+ * Telling a cluster's Argo CD / Flux about a push failed (webhook answer, annotation patch, secret).
+ * Logged and counted only: it never fails an OSB request (polling stays the fallback).
+ */
+export class NudgeError extends BaseError {
+  readonly clusterId: string;
+  /** HTTP status of the webhook or Kubernetes API answer, when there was one. */
+  readonly status: number | undefined;
+  constructor(clusterId: string, message: string, details: { status?: number } = {}, options: ErrorOptions = {}) {
+    super("NudgeError", `cluster ${clusterId}: ${message}`, options);
+    this.clusterId = clusterId;
+    this.status = details.status;
+  }
+}
+
 /** A Kubernetes API request failed (HTTP error with a Status, or no answer). */
 export class KubeApiError extends BaseError {
   /** HTTP status or Status code; undefined for network failures. */

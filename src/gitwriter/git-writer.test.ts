@@ -415,6 +415,49 @@ describe("git writer", () => {
     expect(writer.remoteReachable).toBe(false);
   });
 
+  it("onPushed: one event per accepted push with its commits and their edited paths; none for fetched commits", async () => {
+    const { bare, writer } = await setup({ "README.md": "seed\n", "clusters/a/old/x.yaml": "x\n", "clusters/a/keep.yaml": "k\n" });
+    const events: import("./index.js").PushEvent[] = [];
+    writer.onPushed((event) => events.push(event));
+    const start = writer.snapshot().commit;
+
+    // Held back until all three are queued, so they go out in one push.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const first = writer.submit(async (draft) => {
+      await gate;
+      draft.write("clusters/a/new.yaml", "n\n");
+      draft.remove("clusters/a/old");
+      return { commit: { subject: "one", trailers: {} }, result: 1 };
+    });
+    const second = writer.submit(async (draft) => {
+      draft.write("clusters/b/y.yaml", "y\n");
+      draft.write("records/i.yaml", "r\n");
+      return { commit: { subject: "two", trailers: {} }, result: 2 };
+    });
+    const unchanged = writer.submit(async (draft) => {
+      draft.write("clusters/a/keep.yaml", "k\n");
+      return { commit: { subject: "no change", trailers: {} }, result: 3 };
+    });
+    release();
+    const [a, b, c] = await Promise.all([first, second, unchanged]);
+    expect(c.commit).toBeNull();
+    const ours = [...events];
+    expect(ours.length).toBeGreaterThanOrEqual(1);
+    // Whatever the batching, the commits are reported once each, in order, with the push's range.
+    expect(ours.flatMap((e) => e.commits)).toEqual([
+      { commit: a.commit, paths: ["clusters/a/new.yaml", "clusters/a/old"] },
+      { commit: b.commit, paths: ["clusters/b/y.yaml", "records/i.yaml"] },
+    ]);
+    expect(ours[0]!.previous).toBe(start);
+    expect(ours.at(-1)!.tip).toBe(b.commit);
+    expect(ours.every((e) => e.branch === "main")).toBe(true);
+
+    await pushExternalCommit(bare, { "clusters/a/theirs.yaml": "t\n" }, "theirs");
+    await writer.refresh();
+    expect(events).toEqual(ours);
+  });
+
   it("keeps its tip when the remote branch is deleted, and recreates the branch with the full history", async () => {
     const { bare, writer, logs } = await setup();
     const [seed] = await gitLog(bare);

@@ -22,6 +22,8 @@ export type {
   GitWriter,
   Operation,
   OperationOutcome,
+  PushedCommit,
+  PushEvent,
   SubmitResult,
   TreeEntryInfo,
   TreeReader,

@@ -205,6 +205,22 @@ export class DraftTree extends TreeView implements Draft {
     return this.root.base === undefined ? hasContent(this.edits) : changedOver(this.store, this.edits, this.root.base);
   }
 
+  /** The paths written or removed, sorted (a removed directory once, not the files below it). */
+  editedPaths(): string[] {
+    const paths: string[] = [];
+    const walk = (dir: DirNode, prefix: string): void => {
+      for (const [name, node] of dir.children) {
+        const path = `${prefix}${name}`;
+        if (node.kind === "dir") {
+          if (node.replace) paths.push(path);
+          walk(node, `${path}/`);
+        } else paths.push(path);
+      }
+    };
+    walk(this.edits, "");
+    return paths.sort();
+  }
+
   /** Stops further edits: the operation has returned. */
   seal(): void {
     this.sealed = true;

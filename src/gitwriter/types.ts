@@ -128,10 +128,35 @@ export interface GitWriter extends GitReader {
    * outcome, the push of everything queued before it) was accepted by the remote.
    */
   submit<R>(op: Operation<R>): Promise<SubmitResult<R>>;
+  /**
+   * Called after each push of ours the remote accepted (not for commits of others a fetch brings),
+   * with the commits it carried and the paths each changed. After the push, before the operations
+   * it carried are acknowledged; a listener must not block (it is called synchronously).
+   */
+  onPushed(listener: (event: PushEvent) => void): () => void;
   /** True when the last contact with the remote succeeded. */
   readonly remoteReachable: boolean;
   /** Stop taking operations, finish queued ones (push them), then resolve. */
   close(): Promise<void>;
+}
+
+/** One accepted push: `previous..tip` on `branch`. */
+export interface PushEvent {
+  branch: string;
+  /** The remote tip before the push (null: the push created the branch). */
+  previous: string | null;
+  tip: string;
+  /** The commits pushed, oldest first. */
+  commits: PushedCommit[];
+}
+
+export interface PushedCommit {
+  commit: string;
+  /**
+   * Repo-relative paths the operation wrote or removed (a removed directory is one path), sorted.
+   * An edit that left a file as it was may be listed; a changed path is never missing.
+   */
+  paths: string[];
 }
 
 export interface GitAuthor {

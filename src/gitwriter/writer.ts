@@ -6,7 +6,7 @@ import { formatCommitMessage } from "./commit-message.js";
 import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
 import type { Remote } from "./remote.js";
 import { DraftTree, TreeView } from "./tree-view.js";
-import type { CommitInfo, GitAuthor, GitWriter, Operation, OperationOutcome, SubmitResult, TreeReader } from "./types.js";
+import type { CommitInfo, GitAuthor, GitWriter, Operation, OperationOutcome, PushEvent, SubmitResult, TreeReader } from "./types.js";
 
 /** The logger the writer needs (a pino logger fits). */
 export interface GitWriterLogger {
@@ -54,8 +54,8 @@ interface Entry {
   readonly queuedAt: number;
   readonly resolve: (value: SubmitResult<unknown>) => void;
   readonly reject: (reason: unknown) => void;
-  /** Set when the operation ran on the current chain. */
-  outcome?: { commit: string | null; result: unknown };
+  /** Set when the operation ran on the current chain; `paths`: what its commit edited. */
+  outcome?: { commit: string | null; result: unknown; paths: string[] };
 }
 
 /**
@@ -100,6 +100,7 @@ export class Writer implements GitWriter {
   private refreshWaiters: Waiter<string | null>[] = [];
   private worker: Promise<void> | undefined;
   private readonly listeners = new Set<(tip: string | null, previous: string | null) => void>();
+  private readonly pushListeners = new Set<(event: PushEvent) => void>();
   /** Consecutive rejected pushes of the current batch. */
   private rejections = 0;
   /** Consecutive failures to reach the remote. */
@@ -170,6 +171,11 @@ export class Writer implements GitWriter {
   log(from: string, paths: readonly string[]): Promise<CommitInfo[]> {
     if (!/^[0-9a-f]{40}$/.test(from)) return Promise.reject(new TypeError(`log needs a commit id, got ${JSON.stringify(from)}`));
     return this.deps.store.log(from, paths);
+  }
+
+  onPushed(listener: (event: PushEvent) => void): () => void {
+    this.pushListeners.add(listener);
+    return () => this.pushListeners.delete(listener);
   }
 
   async close(): Promise<void> {
@@ -248,7 +254,9 @@ export class Writer implements GitWriter {
     const batch = this.entries.slice(0, this.chain.built);
     if (batch.length === 0) return;
     const tip = this.chain.tip;
-    if (tip.commit !== this.remoteTip.commit) {
+    const before = this.remoteTip.commit;
+    const pushed = tip.commit !== before;
+    if (pushed) {
       const started = performance.now();
       const failure = await this.pushWhileBuilding(tip.commit!);
       const { metrics } = this.deps;
@@ -272,6 +280,7 @@ export class Writer implements GitWriter {
     this.deps.metrics.queuedOperations.set(this.entries.length);
     this.chain = { base: tip, tip: this.chain.tip, built: this.chain.built - batch.length };
     await this.adopt(tip);
+    if (pushed) this.notifyPushed(before, tip.commit!, batch);
     for (const entry of batch) {
       entry.resolve({ result: entry.outcome?.result, commit: entry.outcome?.commit ?? null });
     }
@@ -336,7 +345,7 @@ export class Writer implements GitWriter {
       const index = this.chain.built;
       const entry = this.entries[index]!;
       const base = this.chain.tip;
-      let applied: { tip: Tip; result: unknown };
+      let applied: { tip: Tip; result: unknown; paths: string[] };
       try {
         applied = await this.apply(entry.op, base);
       } catch (error) {
@@ -351,7 +360,8 @@ export class Writer implements GitWriter {
         entry.resolve({ result: applied.result, commit: null });
         continue;
       }
-      entry.outcome = { commit: applied.tip.commit === base.commit ? null : applied.tip.commit, result: applied.result };
+      const commit = applied.tip.commit === base.commit ? null : applied.tip.commit;
+      entry.outcome = { commit, result: applied.result, paths: commit === null ? [] : applied.paths };
       this.chain.tip = applied.tip;
       this.chain.built += 1;
       // An operation reads from memory and page cache only, so it never waits for I/O: without
@@ -361,7 +371,7 @@ export class Writer implements GitWriter {
   }
 
   /** Runs one operation on a draft over `base`; resolves with the new tip (`base` when nothing to commit). */
-  private async apply(op: Operation<unknown>, base: Tip): Promise<{ tip: Tip; result: unknown }> {
+  private async apply(op: Operation<unknown>, base: Tip): Promise<{ tip: Tip; result: unknown; paths: string[] }> {
     const draft = new DraftTree(this.deps.store, base);
     let outcome: unknown;
     try {
@@ -373,10 +383,10 @@ export class Writer implements GitWriter {
       throw new TypeError("an operation must resolve with { commit, result }");
     }
     const { commit: spec, result } = outcome as OperationOutcome<unknown>;
-    if (spec === null || !draft.changed) return { tip: base, result };
+    if (spec === null || !draft.changed) return { tip: base, result, paths: [] };
     const message = formatCommitMessage(spec);
     const tree = await draft.writeTree();
-    if (tree === (base.tree ?? EMPTY_TREE_OID)) return { tip: base, result };
+    if (tree === (base.tree ?? EMPTY_TREE_OID)) return { tip: base, result, paths: [] };
     const commit = this.deps.store.writeCommit({
       tree,
       parent: base.commit,
@@ -384,7 +394,7 @@ export class Writer implements GitWriter {
       author: this.deps.author,
       date: this.deps.now(),
     });
-    return { tip: { commit, tree }, result };
+    return { tip: { commit, tree }, result, paths: draft.editedPaths() };
   }
 
   private async onPushFailure(error: GitRemoteError, batch: Entry[]): Promise<void> {
@@ -508,6 +518,19 @@ export class Writer implements GitWriter {
         listener(tip, previous);
       } catch (error) {
         this.deps.logger.error({ err: error }, "onTip listener failed");
+      }
+    }
+  }
+
+  private notifyPushed(previous: string | null, tip: string, batch: Entry[]): void {
+    if (this.pushListeners.size === 0) return;
+    const commits = batch.flatMap((e) => (typeof e.outcome?.commit === "string" ? [{ commit: e.outcome.commit, paths: e.outcome.paths }] : []));
+    const event: PushEvent = { branch: this.deps.branch, previous, tip, commits };
+    for (const listener of this.pushListeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.deps.logger.error({ err: error }, "onPushed listener failed");
       }
     }
   }

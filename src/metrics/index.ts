@@ -72,11 +72,18 @@ export interface ReconcileInstruments {
   queued: Gauge;
 }
 
+/** The nudge of Argo CD / Flux after a push. */
+export interface NudgeInstruments {
+  /** Nudges, by cluster, way (annotation, webhook) and result (sent, failed, folded into the next). */
+  nudges: Counter;
+}
+
 export interface Instruments {
   broker: BrokerInstruments;
   gitwriter: GitWriterInstruments;
   statusWatcher: StatusWatcherInstruments;
   reconcile: ReconcileInstruments;
+  nudge: NudgeInstruments;
 }
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -101,6 +108,9 @@ export function createInstruments(metrics: Metrics = noopMetrics): Instruments {
     reconcile: {
       rerenders: metrics.counter("gitops_broker_rerenders_total", "Re-renders of instances", ["reason", "result"]),
       queued: metrics.gauge("gitops_broker_rerenders_queued", "Re-render requests waiting"),
+    },
+    nudge: {
+      nudges: metrics.counter("gitops_broker_nudges_total", "Nudges of a cluster's Argo CD / Flux after a push", ["cluster", "via", "result"]),
     },
   };
 }

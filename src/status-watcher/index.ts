@@ -6,8 +6,8 @@
  */
 export { createCommitStatusWatcher } from "./commit-mode.js";
 export { createStatusWatcher } from "./watcher.js";
-export { createKubeConfigResolver } from "./kubeconfig.js";
-export type { KubeConfigFor, KubeConfigResolverOptions } from "./kubeconfig.js";
+export { createKubeConfigResolver, createSecretKeyReader } from "./kubeconfig.js";
+export type { KubeConfigFor, KubeConfigResolverOptions, SecretKeyReader, SecretKeyRef } from "./kubeconfig.js";
 export type {
   BindingOutcome,
   BindingResult,

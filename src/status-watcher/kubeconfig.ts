@@ -19,8 +19,22 @@ export interface KubeConfigResolverOptions {
 
 export type KubeConfigFor = (ref: KubeconfigRef | undefined, cluster: ClusterEntry) => Promise<KubeConfig>;
 
-/** Resolves registry kubeconfig references (never stored in Git) to client-node KubeConfigs. */
-export function createKubeConfigResolver(options: KubeConfigResolverOptions = {}): KubeConfigFor {
+/** A key of a Secret in the broker's cluster. */
+export interface SecretKeyRef {
+  name: string;
+  key: string;
+  /** Undefined: the broker's namespace. */
+  namespace?: string;
+}
+
+/**
+ * Reads a key of a Secret in the broker's own cluster (a `secretRef` of the registry); errors say
+ * `<owner>: cannot read <what> Secret <ns>/<name>`. Resolves with the decoded bytes.
+ */
+export type SecretKeyReader = (ref: SecretKeyRef, owner: string, what: string) => Promise<Buffer>;
+
+/** Reads registry `secretRef`s (kubeconfigs, webhook secrets) from the broker's cluster. */
+export function createSecretKeyReader(options: KubeConfigResolverOptions = {}): SecretKeyReader & { home(): KubeConfig } {
   let home: KubeConfig | undefined;
   const homeConfig = (): KubeConfig => {
     if (home === undefined) {
@@ -28,9 +42,28 @@ export function createKubeConfigResolver(options: KubeConfigResolverOptions = {}
     }
     return home;
   };
+  const read = async ({ name, key, namespace: ns }: SecretKeyRef, owner: string, what: string): Promise<Buffer> => {
+    const namespace = ns ?? options.namespace ?? brokerNamespace(homeConfig());
+    let data: string | undefined;
+    try {
+      const secret = await homeConfig().makeApiClient(CoreV1Api).readNamespacedSecret({ name, namespace });
+      data = secret.data?.[key];
+    } catch (error) {
+      const status = (error as { code?: unknown }).code;
+      throw new KubeApiError(`${owner}: cannot read ${what} Secret ${namespace}/${name}`, typeof status === "number" ? { status } : {}, { cause: error });
+    }
+    if (data === undefined) throw new KubeApiError(`${owner}: Secret ${namespace}/${name} has no key ${key}`);
+    return Buffer.from(data, "base64");
+  };
+  return Object.assign(read, { home: homeConfig });
+}
+
+/** Resolves registry kubeconfig references (never stored in Git) to client-node KubeConfigs. */
+export function createKubeConfigResolver(options: KubeConfigResolverOptions = {}): KubeConfigFor {
+  const secrets = createSecretKeyReader(options);
 
   return async (ref, cluster) => {
-    if (ref === undefined) return homeConfig();
+    if (ref === undefined) return secrets.home();
     const kc = new KubeConfig();
     if ("path" in ref) {
       try {
@@ -40,25 +73,12 @@ export function createKubeConfigResolver(options: KubeConfigResolverOptions = {}
       }
       return kc;
     }
-    const { name, key } = ref.secretRef;
-    const namespace = ref.secretRef.namespace ?? options.namespace ?? brokerNamespace(homeConfig());
-    let data: string | undefined;
+    const data = await secrets(ref.secretRef, `cluster ${cluster.id}`, "kubeconfig");
     try {
-      const secret = await homeConfig().makeApiClient(CoreV1Api).readNamespacedSecret({ name, namespace });
-      data = secret.data?.[key];
+      kc.loadFromString(data.toString("utf8"));
     } catch (error) {
-      const status = (error as { code?: unknown }).code;
-      throw new KubeApiError(
-        `cluster ${cluster.id}: cannot read kubeconfig Secret ${namespace}/${name}`,
-        typeof status === "number" ? { status } : {},
-        { cause: error },
-      );
-    }
-    if (data === undefined) throw new KubeApiError(`cluster ${cluster.id}: Secret ${namespace}/${name} has no key ${key}`);
-    try {
-      kc.loadFromString(Buffer.from(data, "base64").toString("utf8"));
-    } catch (error) {
-      throw new KubeApiError(`cluster ${cluster.id}: key ${key} of Secret ${namespace}/${name} is not a kubeconfig`, {}, { cause: error });
+      const { name, key } = ref.secretRef;
+      throw new KubeApiError(`cluster ${cluster.id}: key ${key} of Secret ${ref.secretRef.namespace ?? "(broker's namespace)"}/${name} is not a kubeconfig`, {}, { cause: error });
     }
     return kc;
   };

@@ -274,6 +274,26 @@ describe("patch", () => {
   });
 });
 
+describe("store.subscribe", () => {
+  it("tells a controller of each change, HTTP or store, until it unsubscribes; an annotation does not bump the generation", async () => {
+    const seen: Array<[string, string | undefined, number | undefined, string | undefined]> = [];
+    const unsubscribe = server.store.subscribe((type, object, previous) =>
+      seen.push([type, object.metadata.annotations?.["reconcile.fluxcd.io/requestedAt"], object.metadata.generation, previous?.metadata.resourceVersion]),
+    );
+    const ks = server.store.upsert({ apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", metadata: { name: "east", namespace: "flux-system" }, spec: { interval: "1m" } });
+    await kc.makeApiClient(KubernetesObjectApi).patch(
+      { apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", metadata: { name: "east", namespace: "flux-system", annotations: { "reconcile.fluxcd.io/requestedAt": "now" } } },
+      undefined, undefined, undefined, undefined, PatchStrategy.MergePatch,
+    );
+    unsubscribe();
+    server.store.delete({ apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", namespace: "flux-system", name: "east" });
+    expect(seen).toEqual([
+      ["ADDED", undefined, 1, undefined],
+      ["MODIFIED", "now", 1, ks.metadata.resourceVersion],
+    ]);
+  });
+});
+
 describe("list", () => {
   beforeEach(() => {
     server.store.upsert(secret("ns", "a", { app: "db", tier: "back" }));

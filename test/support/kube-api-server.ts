@@ -94,6 +94,11 @@ export interface ObjectStore {
   list(apiVersion: string, kind: string, namespace?: string): KubeObject[];
   /** The current global resourceVersion. */
   resourceVersion(): string;
+  /**
+   * Calls `listener` after every change, HTTP or store (what a controller's informer sees, without
+   * the watch protocol); returns the unsubscribe function. A listener must not throw.
+   */
+  subscribe(listener: (type: "ADDED" | "MODIFIED" | "DELETED", object: KubeObject, previous: KubeObject | undefined) => void): () => void;
 }
 
 export interface KubeApiServerOptions {
@@ -939,6 +944,11 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
       },
       list: (apiVersion, kind, namespace) => store.list(store.resourceFor(apiVersion, kind), { namespace, labels: [], fields: [] }),
       resourceVersion: () => String(store.resourceVersion),
+      subscribe(listener) {
+        const deliver = (event: HistoryEvent) => listener(event.type, clone(event.object), event.previous && clone(event.previous));
+        store.listeners.add(deliver);
+        return () => store.listeners.delete(deliver);
+      },
     },
     requests,
     compact() {

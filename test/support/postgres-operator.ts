@@ -29,8 +29,14 @@ interface Postgresql extends KubeObject {
   status?: { PostgresClusterStatus?: string };
 }
 
-export function createPostgresOperator(server: KubeApiServer): PostgresOperator {
+/**
+ * `readyAfterMs`: a cluster stays Creating until this long after the operator first saw it (a
+ * real bootstrap takes a while); default 0: Running on the next reconciliation.
+ */
+export function createPostgresOperator(server: KubeApiServer, options: { readyAfterMs?: number } = {}): PostgresOperator {
   const { store } = server;
+  const readyAfterMs = options.readyAfterMs ?? 0;
+  const firstSeen = new Map<string, number>();
   const passwords: string[] = [];
   let addresses = 0;
   let running: Promise<void> | undefined;
@@ -41,7 +47,12 @@ export function createPostgresOperator(server: KubeApiServer): PostgresOperator 
     const namespace = pg.metadata.namespace!;
     const labels = { application: "spilo", "cluster-name": name, team: pg.spec?.teamId ?? "" };
     const phase = pg.status?.PostgresClusterStatus;
-    if (phase !== "Running") store.upsert({ ...pg, status: { PostgresClusterStatus: phase === "Creating" ? "Running" : "Creating" } });
+    const key = `${namespace}/${name}/${pg.metadata.uid ?? ""}`;
+    if (!firstSeen.has(key)) firstSeen.set(key, performance.now());
+    const bootstrapped = performance.now() - firstSeen.get(key)! >= readyAfterMs;
+    if (phase !== "Running" && (phase !== "Creating" || bootstrapped)) {
+      store.upsert({ ...pg, status: { PostgresClusterStatus: phase === "Creating" ? "Running" : "Creating" } });
+    }
 
     if (!store.get({ apiVersion: "v1", kind: "Service", namespace, name })) {
       addresses++;

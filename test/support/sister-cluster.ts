@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { startKubeApiServer, type KubeApiServer } from "./kube-api-server.js";
 import { createPostgresOperator, POSTGRESQL, type PostgresOperator } from "./postgres-operator.js";
-import { APPLICATION, createSyncAgent, KUSTOMIZATION, type SyncAgent } from "./sync-agent.js";
+import { APPLICATION, createSyncAgent, GIT_REPOSITORY, KUSTOMIZATION, type SyncAgent, type SyncAgentOptions } from "./sync-agent.js";
 
 export const INSTANCE_NAMESPACE = "gitops-broker-instances";
 const EXAMPLES = fileURLToPath(new URL("../../examples/catalog/", import.meta.url));
@@ -22,7 +22,8 @@ export interface SisterCluster {
   agent: SyncAgent;
   operator: PostgresOperator;
   /** registry/clusters/<id>.yaml */
-  registryEntry(options?: { schedulable?: boolean; mode?: "commit" | "live" }): string;
+  /** `nudge`: spec.sync.nudge as written in the registry. */
+  registryEntry(options?: { schedulable?: boolean; mode?: "commit" | "live"; nudge?: Record<string, unknown> }): string;
   close(): Promise<void>;
 }
 
@@ -34,9 +35,13 @@ export async function startSisterCluster(options: {
   dir: string;
   fluxRevisionFormat?: "sha1" | "slash";
   now?: () => Date;
+  /** Passed to the sync agent double (poll wait, repoURL, webhook secret, Flux Receiver). */
+  agent?: Pick<SyncAgentOptions, "delay" | "repoURL" | "webhookSecret" | "receiver" | "manifestGeneratePaths">;
+  /** The postgres-operator double's bootstrap time. */
+  operatorReadyAfterMs?: number;
 }): Promise<SisterCluster> {
   const { id, sync } = options;
-  const server = await startKubeApiServer({ bookmarkIntervalMs: 200, resources: [POSTGRESQL, APPLICATION, KUSTOMIZATION] });
+  const server = await startKubeApiServer({ bookmarkIntervalMs: 200, resources: [POSTGRESQL, APPLICATION, KUSTOMIZATION, GIT_REPOSITORY] });
   const kubeconfigPath = path.join(options.dir, `${id}.kubeconfig`);
   await fs.writeFile(kubeconfigPath, server.kubeconfig(), { mode: 0o600 });
   const namespace = sync === "argocd" ? "argocd" : "flux-system";
@@ -49,15 +54,16 @@ export async function startSisterCluster(options: {
     server,
     ...(options.fluxRevisionFormat ? { fluxRevisionFormat: options.fluxRevisionFormat } : {}),
     ...(options.now ? { now: options.now } : {}),
+    ...options.agent,
   });
-  const operator = createPostgresOperator(server);
+  const operator = createPostgresOperator(server, { readyAfterMs: options.operatorReadyAfterMs ?? 0 });
   return {
     id,
     server,
     kubeconfigPath,
     agent,
     operator,
-    registryEntry: ({ schedulable = true, mode = "live" } = {}) =>
+    registryEntry: ({ schedulable = true, mode = "live", nudge } = {}) =>
       stringify(
         {
           apiVersion: "gitops-broker.io/v1alpha1",
@@ -68,7 +74,7 @@ export async function startSisterCluster(options: {
             schedulable,
             kubeconfig: { path: kubeconfigPath },
             status: { mode },
-            sync: { kind: sync, name: id, namespace },
+            sync: { kind: sync, name: id, namespace, ...(nudge ? { nudge } : {}) },
           },
         },
         { lineWidth: 0 },

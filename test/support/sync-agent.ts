@@ -13,8 +13,28 @@
  *
  * It works on the server's store directly (as a controller next to the API server would), so the
  * API requests the server records are the broker's alone.
+ *
+ * Started, it polls every `intervalMs` (Argo CD's timeout.reconciliation is 180 s; a Flux
+ * GitRepository's spec.interval) through the injected `delay`, and is told about a push the ways
+ * the real controllers are:
+ * - Argo CD: the `argocd.argoproj.io/refresh` annotation on the Application (the controller
+ *   refreshes, auto-sync applies the new revision, the annotation is removed), and the API server's
+ *   /api/webhook taking a GitHub push event (util/webhook/webhook.go: X-GitHub-Event push or ping,
+ *   X-Hub-Signature-256 checked when `webhook.secret` is set, repository.html_url matched against
+ *   the Application's repoURL the way GetWebURLRegex does, ref against targetRevision,
+ *   commits[].added/modified/removed against `argocd.argoproj.io/manifest-generate-paths`), which
+ *   sets that annotation.
+ * - Flux: `reconcile.fluxcd.io/requestedAt` on the GitRepository (it fetches; a new artifact
+ *   makes the Kustomization apply it) or on the Kustomization (it re-applies the artifact it has:
+ *   the source does not fetch), each recorded in status.lastHandledReconcileAt; and a
+ *   notification-controller Receiver at /hook/<sha256(token+name+namespace)> of type generic,
+ *   generic-hmac (X-Signature: sha256=<HMAC of the body>) or github (X-Hub-Signature-256,
+ *   X-GitHub-Event in spec.events), which annotates the GitRepository.
  */
-import { setTimeout as sleep } from "node:timers/promises";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { once } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { parse } from "yaml";
 import { git } from "./git-fixtures.js";
 import { filesAt } from "./git-objects.js";
@@ -22,6 +42,24 @@ import type { KubeApiServer, KubeObject, ObjectRef } from "./kube-api-server.js"
 
 export const APPLICATION = { group: "argoproj.io", version: "v1alpha1", kind: "Application", plural: "applications", namespaced: true };
 export const KUSTOMIZATION = { group: "kustomize.toolkit.fluxcd.io", version: "v1", kind: "Kustomization", plural: "kustomizations", namespaced: true };
+export const GIT_REPOSITORY = { group: "source.toolkit.fluxcd.io", version: "v1", kind: "GitRepository", plural: "gitrepositories", namespaced: true };
+
+const REFRESH = "argocd.argoproj.io/refresh";
+const MANIFEST_GENERATE_PATHS = "argocd.argoproj.io/manifest-generate-paths";
+const REQUESTED_AT = "reconcile.fluxcd.io/requestedAt";
+/** The GitRepository the Kustomization's sourceRef names. */
+const SOURCE_NAME = "gitops";
+
+/** Why the agent looked at Git. */
+export type SyncTrigger = "poll" | "refresh" | "source-requested" | "kustomization-requested";
+
+/** One request to the agent's webhook endpoint and its answer. */
+export interface WebhookRequest {
+  path: string;
+  status: number;
+  /** Why it was refused or ignored, when it was. */
+  reason?: string;
+}
 
 const MANAGED_BY = "app.kubernetes.io/managed-by";
 
@@ -40,6 +78,16 @@ export interface SyncAgentOptions {
   /** Flux revision format: `sha1` (main@sha1:<sha>, the default) or `slash` (main/<sha>). */
   fluxRevisionFormat?: "sha1" | "slash";
   now?: () => Date;
+  /** The poll's wait (default setTimeout); must reject or resolve early when `signal` aborts. */
+  delay?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Application spec.source.repoURL (default file://<remoteDir>): what a push event must name. */
+  repoURL?: string;
+  /** Argo CD's webhook.github.secret (argocd-secret); without it signatures are not checked. */
+  webhookSecret?: string;
+  /** The Flux Receiver (its Secret's `token`), served by `listen()` for kind flux. */
+  receiver?: { type: "generic" | "generic-hmac" | "github"; token: string; name?: string; events?: string[] };
+  /** Application metadata.annotations[argocd.argoproj.io/manifest-generate-paths]. */
+  manifestGeneratePaths?: string;
 }
 
 export interface SyncAgent {
@@ -49,10 +97,27 @@ export interface SyncAgent {
   failWith(message: string | undefined): void;
   /** The commit applied last (undefined before the first successful sync). */
   readonly applied: string | undefined;
-  /** Syncs the branch tip whenever it differs from what is applied, and re-assesses health, every `intervalMs`. */
+  /** Syncs the branch tip whenever it differs from what is applied, and re-assesses health, every `intervalMs`; honours the annotations meanwhile. */
   start(intervalMs?: number): void;
+  /** Why each look at Git happened, in order (polls that found nothing new included). */
+  readonly triggers: readonly SyncTrigger[];
+  /**
+   * Serves Argo CD's /api/webhook or the Flux Receiver on 127.0.0.1 (port 0); resolves with the
+   * URL to POST to. Requests are handled only while the agent is started, like the controllers.
+   */
+  listen(): Promise<string>;
+  readonly webhookRequests: readonly WebhookRequest[];
   stop(): Promise<void>;
 }
+
+const sleepFor = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
 
 const refOf = (o: KubeObject): ObjectRef => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name!, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}) });
 const keyOf = (r: ObjectRef) => `${r.apiVersion} ${r.kind} ${r.namespace ?? ""} ${r.name}`;
@@ -92,10 +157,21 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
       : { apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", name: options.name, namespace: options.namespace };
   /** Kinds ever applied: where pruning looks. */
   const kinds = new Map<string, { apiVersion: string; kind: string }>();
+  const delay = options.delay ?? sleepFor;
+  const repoURL = options.repoURL ?? `file://${remoteDir}`;
+  const sourceRef: ObjectRef = { apiVersion: "source.toolkit.fluxcd.io/v1", kind: "GitRepository", name: SOURCE_NAME, namespace: options.namespace };
   let applied: string | undefined;
+  /** Flux: the revision the GitRepository fetched last (its artifact). */
+  let artifact: string | undefined;
   let failure: string | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
+  const triggers: SyncTrigger[] = [];
+  const webhookRequests: WebhookRequest[] = [];
+  let httpServer: http.Server | undefined;
+  /** Aborts the poll's wait: an annotation to honour, or stop(). */
+  let wake: AbortController | undefined;
+  let unsubscribe: (() => void) | undefined;
 
   function syncObject(): KubeObject {
     const existing = syncServer.store.get(syncRef);
@@ -104,12 +180,93 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
       options.kind === "argocd"
         ? {
             project: "default",
-            source: { repoURL: `file://${remoteDir}`, targetRevision: branch, path: `clusters/${clusterId}`, directory: { recurse: true } },
+            source: { repoURL, targetRevision: branch, path: `clusters/${clusterId}`, directory: { recurse: true } },
             destination: { name: clusterId },
             syncPolicy: { automated: { prune: true } },
           }
-        : { interval: "1m", path: `./clusters/${clusterId}`, prune: true, sourceRef: { kind: "GitRepository", name: "gitops" } };
-    return syncServer.store.upsert({ apiVersion: syncRef.apiVersion, kind: syncRef.kind, metadata: { name: syncRef.name, namespace: syncRef.namespace }, spec });
+        : { interval: "1m", path: `./clusters/${clusterId}`, prune: true, sourceRef: { kind: "GitRepository", name: SOURCE_NAME } };
+    const annotations = options.manifestGeneratePaths === undefined ? {} : { annotations: { [MANIFEST_GENERATE_PATHS]: options.manifestGeneratePaths } };
+    return syncServer.store.upsert({ apiVersion: syncRef.apiVersion, kind: syncRef.kind, metadata: { name: syncRef.name, namespace: syncRef.namespace, ...annotations }, spec });
+  }
+
+  /** Flux's GitRepository, when the server serves the kind. */
+  function sourceObject(): KubeObject | undefined {
+    let existing: KubeObject | undefined;
+    try {
+      existing = syncServer.store.get(sourceRef);
+    } catch {
+      return undefined; // GitRepository not registered on this server
+    }
+    if (existing) return existing;
+    return syncServer.store.upsert({
+      apiVersion: sourceRef.apiVersion,
+      kind: sourceRef.kind,
+      metadata: { name: SOURCE_NAME, namespace: sourceRef.namespace },
+      spec: { interval: "1m", url: repoURL, ref: { branch } },
+    });
+  }
+
+  const requestOf = (o: KubeObject | undefined) => o?.metadata.annotations?.[REQUESTED_AT];
+  const handledOf = (o: KubeObject | undefined) => (o?.status as { lastHandledReconcileAt?: string } | undefined)?.lastHandledReconcileAt;
+
+  /** What the controllers would act on now, besides the poll. */
+  function requested(): SyncTrigger | undefined {
+    if (options.kind === "argocd") return syncServer.store.get(syncRef)?.metadata.annotations?.[REFRESH] ? "refresh" : undefined;
+    const source = sourceObject();
+    if (source && requestOf(source) !== undefined && requestOf(source) !== handledOf(source)) return "source-requested";
+    const ks = syncServer.store.get(syncRef);
+    if (requestOf(ks) !== undefined && requestOf(ks) !== handledOf(ks)) return "kustomization-requested";
+    return undefined;
+  }
+
+  async function tipOf(): Promise<string> {
+    return (await git(["rev-parse", `refs/heads/${branch}`], remoteDir)).trim();
+  }
+
+  /** Flux source-controller: fetch, record the artifact (and the request handled). */
+  async function fetchSource(handled: boolean): Promise<string> {
+    const tip = await tipOf();
+    artifact = tip;
+    const source = sourceObject();
+    if (source) {
+      const revision = options.fluxRevisionFormat === "slash" ? `${branch}/${tip}` : `${branch}@sha1:${tip}`;
+      const previous = (source.status ?? {}) as Record<string, unknown>;
+      const status = { ...previous, artifact: { revision }, ...(handled ? { lastHandledReconcileAt: requestOf(source) } : {}) };
+      syncServer.store.upsert({ ...source, status });
+    }
+    return tip;
+  }
+
+  function markHandled(ref: ObjectRef): void {
+    const object = syncServer.store.get(ref);
+    if (!object) return;
+    syncServer.store.upsert({ ...object, status: { ...((object.status ?? {}) as object), lastHandledReconcileAt: requestOf(object) } });
+  }
+
+  /** One look at Git, as the trigger says. */
+  async function reconcile(trigger: SyncTrigger): Promise<void> {
+    triggers.push(trigger);
+    if (options.kind === "argocd") {
+      const tip = await tipOf();
+      if (tip !== applied) await sync(tip);
+      else assessHealth();
+      if (trigger === "refresh") {
+        // The application controller removes the annotation once it refreshed.
+        const object = syncObject();
+        const annotations = { ...object.metadata.annotations };
+        delete annotations[REFRESH];
+        syncServer.store.upsert({ ...object, metadata: { ...object.metadata, annotations } });
+      }
+      return;
+    }
+    if (trigger === "kustomization-requested") {
+      // Re-applies the artifact it has: the source does not fetch for this.
+      await sync(artifact ?? (await fetchSource(false)));
+      markHandled(syncRef);
+      return;
+    }
+    const tip = await fetchSource(trigger === "source-requested");
+    if (tip !== applied) await sync(tip);
   }
 
   function health(): string {
@@ -196,17 +353,125 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
     syncServer.store.upsert({ ...object, status: { ...status, health: { status: current }, reconciledAt: rfc3339(now()) } });
   }
 
+  /**
+   * Polls every `intervalMs`; an annotation to honour ends the wait early, and the next poll is
+   * `intervalMs` after that reconciliation (both controllers requeue after a reconcile).
+   */
   async function loop(intervalMs: number): Promise<void> {
+    let trigger: SyncTrigger = "poll";
     while (!stopped) {
-      const tip = (await git(["rev-parse", `refs/heads/${branch}`], remoteDir)).trim();
-      if (tip !== applied) await sync(tip);
-      else assessHealth();
-      await sleep(intervalMs);
+      await reconcile(trigger);
+      const pending = requested();
+      if (pending !== undefined) {
+        trigger = pending;
+        continue;
+      }
+      if (stopped) return;
+      wake = new AbortController();
+      await delay(intervalMs, wake.signal).catch(() => undefined);
+      const woken = wake.signal.aborted;
+      wake = undefined;
+      trigger = (woken ? requested() : undefined) ?? "poll";
+      if (woken && trigger === "poll") {
+        // Woken for nothing to do (stop(), or an annotation already handled): wait a full interval again.
+        if (stopped) return;
+        continue;
+      }
     }
   }
 
-  // The Application / Kustomization exists before its first sync (an ApplicationSet, a bootstrap).
+  // The Application / Kustomization (and its GitRepository) exist before the first sync (an ApplicationSet, a bootstrap).
   syncObject();
+  if (options.kind === "flux") sourceObject();
+
+  /** The controllers' informers: an annotation change wakes the loop (never handled inside the store's callback). */
+  function watchAnnotations(): () => void {
+    return syncServer.store.subscribe((_type, object) => {
+      const mine = (object.kind === syncRef.kind && object.metadata.name === syncRef.name) || (object.kind === sourceRef.kind && object.metadata.name === sourceRef.name);
+      if (mine && object.metadata.namespace === syncRef.namespace && requested() !== undefined) wake?.abort();
+    });
+  }
+
+  async function handleWebhook(req: http.IncomingMessage, body: Buffer): Promise<{ status: number; reason?: string }> {
+    if (req.method !== "POST") return { status: 405, reason: "method not allowed" };
+    if (running === undefined) return { status: 503, reason: "controller not running" };
+    const path = (req.url ?? "").split("?")[0]!;
+    return options.kind === "argocd" ? argocdWebhook(req, path, body) : fluxReceiver(req, path, body);
+  }
+
+  /** Argo CD's /api/webhook, GitHub branch (go-playground/webhooks github.Parse, then HandleEvent). */
+  function argocdWebhook(req: http.IncomingMessage, path: string, body: Buffer): { status: number; reason?: string } {
+    if (path !== "/api/webhook") return { status: 404, reason: "not found" };
+    const event = header(req, "x-github-event");
+    if (event === undefined) return { status: 400, reason: "Unknown webhook event" };
+    if (event !== "push" && event !== "ping") return { status: 400, reason: `event not defined to be parsed: ${event}` };
+    if (options.webhookSecret !== undefined) {
+      const signature = header(req, "x-hub-signature-256");
+      if (signature === undefined) return { status: 400, reason: "missing X-Hub-Signature-256 Header" };
+      if (!hmacMatches(options.webhookSecret, body, signature, "sha256")) return { status: 400, reason: "HMAC verification failed" };
+    }
+    let payload: GithubPush;
+    try {
+      payload = JSON.parse(body.toString("utf8")) as GithubPush;
+    } catch {
+      return { status: 400, reason: "error parsing payload" };
+    }
+    if (event === "ping") return { status: 200, reason: "ping" };
+    const webURL = payload.repository?.html_url;
+    if (typeof webURL !== "string") return { status: 200, reason: "ignored: no repository.html_url" };
+    const revision = parseRevision(payload.ref ?? "");
+    const touchedHead = payload.repository?.default_branch === revision;
+    const changed = (payload.commits ?? []).flatMap((c) => [...(c.added ?? []), ...(c.modified ?? []), ...(c.removed ?? [])]);
+    const app = syncObject();
+    const source = (app.spec as { source: { repoURL: string; targetRevision?: string; path: string } }).source;
+    if (!webUrlRegex(webURL)?.test(source.repoURL)) return { status: 200, reason: `ignored: ${source.repoURL} is not ${webURL}` };
+    if (!revisionHasChanged(source.targetRevision ?? "", revision, touchedHead)) return { status: 200, reason: `ignored: revision ${revision}` };
+    if (!filesHaveChanged(refreshPaths(app, source.path), changed)) return { status: 200, reason: "ignored: no changed file under the refresh paths" };
+    // argo.RefreshApp: a merge patch of the refresh annotation.
+    syncServer.store.upsert({ ...app, metadata: { ...app.metadata, annotations: { ...app.metadata.annotations, [REFRESH]: "normal" } } });
+    return { status: 200 };
+  }
+
+  /** notification-controller's receiver handler: find the Receiver by path, validate by type, annotate its resources. */
+  function fluxReceiver(req: http.IncomingMessage, path: string, body: Buffer): { status: number; reason?: string } {
+    const receiver = options.receiver;
+    if (receiver === undefined || path !== receiverPath()) return { status: 404, reason: "no receiver" };
+    const refuse = (reason: string) => ({ status: 400, reason });
+    switch (receiver.type) {
+      case "generic":
+        break;
+      case "generic-hmac": {
+        const signature = header(req, "x-signature");
+        if (signature === undefined || !validSignature(receiver.token, body, signature)) return refuse("unable to validate HMAC signature");
+        break;
+      }
+      case "github": {
+        const signature = header(req, "x-hub-signature-256") ?? header(req, "x-hub-signature");
+        if (signature === undefined || !validSignature(receiver.token, body, signature)) return refuse("the GitHub signature header is invalid");
+        const event = header(req, "x-github-event") ?? "";
+        if (receiver.events && receiver.events.length > 0 && !receiver.events.some((e) => e.toLowerCase() === event.toLowerCase())) {
+          return refuse(`the GitHub event '${event}' is not authorised`);
+        }
+        try {
+          JSON.parse(body.toString("utf8"));
+        } catch {
+          return refuse("unable to parse GitHub payload");
+        }
+        break;
+      }
+    }
+    const source = sourceObject();
+    if (!source) return refuse("unable to read GitRepository");
+    const at = new Date().toISOString();
+    syncServer.store.upsert({ ...source, metadata: { ...source.metadata, annotations: { ...source.metadata.annotations, [REQUESTED_AT]: at } } });
+    return { status: 200 };
+  }
+
+  function receiverPath(): string {
+    const r = options.receiver!;
+    return `/hook/${createHash("sha256").update(`${r.token}${r.name ?? "gitops-broker"}${options.namespace}`).digest("hex")}`;
+  }
+
   return {
     sync,
     failWith(message) {
@@ -217,11 +482,109 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
     },
     start(intervalMs = 25) {
       stopped = false;
+      unsubscribe ??= watchAnnotations();
       running ??= loop(intervalMs).finally(() => (running = undefined));
+    },
+    triggers,
+    webhookRequests,
+    async listen() {
+      if (httpServer === undefined) {
+        httpServer = http.createServer((req, res) => {
+          const chunks: Buffer[] = [];
+          req.on("data", (c: Buffer) => chunks.push(c));
+          req.on("end", () => {
+            void handleWebhook(req, Buffer.concat(chunks)).then(({ status, reason }) => {
+              webhookRequests.push({ path: (req.url ?? "").split("?")[0]!, status, ...(reason ? { reason } : {}) });
+              res.writeHead(status, { "content-type": "text/plain" }).end(status === 200 ? "" : (reason ?? ""));
+            });
+          });
+        });
+        httpServer.listen(0, "127.0.0.1");
+        await once(httpServer, "listening");
+      }
+      const base = `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}`;
+      return options.kind === "argocd" ? `${base}/api/webhook` : `${base}${options.receiver ? receiverPath() : "/hook/none"}`;
     },
     async stop() {
       stopped = true;
+      wake?.abort();
       await running;
+      unsubscribe?.();
+      unsubscribe = undefined;
+      if (httpServer) {
+        const closing = new Promise((resolve) => httpServer!.close(resolve));
+        httpServer.closeAllConnections();
+        await closing;
+        httpServer = undefined;
+      }
     },
   };
+}
+
+interface GithubPush {
+  ref?: string;
+  repository?: { html_url?: string; default_branch?: string };
+  commits?: Array<{ added?: string[]; modified?: string[]; removed?: string[] }>;
+}
+
+function header(req: http.IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function hmacMatches(secret: string, body: Buffer, signature: string, algorithm: "sha1" | "sha256" | "sha512"): boolean {
+  const expected = `${algorithm}=${createHmac(algorithm, secret).update(body).digest("hex")}`;
+  return expected.length === signature.length && timingSafeEqual(Buffer.from(expected), Buffer.from(signature));
+}
+
+/** go-github ValidateSignature: `sha1=`, `sha256=` or `sha512=` and the hex HMAC of the body. */
+function validSignature(secret: string, body: Buffer, signature: string): boolean {
+  const algorithm = signature.split("=", 1)[0];
+  return (algorithm === "sha1" || algorithm === "sha256" || algorithm === "sha512") && hmacMatches(secret, body, signature, algorithm);
+}
+
+/** webhook.ParseRevision: the last part of `refs/heads/<name>` split in three. */
+function parseRevision(ref: string): string {
+  const parts = ref.split("/");
+  return parts.length <= 3 ? parts[parts.length - 1]! : parts.slice(2).join("/");
+}
+
+/** GetWebURLRegex: protocol, user, ssh. subdomain and port optional, `:` or `/`, the path, `.git` optional. */
+function webUrlRegex(webURL: string): RegExp | undefined {
+  let url: URL;
+  try {
+    url = new URL(webURL);
+  } catch {
+    return undefined;
+  }
+  const quote = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const user = "[\\w\\.][\\w\\.-]{0,30}[\\w\\.\\$-]?";
+  return new RegExp(`^((https?|ssh)://)?(${user}@)?((alt)?ssh\\.)?${quote(url.hostname)}(:\\d+)?[:/]${quote(url.pathname.slice(1))}(\\.git)?$`, "i");
+}
+
+/** sourceRevisionHasChanged */
+function revisionHasChanged(targetRevision: string, revision: string, touchedHead: boolean): boolean {
+  const target = parseRevision(targetRevision);
+  if (target === "HEAD" || target === "") return touchedHead;
+  if (targetRevision.startsWith("refs/heads/") || targetRevision.startsWith("refs/tags/")) return revision === target;
+  return targetRevision === revision;
+}
+
+/** GetAppRefreshPaths: `;`-separated; absolute from the repository root, else under the source path. */
+function refreshPaths(app: KubeObject, sourcePath: string): string[] {
+  const value = app.metadata.annotations?.[MANIFEST_GENERATE_PATHS];
+  if (!value) return [];
+  return value.split(";").filter((item) => item !== "").map((item) => {
+    if (item.startsWith("/")) return item.slice(1);
+    const joined = `${sourcePath}/${item}`.split("/").filter((p) => p !== "" && p !== ".");
+    const out: string[] = [];
+    for (const part of joined) part === ".." ? out.pop() : out.push(part);
+    return out.join("/");
+  });
+}
+
+/** AppFilesHaveChanged (without its glob matching): no changed files or no refresh paths means refresh. */
+function filesHaveChanged(paths: string[], changed: string[]): boolean {
+  if (changed.length === 0 || paths.length === 0) return true;
+  return changed.some((f) => paths.some((p) => f === p || f.startsWith(`${p}/`) || p === ""));
 }
