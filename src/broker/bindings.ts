@@ -25,11 +25,11 @@ import {
   type BindingRecord,
   type InstanceRecord,
 } from "../repo/index.js";
-import { withoutSensitiveParameters, type Plan, type Service } from "../catalog/index.js";
+import { withoutSensitiveParameters, type ApiVersion, type Plan, type Service } from "../catalog/index.js";
 import type { BindingResult } from "../status-watcher/index.js";
 import { appliedOverrides, commitSpec, operationEntry, planBindable, runOperation, type Ctx, type OsbResponse } from "./context.js";
 import type { OsbRequestInfo } from "./headers.js";
-import { checkParameters, operationResponse, pickOperation } from "./instances.js";
+import { checkParameters, operationResponse, pickOperation, pollingMissing } from "./instances.js";
 import {
   lookupPlan,
   recordedCluster,
@@ -271,12 +271,13 @@ export async function bindingLastOperation(
   instanceId: string,
   bindingId: string,
   operation: string | undefined,
+  apiVersion: ApiVersion,
 ): Promise<OsbResponse> {
   const tree = ctx.deps.writer.snapshot();
   const instance = await readInstance(tree, instanceId);
   const binding = await readBinding(tree, instanceId, bindingId);
   const op = binding ? pickOperation(binding.status.operations, operation) : undefined;
-  if (!instance || !binding || !op) throw new GoneError(`binding ${bindingId} of instance ${instanceId} does not exist`);
+  if (!instance || !binding || !op) throw pollingMissing(apiVersion, `binding ${bindingId} of instance ${instanceId} does not exist`);
   return operationResponse(ctx.deps.status.bindingStatus(instance, binding, op));
 }
 

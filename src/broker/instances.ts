@@ -1,4 +1,4 @@
-import { validateParameters, withoutSensitiveParameters, type Plan } from "../catalog/index.js";
+import { validateParameters, withoutSensitiveParameters, type ApiVersion, type Plan } from "../catalog/index.js";
 import {
   AsyncRequiredError,
   BadRequestError,
@@ -355,10 +355,24 @@ export function pickOperation<A extends string>(ops: OperationEntry<A>[], operat
   return (operation !== undefined ? ops.find((o) => o.id === operation) : undefined) ?? latestOperation(ops);
 }
 
-export async function instanceLastOperation(ctx: Ctx, instanceId: string, operation: string | undefined): Promise<OsbResponse> {
+/**
+ * The answer to polling something that does not exist: from OSB 2.16 on 404 ("MUST be returned if
+ * the Service Instance being polled does not exist"); before, 410 was the only answer the spec had.
+ * A completed delete is not this case: its record is kept and answers its deprovision's state.
+ */
+export function pollingMissing(apiVersion: ApiVersion, what: string): NotFoundError | GoneError {
+  return apiVersion.major === 2 && apiVersion.minor < 16 ? new GoneError(what) : new NotFoundError(what);
+}
+
+export async function instanceLastOperation(
+  ctx: Ctx,
+  instanceId: string,
+  operation: string | undefined,
+  apiVersion: ApiVersion,
+): Promise<OsbResponse> {
   const record = await readInstance(ctx.deps.writer.snapshot(), instanceId);
   const op = record ? pickOperation(record.status.operations, operation) : undefined;
-  if (!record || !op) throw new GoneError(`instance ${instanceId} does not exist`);
+  if (!record || !op) throw pollingMissing(apiVersion, `instance ${instanceId} does not exist`);
   return operationResponse(statusOf(ctx, record, op));
 }
 
