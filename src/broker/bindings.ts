@@ -7,7 +7,7 @@ import {
   ServiceUnavailableError,
   UnprocessableEntityError,
 } from "../errors/index.js";
-import type { Draft } from "../gitwriter/index.js";
+import type { Draft, TreeReader } from "../gitwriter/index.js";
 import {
   LABEL_BINDING,
   LABEL_INSTANCE,
@@ -28,6 +28,7 @@ import {
 import { withoutSensitiveParameters, type ApiVersion, type Plan, type Service } from "../catalog/index.js";
 import type { BindingResult } from "../status-watcher/index.js";
 import { appliedOverrides, commitSpec, operationEntry, planBindable, runOperation, type Ctx, type OsbResponse } from "./context.js";
+import { readConfirmed } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { checkParameters, operationResponse, pickOperation, pollingMissing } from "./instances.js";
 import {
@@ -266,6 +267,10 @@ export async function unbind(
 // Reads
 // ---------------------------------------------------------------------------
 
+async function readPair(tree: TreeReader, instanceId: string, bindingId: string) {
+  return { instance: await readInstance(tree, instanceId), binding: await readBinding(tree, instanceId, bindingId) };
+}
+
 export async function bindingLastOperation(
   ctx: Ctx,
   instanceId: string,
@@ -273,18 +278,18 @@ export async function bindingLastOperation(
   operation: string | undefined,
   apiVersion: ApiVersion,
 ): Promise<OsbResponse> {
-  const tree = ctx.deps.writer.snapshot();
-  const instance = await readInstance(tree, instanceId);
-  const binding = await readBinding(tree, instanceId, bindingId);
+  const { instance, binding } = await readConfirmed(ctx, (tree) => readPair(tree, instanceId, bindingId), (p) => !p.instance || !p.binding);
   const op = binding ? pickOperation(binding.status.operations, operation) : undefined;
   if (!instance || !binding || !op) throw pollingMissing(apiVersion, `binding ${bindingId} of instance ${instanceId} does not exist`);
   return operationResponse(ctx.deps.status.bindingStatus(instance, binding, op));
 }
 
 export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: string): Promise<OsbResponse> {
-  const tree = ctx.deps.writer.snapshot();
-  const instance = await readInstance(tree, instanceId);
-  const binding = await readBinding(tree, instanceId, bindingId);
+  const { instance, binding } = await readConfirmed(
+    ctx,
+    (tree) => readPair(tree, instanceId, bindingId),
+    (p) => !p.instance || p.instance.status.deleted === true || !liveBinding(p.binding),
+  );
   if (!instance || instance.status.deleted || !liveBinding(binding)) {
     throw new NotFoundError(`binding ${bindingId} of instance ${instanceId} does not exist`);
   }

@@ -29,6 +29,7 @@ import {
 } from "../repo/index.js";
 import type { OperationStatus } from "../status-watcher/index.js";
 import { appliedOverrides, commitSpec, operationEntry, planUpdateable, runOperation, type Ctx, type OsbResponse } from "./context.js";
+import { readConfirmed } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
 import {
@@ -370,14 +371,14 @@ export async function instanceLastOperation(
   operation: string | undefined,
   apiVersion: ApiVersion,
 ): Promise<OsbResponse> {
-  const record = await readInstance(ctx.deps.writer.snapshot(), instanceId);
+  const record = await readConfirmed(ctx, (tree) => readInstance(tree, instanceId), (r) => !r || !pickOperation(r.status.operations, operation));
   const op = record ? pickOperation(record.status.operations, operation) : undefined;
   if (!record || !op) throw pollingMissing(apiVersion, `instance ${instanceId} does not exist`);
   return operationResponse(statusOf(ctx, record, op));
 }
 
 export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbResponse> {
-  const record = await readInstance(ctx.deps.writer.snapshot(), instanceId);
+  const record = await readConfirmed(ctx, (tree) => readInstance(tree, instanceId), (r) => !live(r));
   if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
   const { service, plan } = recordedPlan(ctx.deps.view, record);
   if (!service.instancesRetrievable) {
