@@ -230,6 +230,9 @@ export async function update(
     if (body.parameters !== undefined) checkParameters(target.plan, "service_instance.update", body.parameters);
     const sensitive = sensitiveValues(ctx.deps.view.clusters(), target.plan, "service_instance.update", body.parameters, record.spec.clusterId);
 
+    // OSB: a re-sent PATCH whose update has not completed MUST answer 202 with its operation.
+    const running = runningOperation(ctx.deps.status, record);
+    if (running && resentUpdate(running, target.plan, body)) return { commit: null, result: { status: 202, body: { operation: running.id } } };
     refuseIfBusy(ctx.deps.status, record);
 
     // Parameters given in an update replace the recorded top-level ones (OSB leaves the
@@ -285,6 +288,17 @@ export async function update(
   });
 }
 
+/** Whether `body` repeats the request of the update `running` (sensitive values cannot be compared: their keys are). */
+function resentUpdate(running: OperationEntry, plan: Plan, body: UpdateBody): boolean {
+  if (running.action !== "update" || running.planId !== plan.id) return false;
+  const plain = body.parameters && withoutSensitiveParameters(plan, ["service_instance.update"], body.parameters);
+  return (
+    sameJson(running.parameters ?? null, plain ?? null) &&
+    sameJson(running.context ?? null, body.context ?? null) &&
+    sameJson(running.maintenanceInfo?.version ?? null, body.maintenanceInfo?.version ?? null)
+  );
+}
+
 /** `update` over `base`, and the keys of `replaced` the update left out (sensitive ones) removed. */
 function mergeTopLevel(
   base: Record<string, unknown> | undefined,
@@ -309,6 +323,8 @@ export async function deprovision(
 ): Promise<OsbResponse> {
   return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     const record = await readInstance(draft, instanceId);
+    const resent = record && resentDeprovision(ctx, record, ids, accepts);
+    if (resent) return { commit: null, result: resent };
     if (!live(record)) throw new GoneError(`instance ${instanceId} does not exist`);
     if (record.spec.serviceId !== ids.serviceId) {
       throw new BadRequestError(`service_id ${ids.serviceId} does not match the service of instance ${instanceId}`);
@@ -337,6 +353,24 @@ export async function deprovision(
       result: plan.async ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
   });
+}
+
+/**
+ * OSB: a re-sent DELETE whose deletion has not completed MUST answer 202 with its operation (an
+ * asynchronous plan's; a synchronous deprovision answered 200 and is complete for the platform).
+ */
+function resentDeprovision(
+  ctx: Ctx,
+  record: InstanceRecord,
+  ids: { serviceId: string; planId: string },
+  accepts: boolean,
+): OsbResponse | undefined {
+  if (!record.status.deleted || !accepts) return undefined;
+  const latest = latestOperation(record.status.operations);
+  if (latest?.action !== "deprovision" || record.spec.serviceId !== ids.serviceId || record.spec.planId !== ids.planId) return undefined;
+  const plan = ctx.deps.view.catalog().planById(record.spec.planId);
+  if (!plan?.async || statusOf(ctx, record, latest).state !== "in progress") return undefined;
+  return { status: 202, body: { operation: latest.id } };
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,123 @@
+/**
+ * Never a wrong OSB answer in status.mode live (ADR 0012): the real broker on a smart-HTTP remote
+ * and a sister cluster synced by a Flux double, driven step by step (the test syncs and plays the
+ * operator), so every answer is asked for while an operation is exactly where the case needs it.
+ */
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
+import { clusterNamespacePath, namespaceManifest } from "../../src/repo/index.js";
+import { silentLogger } from "../../src/log/index.js";
+import { expectOsbError, provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
+import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
+import { createBareRemote, createTempDir } from "../support/git-fixtures.js";
+import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
+import { osbClient, type OsbClient } from "../support/osb-client.js";
+import { INSTANCE_NAMESPACE, sampleCatalogFiles, startSisterCluster, type SisterCluster } from "../support/sister-cluster.js";
+
+const eventually = <T>(assertion: () => Promise<T>): Promise<T> => vi.waitFor(assertion, { timeout: 30_000, interval: 50 });
+const ASYNC = { accepts_incomplete: "true" };
+
+let root: string;
+let remoteDir: string;
+let git: GitHttpServer;
+let west: SisterCluster;
+let broker: RunningBroker;
+let osb: OsbClient;
+let plans: SamplePlans;
+/** The status watcher's clock: the wall clock, or a time a test sets. */
+let frozenAt: number | undefined;
+
+async function start(): Promise<void> {
+  const config = testConfig(root, "broker", git.url("remote.git"));
+  config.status = { ...config.status, mode: "live" };
+  broker = await startBroker(config, {
+    version: "test",
+    logger: silentLogger(),
+    status: { now: () => new Date(frozenAt ?? Date.now()), bindTimeoutMs: 3_000 },
+  });
+  osb = osbClient(broker.url, CREDENTIALS);
+}
+
+beforeAll(async () => {
+  root = await createTempDir("exactness-live-");
+  const remotes = path.join(root, "remotes");
+  await mkdir(remotes);
+  remoteDir = path.join(remotes, "remote.git");
+  west = await startSisterCluster({ id: "west", sync: "flux", remoteDir, dir: root });
+  await createBareRemote(remotes, "remote.git", {
+    ...(await sampleCatalogFiles()),
+    "registry/clusters/west.yaml": west.registryEntry(),
+    [clusterNamespacePath("west")]: namespaceManifest(INSTANCE_NAMESPACE),
+  });
+  git = await startGitHttpServer({ root: remotes });
+  await start();
+  plans = await samplePlans(osb);
+});
+afterAll(async () => {
+  await broker?.close();
+  await west?.close();
+  await git?.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+const postgresqlRef = (instance: string) => ({ apiVersion: "acid.zalan.do/v1", kind: "postgresql", namespace: INSTANCE_NAMESPACE, name: `pg-${instance}` });
+
+/** Sets the postgresql's PostgresClusterStatus, as the operator would. */
+function operatorSays(instance: string, phase: string): void {
+  const pg = west.server.store.get(postgresqlRef(instance));
+  if (!pg) throw new Error(`postgresql pg-${instance} is not on the cluster`);
+  west.server.store.upsert({ ...pg, status: { PostgresClusterStatus: phase } });
+}
+
+async function lastOperation(instanceId: string, operation?: string): Promise<Record<string, unknown>> {
+  const res = await osb.lastOperation(instanceId, operation ? { operation } : undefined);
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+/** Provisions `id` on the medium (asynchronous) plan and brings it to succeeded. */
+async function provisioned(id: string): Promise<string> {
+  const res = await osb.provision(id, provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC });
+  expect(res.status).toBe(202);
+  const op = res.body.operation as string;
+  await west.agent.sync();
+  operatorSays(id, "Running");
+  await eventually(async () => expect(await lastOperation(id, op)).toMatchObject({ state: "succeeded" }));
+  return op;
+}
+
+const ids = () => ({ service_id: plans.serviceId, plan_id: plans.medium.id });
+
+describe("re-sent requests while their operation is in progress", () => {
+  it("an identical PATCH answers 202 with the operation in progress; a different one 422", async () => {
+    await provisioned("resent-1");
+    const patch = { service_id: plans.serviceId, parameters: { storageGB: 60 } };
+    const first = await osb.update("resent-1", patch, { query: ASYNC });
+    expect(first.status).toBe(202);
+    expect((await lastOperation("resent-1")).state).toBe("in progress");
+
+    const again = await osb.update("resent-1", patch, { query: ASYNC });
+    expect({ status: again.status, body: again.body }).toEqual({ status: 202, body: { operation: first.body.operation } });
+    const other = await osb.update("resent-1", { service_id: plans.serviceId, parameters: { storageGB: 70 } }, { query: ASYNC });
+    expectOsbError(other, 422, /has operation update .* in progress/, "ConcurrencyError");
+
+    await west.agent.sync();
+    await eventually(async () => expect(await lastOperation("resent-1", first.body.operation as string)).toMatchObject({ state: "succeeded" }));
+    // Completed: the same PATCH again changes nothing.
+    expect((await osb.update("resent-1", patch, { query: ASYNC })).status).toBe(200);
+  });
+
+  it("an identical DELETE answers 202 with the deletion in progress, 410 once it completed", async () => {
+    await provisioned("resent-2");
+    const first = await osb.deprovision("resent-2", { ...ids(), ...ASYNC });
+    expect(first.status).toBe(202);
+    const again = await osb.deprovision("resent-2", { ...ids(), ...ASYNC });
+    expect({ status: again.status, body: again.body }).toEqual({ status: 202, body: { operation: first.body.operation } });
+
+    await west.agent.sync();
+    await eventually(async () => expect(await lastOperation("resent-2", first.body.operation as string)).toMatchObject({ state: "succeeded" }));
+    expectOsbError(await osb.deprovision("resent-2", { ...ids(), ...ASYNC }), 410, /instance resent-2 does not exist/);
+  });
+});
