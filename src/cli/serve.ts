@@ -103,6 +103,7 @@ export async function startBroker(
     metrics: instruments.statusWatcher,
     defaultMode: config.status.mode,
     bindTimeoutMs: config.status.bindTimeoutSeconds * 1000,
+    acknowledgeBoundMs: config.git.pushTimeoutSeconds * 1000,
     ...options.status,
   });
   const brokerVersion = `gitops-broker/${options.version}`;

@@ -44,6 +44,11 @@ export interface StatusWatcher {
    * (live mode: applied and its credentials readable). Commit mode answers at once.
    */
   awaitBinding(instance: InstanceRecord, binding: BindingRecord, operation: OperationEntry): Promise<BindingOutcome>;
+  /**
+   * The broker acknowledged `operationId` (its commit is on the remote) now: a plan's
+   * maximum_polling_duration counts from here, as the platform counts from the 202.
+   */
+  acknowledged?(operationId: string): void;
   /** Stops every watch. */
   close(): Promise<void>;
 }
@@ -78,6 +83,13 @@ export interface StatusWatcherOptions {
   random?: () => number;
   /** How long a synchronous bind waits for its credentials (default 10 s). */
   bindTimeoutMs?: number;
+  /**
+   * Longest time between receiving a request and acknowledging it (the push timeout): an
+   * operation acknowledged by another process (a replica, or this one before a restart) has its
+   * maximum_polling_duration counted from its receipt plus this, never earlier than the platform
+   * counts (default 0).
+   */
+  acknowledgeBoundMs?: number;
   /** Full re-list period of every watch (default 5 minutes). */
   relistIntervalMs?: number;
 }

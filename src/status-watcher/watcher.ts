@@ -41,10 +41,16 @@ function setBounded<K, V>(map: Map<K, V>, key: K, value: V, limit: number): void
 
 const signature = (e: ClusterEntry) => JSON.stringify([e.namespace, e.kubeconfig ?? null, e.sync ?? null]);
 
-function deadlineOf(plan: Plan, operation: OperationEntry): number | undefined {
+/**
+ * When the plan's maximum_polling_duration ends for `operation`: counted from its acknowledgement
+ * (the 202 the platform counts from), known when this process gave it; otherwise from the
+ * receipt plus the longest a request waits for its push, so never before the platform's deadline.
+ */
+function deadlineOf(plan: Plan, operation: OperationEntry, acknowledgedAt: number | undefined, boundMs: number): number | undefined {
   const seconds = plan.maximumPollingDuration;
   const at = Date.parse(operation.at);
-  return seconds === undefined || !Number.isFinite(at) ? undefined : at + seconds * 1000;
+  if (seconds === undefined || !Number.isFinite(at)) return undefined;
+  return Math.max(at, acknowledgedAt ?? at + boundMs) + seconds * 1000;
 }
 
 export function createStatusWatcher(options: StatusWatcherOptions): StatusWatcher {
@@ -52,6 +58,9 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
   const log = options.logger;
   const now = options.now ?? (() => new Date());
   const bindTimeoutMs = options.bindTimeoutMs ?? 10_000;
+  const acknowledgeBoundMs = options.acknowledgeBoundMs ?? 0;
+  /** Operation id -> when this process acknowledged it (epoch ms of `now`). */
+  const acknowledgements = new Map<string, number>();
   const clusterDeps = {
     kubeConfigFor: options.kubeConfigFor ?? createKubeConfigResolver(),
     logger: log,
@@ -151,7 +160,7 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
       return hit.status;
     }
     let status = evaluate(subject, () => preparedFor(key, subject), index);
-    const deadline = deadlineOf(plan, operation);
+    const deadline = deadlineOf(plan, operation, acknowledgements.get(operation.id), acknowledgeBoundMs);
     if (status.state === "in progress" && deadline !== undefined && t >= deadline) {
       status = {
         state: "failed",
@@ -221,6 +230,9 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
         if (left <= 0 || !live || closed) return { state: "in progress", description };
         await nextChange(live, Math.min(left, BIND_RECHECK_MS));
       }
+    },
+    acknowledged(operationId) {
+      setBounded(acknowledgements, operationId, now().getTime(), TERMINAL_LIMIT);
     },
     async close() {
       closed = true;

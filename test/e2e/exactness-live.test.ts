@@ -121,3 +121,31 @@ describe("re-sent requests while their operation is in progress", () => {
     expectOsbError(await osb.deprovision("resent-2", { ...ids(), ...ASYNC }), 410, /instance resent-2 does not exist/);
   });
 });
+
+describe("maximum_polling_duration", () => {
+  it("counts from the acknowledgement: a slow push does not shorten the window the platform counts from the 202", async () => {
+    await provisioned("slow-1");
+    const D = 3600 * 1000; // plan medium
+    git.setAvailable(false);
+    const sentAt = Date.now();
+    const answer = osb.update("slow-1", { service_id: plans.serviceId, parameters: { storageGB: 61 } }, { query: ASYNC });
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    git.setAvailable(true);
+    const res = await answer;
+    expect(res.status).toBe(202);
+    const acknowledgedBy = Date.now();
+    const op = res.body.operation as string;
+    try {
+      // Past receipt + D, before acknowledgement + D: the platform still waits, so must we.
+      frozenAt = sentAt + D + 1_500;
+      expect(await lastOperation("slow-1", op)).toMatchObject({ state: "in progress" });
+      frozenAt = acknowledgedBy + D + 1_000;
+      expect(await lastOperation("slow-1", op)).toMatchObject({
+        state: "failed",
+        description: expect.stringMatching(/^update did not finish within the plan's maximum_polling_duration \(3600 s\)/),
+      });
+    } finally {
+      frozenAt = undefined;
+    }
+  });
+});
