@@ -164,3 +164,39 @@ function leftovers(s: Subject) {
   if (!s.binding) return s.cluster.ownedBy("instance", instanceKey);
   return s.cluster.ownedBy("binding", keyOf(s.binding.spec.bindingId)).filter((o) => o.metadata?.labels?.[LABEL_INSTANCE] === instanceKey);
 }
+
+/**
+ * The kinds the plans' `sources` templates read on a cluster, rendered for a stand-in instance
+ * and binding in the cluster's namespace: watched from the cluster's start, so that the first
+ * bind does not wait for the first list of Secrets (the names differ per instance, the kinds not).
+ */
+export function sourceKinds(plans: readonly { service: Service; plan: Plan }[], clusterId: string, namespace: string): KindRef[] {
+  const kinds = new Map<string, KindRef>();
+  for (const { service, plan } of plans) {
+    if (!hasTemplate(plan.templates, "sources")) continue;
+    const name = "gitops-broker-warm-up";
+    const instance = {
+      apiVersion: "gitops-broker.io/v1alpha1",
+      kind: "ServiceInstance",
+      metadata: { name, namespace },
+      spec: { instanceId: name, serviceId: service.id, planId: plan.id, clusterId },
+      status: { operations: [] },
+    } as unknown as InstanceRecord;
+    const binding = {
+      apiVersion: "gitops-broker.io/v1alpha1",
+      kind: "ServiceBinding",
+      metadata: { name, namespace },
+      spec: { bindingId: name, instanceId: name, serviceId: service.id, planId: plan.id },
+      status: { operations: [] },
+    } as unknown as BindingRecord;
+    try {
+      for (const ref of renderSources(plan, values({ service, plan, instance, binding, operation: { id: name, action: "bind", at: "" } })).values()) {
+        const kind = { apiVersion: ref.apiVersion, kind: ref.kind, namespace: ref.namespace ?? namespace };
+        kinds.set(`${kind.apiVersion} ${kind.kind} ${kind.namespace}`, kind);
+      }
+    } catch {
+      // A template that needs a real record's fields: its kinds are watched on first use.
+    }
+  }
+  return [...kinds.values()];
+}

@@ -5,7 +5,7 @@ import { createCommitStatusWatcher } from "./commit-mode.js";
 import { createKubeConfigResolver } from "./kubeconfig.js";
 import { startLiveCluster, type LiveCluster } from "./live-cluster.js";
 import { RenderPending } from "../render/index.js";
-import { bindResponse, evaluate, isRendering, prepare, type Prepared, type Subject } from "./live-status.js";
+import { bindResponse, evaluate, isRendering, prepare, sourceKinds, type Prepared, type Subject } from "./live-status.js";
 import type { BindingResult, OperationStatus, StatusWatcher, StatusWatcherOptions } from "./types.js";
 
 /**
@@ -115,10 +115,26 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
     for (const entry of wanted.values()) {
       if (!clusters.has(entry.id)) clusters.set(entry.id, { signature: signature(entry), live: startCluster(entry) });
     }
+    warmUp();
+  }
+
+  /** Watches what the plans' statuses read on every live cluster, before the first request needs it. */
+  let warmed: { catalog: unknown; clusters: unknown } | undefined;
+  function warmUp(): void {
+    const catalog = view.catalog();
+    if (warmed?.catalog === catalog && warmed.clusters === knownEntries) return;
+    warmed = { catalog, clusters: knownEntries };
+    const plans = catalog.services.flatMap((service) => service.plans.map((plan) => ({ service, plan })));
+    for (const { live } of clusters.values()) {
+      const kinds = sourceKinds(plans, live.entry.id, live.entry.namespace);
+      live.watch("owned", kinds);
+      live.watch("foreign", kinds);
+    }
   }
 
   function resolve(instance: InstanceRecord, binding: BindingRecord | undefined, operation: OperationEntry): Resolved {
     reconcile();
+    warmUp();
     const clusterId = instance.spec.clusterId;
     const entry = view.clusters().find((c) => c.id === clusterId);
     if (!entry) {

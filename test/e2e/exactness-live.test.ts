@@ -90,6 +90,26 @@ async function provisioned(id: string): Promise<string> {
 
 const ids = () => ({ service_id: plans.serviceId, plan_id: plans.medium.id });
 
+describe("the first bind after a start", () => {
+  it("finds the Secret watch already listed: the watcher starts it with the cluster, not on the first bind", async () => {
+    const secrets = () => west.server.requests.filter((r) => r.path === `/api/v1/namespaces/${INSTANCE_NAMESPACE}/secrets` && r.status === 200);
+    // No bind yet: only the start of the watcher can have listed them.
+    await eventually(async () => expect(secrets().map((r) => r.watch)).toEqual(expect.arrayContaining([false, true])));
+
+    await provisioned("first-bind");
+    west.agent.start();
+    west.operator.start();
+    try {
+      const bound = await osb.bind("first-bind", "app-1", { ...ids(), bind_resource: { app_guid: "app" } });
+      expect(bound.status).toBe(201);
+      expect(bound.body.credentials).toMatchObject({ username: "app-1" });
+    } finally {
+      await west.agent.stop();
+      await west.operator.stop();
+    }
+  });
+});
+
 describe("re-sent requests while their operation is in progress", () => {
   it("an identical PATCH answers 202 with the operation in progress; a different one 422", async () => {
     await provisioned("resent-1");
