@@ -35,8 +35,9 @@ export function syncCollectionPath(ref: SyncRef): string {
   return `/apis/${apiVersion}/namespaces/${ref.namespace}/${plural}`;
 }
 
-export function observeSync(ref: SyncRef, object: KubernetesObject): SyncObservation {
-  return ref.kind === "argocd" ? observeArgoCd(syncSubject(ref), object) : observeFlux(syncSubject(ref), object);
+/** `previous`: the observation of the sync object before this change (a Flux failure outlives Ready=Unknown). */
+export function observeSync(ref: SyncRef, object: KubernetesObject, previous?: SyncObservation): SyncObservation {
+  return ref.kind === "argocd" ? observeArgoCd(syncSubject(ref), object) : observeFlux(syncSubject(ref), object, previous);
 }
 
 type Loose = Record<string, unknown>;
@@ -80,7 +81,7 @@ function observeArgoCd(subject: string, app: KubernetesObject): SyncObservation 
   return observation;
 }
 
-function observeFlux(subject: string, kustomization: KubernetesObject): SyncObservation {
+function observeFlux(subject: string, kustomization: KubernetesObject, previous: SyncObservation | undefined): SyncObservation {
   const status = field(kustomization, "status");
   const conditions = field(status, "conditions");
   const ready = Array.isArray(conditions) ? conditions.find((c) => field(c, "type") === "Ready") : undefined;
@@ -92,6 +93,11 @@ function observeFlux(subject: string, kustomization: KubernetesObject): SyncObse
   const applied = parseFluxRevision(text(field(status, "lastAppliedRevision")));
   if (applied !== undefined) observation.appliedRevision = applied;
   if (readyStatus === "False") observation.error = reason || "Ready=False";
+  // kustomize-controller sets Ready=Unknown (Progressing) at the start of every reconciliation,
+  // e.g. for each new commit: the failure it reported stands until one succeeds or applies.
+  else if (readyStatus === "Unknown" && previous?.error !== undefined && previous.appliedRevision === observation.appliedRevision) {
+    observation.error = previous.error;
+  }
 
   const generation = kustomization.metadata?.generation;
   const observed = field(status, "observedGeneration");

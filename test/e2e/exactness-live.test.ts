@@ -13,6 +13,7 @@ import { expectOsbError, provisionBody, samplePlans, type SamplePlans } from "..
 import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
 import { createBareRemote, createTempDir } from "../support/git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
+import type { KubeObject } from "../support/kube-api-server.js";
 import { osbClient, type OsbClient } from "../support/osb-client.js";
 import { INSTANCE_NAMESPACE, sampleCatalogFiles, startSisterCluster, type SisterCluster } from "../support/sister-cluster.js";
 
@@ -71,6 +72,12 @@ function operatorSays(instance: string, phase: string): void {
   west.server.store.upsert({ ...pg, status: { PostgresClusterStatus: phase } });
 }
 
+/** Writes the Kustomization's status as kustomize-controller would. */
+function fluxSays(status: Record<string, unknown>): void {
+  const k = west.server.store.get(KUSTOMIZATION) as KubeObject;
+  west.server.store.upsert({ ...k, status: { ...(k.status as Record<string, unknown>), ...status } });
+}
+
 async function lastOperation(instanceId: string, operation?: string): Promise<Record<string, unknown>> {
   const res = await osb.lastOperation(instanceId, operation ? { operation } : undefined);
   expect(res.status).toBe(200);
@@ -88,6 +95,7 @@ async function provisioned(id: string): Promise<string> {
   return op;
 }
 
+const KUSTOMIZATION = { apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", namespace: "flux-system", name: "west" };
 const ids = () => ({ service_id: plans.serviceId, plan_id: plans.medium.id });
 
 describe("the first bind after a start", () => {
@@ -167,5 +175,43 @@ describe("maximum_polling_duration", () => {
     } finally {
       frozenAt = undefined;
     }
+  });
+});
+
+describe("Flux's failure reason", () => {
+  it("stays in the description while Ready=Unknown after a new commit, until a reconciliation succeeds", async () => {
+    // A probe whose commit is applied and which waits for its operator: its description shows
+    // when the watcher has seen the Kustomization reconciling.
+    const probe = await osb.provision("flux-probe", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC });
+    await west.agent.sync();
+    await eventually(async () => expect((await lastOperation("flux-probe", probe.body.operation as string)).description).toBe("PostgreSQL cluster: waiting for the operator"));
+
+    const reason = "kustomize build failed: accumulating resources";
+    west.agent.failWith(reason);
+    try {
+      const res = await osb.provision("flux-fail", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC });
+      const op = res.body.operation as string;
+      await west.agent.sync();
+      const failing = new RegExp(`^waiting for Flux Kustomization west to apply operation ${op} \\(applied: [0-9a-f]{7}\\); the last sync failed: ReconciliationFailed: ${reason}$`);
+      await eventually(async () => expect((await lastOperation("flux-fail", op)).description).toMatch(failing));
+
+      // A new commit: kustomize-controller starts reconciling it (Ready=Unknown, Progressing).
+      expect((await osb.provision("flux-next", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC })).status).toBe(202);
+      fluxSays({
+        conditions: [
+          { type: "Reconciling", status: "True", reason: "Progressing", message: "Reconciliation in progress" },
+          { type: "Ready", status: "Unknown", reason: "Progressing", message: "Reconciliation in progress" },
+        ],
+      });
+      await eventually(async () =>
+        expect((await lastOperation("flux-probe")).description).toBe("waiting for Flux Kustomization west: reconciling (Progressing: Reconciliation in progress)"),
+      );
+      expect((await lastOperation("flux-fail", op)).description).toMatch(failing);
+    } finally {
+      west.agent.failWith(undefined);
+    }
+    await west.agent.sync();
+    for (const id of ["flux-probe", "flux-fail", "flux-next"]) operatorSays(id, "Running");
+    await eventually(async () => expect((await lastOperation("flux-fail")).state).toBe("succeeded"));
   });
 });
