@@ -215,3 +215,38 @@ describe("Flux's failure reason", () => {
     await eventually(async () => expect((await lastOperation("flux-fail")).state).toBe("succeeded"));
   });
 });
+
+describe("Flux with spec.wait: true", () => {
+  it("judges each instance by its own objects when the health check of an applied commit fails", async () => {
+    const before = west.agent.applied;
+    const revision = (sha: string) => `main@sha1:${sha}`;
+    /** What kustomize-controller reports when the health check of `attempted` failed. */
+    const healthCheckFailed = (attempted: string) =>
+      fluxSays({
+        ...(before ? { lastAppliedRevision: revision(before) } : { lastAppliedRevision: undefined }),
+        lastAttemptedRevision: revision(attempted),
+        conditions: [
+          { type: "Healthy", status: "False", reason: "HealthCheckFailed", message: "health check failed after 5m0s: timeout waiting for: [postgresql/gitops-broker-instances/pg-wait-bad status: 'InProgress']" },
+          { type: "Ready", status: "False", reason: "HealthCheckFailed", message: "health check failed after 5m0s: timeout waiting for: [postgresql/gitops-broker-instances/pg-wait-bad status: 'InProgress']" },
+        ],
+      });
+
+    const bad = await osb.provision("wait-bad", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC });
+    healthCheckFailed(await west.agent.sync());
+    operatorSays("wait-bad", "CreateFailed");
+    await eventually(async () =>
+      expect(await lastOperation("wait-bad", bad.body.operation as string)).toEqual({
+        state: "failed",
+        description: "the operator could not create PostgreSQL cluster pg-wait-bad",
+      }),
+    );
+
+    // A neighbour provisioned after it: Flux keeps failing on wait-bad, never advancing lastAppliedRevision.
+    const good = await osb.provision("wait-good", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC });
+    healthCheckFailed(await west.agent.sync());
+    operatorSays("wait-good", "Running");
+    await eventually(async () =>
+      expect(await lastOperation("wait-good", good.body.operation as string)).toEqual({ state: "succeeded", description: "PostgreSQL cluster pg-wait-good is running" }),
+    );
+  });
+});
