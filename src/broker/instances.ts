@@ -29,7 +29,7 @@ import {
 } from "../repo/index.js";
 import type { OperationStatus } from "../status-watcher/index.js";
 import { appliedOverrides, commitSpec, operationEntry, planUpdateable, runOperation, type Ctx, type OsbResponse } from "./context.js";
-import { readConfirmed } from "./current-view.js";
+import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
 import {
@@ -100,6 +100,7 @@ export async function provision(
   // Sensitive values never enter the record (ADR 0007); they are sealed once the cluster is known.
   const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
 
+  await settleLatest(ctx, instanceId);
   return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     const existing = await readInstance(draft, instanceId);
     if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, plan, body) };
@@ -211,6 +212,7 @@ export async function update(
   if (!service) throw new BadRequestError(`service_id ${JSON.stringify(body.serviceId)} is not in the catalog`);
   if (body.planId !== undefined) lookupPlan(catalog, body.serviceId, body.planId);
 
+  await settleLatest(ctx, instanceId);
   return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     const record = await readInstance(draft, instanceId);
     if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
@@ -321,6 +323,7 @@ export async function deprovision(
   accepts: boolean,
   osb: OsbRequestInfo,
 ): Promise<OsbResponse> {
+  await settleLatest(ctx, instanceId);
   return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     const record = await readInstance(draft, instanceId);
     const resent = record && resentDeprovision(ctx, record, ids, accepts);
@@ -408,6 +411,7 @@ export async function instanceLastOperation(
   const record = await readConfirmed(ctx, (tree) => readInstance(tree, instanceId), (r) => !r || !pickOperation(r.status.operations, operation));
   const op = record ? pickOperation(record.status.operations, operation) : undefined;
   if (!record || !op) throw pollingMissing(apiVersion, `instance ${instanceId} does not exist`);
+  await settled(ctx, record, undefined, op);
   return operationResponse(statusOf(ctx, record, op));
 }
 
@@ -418,6 +422,7 @@ export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbRe
   if (!service.instancesRetrievable) {
     throw new BadRequestError(`service ${service.name} does not support fetching instances (instances_retrievable is false)`);
   }
+  await settled(ctx, record, undefined, latestOperation(record.status.operations));
   const running = runningOperation(ctx.deps.status, record);
   if (running?.action === "provision") throw new NotFoundError(`instance ${instanceId} is still being provisioned`);
   if (running) throw new ConcurrencyError(`instance ${instanceId} is being updated (${running.id}) and cannot be fetched now`);

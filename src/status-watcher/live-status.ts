@@ -72,8 +72,18 @@ const inProgress = (description: string): OperationStatus => ({ state: "in progr
  * state the watcher does not memoize (the next poll finds the text).
  */
 export const RENDERING = "rendering the templates of plan";
-const rendering = (s: Pick<Subject, "plan">) => inProgress(`${RENDERING} ${s.plan.name}`);
+const rendering = (s: Pick<Subject, "plan">): OperationStatus => ({ state: "in progress", description: `${RENDERING} ${s.plan.name}`, provisional: true });
 export const isRendering = (status: OperationStatus): boolean => status.description?.startsWith(RENDERING) === true;
+
+/**
+ * What the watcher says while it is still gathering its view (connecting, a first list, a
+ * discovery, reading the applied revision's records), as opposed to what the cluster says.
+ */
+const GATHERING = /^(connecting to cluster |listing |discovering |checking whether )/;
+
+/** "In progress" only because the watcher's view is not complete yet: not an answer to give (ADR 0012). */
+const gathering = (description: string): OperationStatus =>
+  GATHERING.test(description) ? { state: "in progress", description, provisional: true } : inProgress(description);
 const sha7 = (revision: string) => revision.slice(0, 7);
 
 /** `prepared` is asked for only once the commit is applied: polls before that render nothing. */
@@ -82,16 +92,16 @@ export function evaluate(s: Subject, prepared: () => Prepared, index: AppliedInd
   const problem = cluster.problem();
   if (problem) return inProgress(problem);
   const sync = cluster.sync();
-  if (typeof sync === "string") return inProgress(sync);
+  if (typeof sync === "string") return gathering(sync);
   const gate = appliedGate(s, sync, index) ?? (sync.settling && `waiting for ${sync.subject}: ${sync.settling}`);
-  if (gate) return inProgress(gate);
+  if (gate) return gathering(gate);
   const rendered = prepared();
   const waiting = cluster.watch("owned", rendered.kinds);
-  if (waiting) return inProgress(waiting);
+  if (waiting) return gathering(waiting);
 
   const judged = statusSection(s, rendered, op.action as StatusAction);
   if ("pending" in judged) return rendering(s);
-  if ("waiting" in judged) return inProgress(judged.waiting);
+  if ("waiting" in judged) return gathering(judged.waiting);
   const applied = `${op.action} applied by ${sync.subject} at ${sha7(sync.appliedRevision ?? "")}`;
   if (op.action === "deprovision" || op.action === "unbind") {
     const left = leftovers(s);

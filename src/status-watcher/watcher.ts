@@ -59,6 +59,7 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
   const now = options.now ?? (() => new Date());
   const bindTimeoutMs = options.bindTimeoutMs ?? 10_000;
   const acknowledgeBoundMs = options.acknowledgeBoundMs ?? 0;
+  const settleTimeoutMs = options.settleTimeoutMs ?? bindTimeoutMs;
   /** Operation id -> when this process acknowledged it (epoch ms of `now`). */
   const acknowledgements = new Map<string, number>();
   const clusterDeps = {
@@ -177,7 +178,7 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
     }
     let status = evaluate(subject, () => preparedFor(key, subject), index);
     const deadline = deadlineOf(plan, operation, acknowledgements.get(operation.id), acknowledgeBoundMs);
-    if (status.state === "in progress" && deadline !== undefined && t >= deadline) {
+    if (status.state === "in progress" && !status.provisional && deadline !== undefined && t >= deadline) {
       status = {
         state: "failed",
         description: `${operation.action} did not finish within the plan's maximum_polling_duration (${plan.maximumPollingDuration} s): ${status.description}`,
@@ -244,6 +245,21 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
         const left = bindTimeoutMs - (performance.now() - started);
         const live = clusters.get(instance.spec.clusterId)?.live;
         if (left <= 0 || !live || closed) return { state: "in progress", description };
+        await nextChange(live, Math.min(left, BIND_RECHECK_MS));
+      }
+    },
+    observing() {
+      reconcile();
+      return clusters.size > 0;
+    },
+    async settle(instance, binding, operation) {
+      const started = performance.now();
+      for (;;) {
+        const status = binding ? watcher.bindingStatus(instance, binding, operation) : watcher.instanceStatus(instance, operation);
+        if (!status.provisional) return;
+        const left = settleTimeoutMs - (performance.now() - started);
+        const live = clusters.get(instance.spec.clusterId)?.live;
+        if (left <= 0 || !live || closed) return;
         await nextChange(live, Math.min(left, BIND_RECHECK_MS));
       }
     },

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
 import { clusterNamespacePath, namespaceManifest } from "../../src/repo/index.js";
 import { silentLogger } from "../../src/log/index.js";
+import { createKubeConfigResolver, type KubeConfigFor } from "../../src/status-watcher/index.js";
 import { expectOsbError, provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
 import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
 import { createBareRemote, createTempDir } from "../support/git-fixtures.js";
@@ -30,13 +31,13 @@ let plans: SamplePlans;
 /** The status watcher's clock: the wall clock, or a time a test sets. */
 let frozenAt: number | undefined;
 
-async function start(): Promise<void> {
+async function start(kubeConfigFor?: KubeConfigFor): Promise<void> {
   const config = testConfig(root, "broker", git.url("remote.git"));
   config.status = { ...config.status, mode: "live" };
   broker = await startBroker(config, {
     version: "test",
     logger: silentLogger(),
-    status: { now: () => new Date(frozenAt ?? Date.now()), bindTimeoutMs: 3_000 },
+    status: { now: () => new Date(frozenAt ?? Date.now()), bindTimeoutMs: 3_000, settleTimeoutMs: 60_000, ...(kubeConfigFor ? { kubeConfigFor } : {}) },
   });
   osb = osbClient(broker.url, CREDENTIALS);
 }
@@ -248,5 +249,42 @@ describe("Flux with spec.wait: true", () => {
     await eventually(async () =>
       expect(await lastOperation("wait-good", good.body.operation as string)).toEqual({ state: "succeeded", description: "PostgreSQL cluster pg-wait-good is running" }),
     );
+  });
+});
+
+describe("a restart", () => {
+  it("never answers in progress (or 404, or 422) for what was succeeded before it: answers wait for the watcher's view", async () => {
+    const op = await provisioned("restart-1");
+    west.agent.start();
+    west.operator.start();
+    try {
+      expect((await osb.bind("restart-1", "b-1", { ...ids(), bind_resource: { app_guid: "app" } })).status).toBe(201);
+
+      await broker.close();
+      // The restarted watcher cannot reach the cluster until the test lets it.
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const resolver = createKubeConfigResolver();
+      await start(async (ref, cluster) => {
+        await gate;
+        return resolver(ref, cluster);
+      });
+      const answers = Promise.all([
+        osb.lastOperation("restart-1", { operation: op }),
+        osb.getInstance("restart-1"),
+        osb.getBinding("restart-1", "b-1"),
+        osb.bind("restart-1", "b-2", { ...ids(), bind_resource: { app_guid: "app" } }, { query: ASYNC }),
+      ]);
+      setTimeout(open, 300);
+      const [polled, instance, binding, bound] = await answers;
+      expect({ status: polled.status, state: polled.body.state }).toEqual({ status: 200, state: "succeeded" });
+      expect(instance.status).toBe(200);
+      expect(binding.status).toBe(200);
+      expect(binding.body.credentials).toMatchObject({ username: "b-1" });
+      expect([201, 202]).toContain(bound.status);
+    } finally {
+      await west.agent.stop();
+      await west.operator.stop();
+    }
   });
 });
