@@ -7,6 +7,7 @@ import {
   GoneError,
   MaintenanceInfoConflictError,
   NotFoundError,
+  ServiceUnavailableError,
   UnprocessableEntityError,
   formatProblem,
 } from "../errors/index.js";
@@ -101,7 +102,9 @@ export async function provision(
   const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
 
   await settleLatest(ctx, instanceId);
-  return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+  let held: Held | undefined;
+  const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+    held = undefined;
     const existing = await readInstance(draft, instanceId);
     if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, plan, body) };
 
@@ -144,6 +147,7 @@ export async function provision(
     const placed = { service, plan, instance: record, bindings: [], namespace: cluster.namespace };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "provision"));
     writeInstance(draft, record);
+    held = { record, op };
     return {
       commit: commitSpec(ctx, { action: "provision", service, plan, instanceId, operationId, osb, overrides }),
       result: plan.async
@@ -151,6 +155,34 @@ export async function provision(
         : { status: 201, body: {} },
     };
   });
+  return plan.async || !held ? result : answerSynchronous(ctx, held, result, accepts);
+}
+
+/** What a synchronous plan's answer waits for: the record and operation just committed. */
+interface Held {
+  record: InstanceRecord;
+  op: OperationEntry;
+}
+
+/**
+ * The answer of a synchronous plan, once its commit is on the remote: in live mode it waits,
+ * within the watcher's bound, for the status template to say succeeded, as Service Fabrik held
+ * synchronous requests (a 201 / 200 means done, ADR 0012). If it is not: 202 when the platform
+ * accepts an asynchronous answer, else 503 so that the platform cleans up (OSB orphan mitigation)
+ * rather than believe something done that is not.
+ */
+async function answerSynchronous(ctx: Ctx, held: Held, done: OsbResponse, accepts: boolean): Promise<OsbResponse> {
+  const { status } = ctx.deps;
+  if (!status.awaitInstance || !status.observing?.()) return done;
+  const outcome = await status.awaitInstance(held.record, held.op);
+  if (outcome.state === "succeeded") return done;
+  if (outcome.state === "in progress" && accepts) return { status: 202, body: { operation: held.op.id } };
+  const { action } = held.op;
+  const what = outcome.state === "failed" ? "failed on the cluster" : "is not done on the cluster yet";
+  throw new ServiceUnavailableError(
+    `${action} of instance ${held.record.spec.instanceId} is committed but ${what} (${outcome.description ?? outcome.state}); ` +
+      `poll last_operation, or send it with accepts_incomplete=true to wait for it`,
+  );
 }
 
 /** Where an instance's encrypted Secrets go, and what they are labelled with. */
@@ -213,7 +245,9 @@ export async function update(
   if (body.planId !== undefined) lookupPlan(catalog, body.serviceId, body.planId);
 
   await settleLatest(ctx, instanceId);
-  return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+  let held: Held | undefined;
+  const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+    held = undefined;
     const record = await readInstance(draft, instanceId);
     if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
     if (record.spec.serviceId !== body.serviceId) {
@@ -281,6 +315,7 @@ export async function update(
     const placed = { ...target, instance: next, bindings, namespace: cluster.namespace };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "update"));
     writeInstance(draft, next);
+    held = { record: next, op };
     return {
       commit: commitSpec(ctx, { action: "update", ...target, instanceId, operationId, osb, overrides }),
       result: target.plan.async || current.plan.async
@@ -288,6 +323,7 @@ export async function update(
         : { status: 200, body: {} },
     };
   });
+  return result.status === 202 || !held ? result : answerSynchronous(ctx, held, result, accepts);
 }
 
 /** Whether `body` repeats the request of the update `running` (sensitive values cannot be compared: their keys are). */
@@ -324,7 +360,9 @@ export async function deprovision(
   osb: OsbRequestInfo,
 ): Promise<OsbResponse> {
   await settleLatest(ctx, instanceId);
-  return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+  let held: Held | undefined;
+  const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+    held = undefined;
     const record = await readInstance(draft, instanceId);
     const resent = record && resentDeprovision(ctx, record, ids, accepts);
     if (resent) return { commit: null, result: resent };
@@ -347,15 +385,15 @@ export async function deprovision(
       writeBinding(draft, { ...binding, status: { ...binding.status, deleted: true } });
     }
     removeInstanceManifests(draft, record);
-    writeInstance(draft, {
-      ...record,
-      status: { deleted: true, operations: [...record.status.operations, op] },
-    });
+    const deleted: InstanceRecord = { ...record, status: { deleted: true, operations: [...record.status.operations, op] } };
+    writeInstance(draft, deleted);
+    held = { record: deleted, op };
     return {
       commit: commitSpec(ctx, { action: "deprovision", service, plan, instanceId, operationId, osb }),
       result: plan.async ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
   });
+  return result.status === 202 || !held ? result : answerSynchronous(ctx, held, result, accepts);
 }
 
 /**

@@ -50,6 +50,12 @@ export interface StatusWatcher {
    */
   awaitBinding(instance: InstanceRecord, binding: BindingRecord, operation: OperationEntry): Promise<BindingOutcome>;
   /**
+   * Waits, at most the same bound, until the instance `operation` of a synchronous plan is no
+   * longer in progress; resolves with its status then (or the in-progress one at the bound).
+   * Commit mode answers at once (ADR 0012: a 201 / 200 means done).
+   */
+  awaitInstance?(instance: InstanceRecord, operation: OperationEntry): Promise<OperationStatus>;
+  /**
    * The broker acknowledged `operationId` (its commit is on the remote) now: a plan's
    * maximum_polling_duration counts from here, as the platform counts from the 202.
    */

@@ -252,6 +252,16 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
       reconcile();
       return clusters.size > 0;
     },
+    async awaitInstance(instance, operation) {
+      const started = performance.now();
+      for (;;) {
+        const status = watcher.instanceStatus(instance, operation);
+        const left = bindTimeoutMs - (performance.now() - started);
+        const live = clusters.get(instance.spec.clusterId)?.live;
+        if (status.state !== "in progress" || left <= 0 || !live || closed) return status;
+        await nextChange(live, Math.min(left, BIND_RECHECK_MS));
+      }
+    },
     async settle(instance, binding, operation) {
       const started = performance.now();
       for (;;) {

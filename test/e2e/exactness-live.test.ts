@@ -37,7 +37,7 @@ async function start(kubeConfigFor?: KubeConfigFor): Promise<void> {
   broker = await startBroker(config, {
     version: "test",
     logger: silentLogger(),
-    status: { now: () => new Date(frozenAt ?? Date.now()), bindTimeoutMs: 3_000, settleTimeoutMs: 60_000, ...(kubeConfigFor ? { kubeConfigFor } : {}) },
+    status: { now: () => new Date(frozenAt ?? Date.now()), bindTimeoutMs: 20_000, settleTimeoutMs: 60_000, ...(kubeConfigFor ? { kubeConfigFor } : {}) },
   });
   osb = osbClient(broker.url, CREDENTIALS);
 }
@@ -285,6 +285,40 @@ describe("a restart", () => {
     } finally {
       await west.agent.stop();
       await west.operator.stop();
+    }
+  });
+});
+
+describe("synchronous plans", () => {
+  const small = () => ({ service_id: plans.serviceId, plan_id: plans.small.id });
+
+  it("201 means provisioned: the answer waits for the status template to say succeeded", async () => {
+    west.agent.start();
+    west.operator.start();
+    try {
+      const res = await osb.provision("sync-1", provisionBody(plans.serviceId, plans.small.id));
+      expect(res.status).toBe(201);
+      // What the platform does next must agree with the 201.
+      expect((await osb.getInstance("sync-1")).status).toBe(200);
+      expect(await lastOperation("sync-1")).toMatchObject({ state: "succeeded" });
+      expect((await osb.update("sync-1", { ...small(), parameters: { storageGB: 11 } })).status).toBe(200);
+      expect(await lastOperation("sync-1")).toMatchObject({ state: "succeeded" });
+    } finally {
+      await west.agent.stop();
+      await west.operator.stop();
+    }
+  });
+
+  it("a provision that fails on the cluster answers 503, never 201", async () => {
+    west.agent.start();
+    try {
+      const answer = osb.provision("sync-2", provisionBody(plans.serviceId, plans.small.id));
+      await eventually(async () => expect(west.server.store.get(postgresqlRef("sync-2"))).toBeDefined());
+      operatorSays("sync-2", "CreateFailed");
+      const res = await answer;
+      expectOsbError(res, 503, /^provision of instance sync-2 is committed but failed on the cluster \(the operator could not create PostgreSQL cluster pg-sync-2\)/);
+    } finally {
+      await west.agent.stop();
     }
   });
 });
