@@ -155,13 +155,13 @@ export function createApp(deps: BrokerDeps): express.Express {
   v2.put(
     "/service_instances/:instance_id",
     route((req, res) =>
-      instances.provision(ctx, pathId(req, "instance_id"), parseProvisionBody(req.body), acceptsIncomplete(req.query), osbInfo(res)),
+      instances.provision(ctx, pathId(req, "instance_id"), parseProvisionBody(req.body, osbInfo(res).apiVersion), acceptsIncomplete(req.query), osbInfo(res)),
     ),
   );
   v2.patch(
     "/service_instances/:instance_id",
     route((req, res) =>
-      instances.update(ctx, pathId(req, "instance_id"), parseUpdateBody(req.body), acceptsIncomplete(req.query), osbInfo(res)),
+      instances.update(ctx, pathId(req, "instance_id"), parseUpdateBody(req.body, osbInfo(res).apiVersion), acceptsIncomplete(req.query), osbInfo(res)),
     ),
   );
   v2.delete(
@@ -178,7 +178,9 @@ export function createApp(deps: BrokerDeps): express.Express {
   );
   v2.get(
     "/service_instances/:instance_id/last_operation",
-    route((req) => instances.instanceLastOperation(ctx, pathId(req, "instance_id"), optionalQueryString(req.query, "operation"))),
+    route((req, res) =>
+      instances.instanceLastOperation(ctx, pathId(req, "instance_id"), optionalQueryString(req.query, "operation"), osbInfo(res).apiVersion),
+    ),
   );
   v2.get("/service_instances/:instance_id", route((req) => instances.fetchInstance(ctx, pathId(req, "instance_id"))));
 
@@ -210,12 +212,13 @@ export function createApp(deps: BrokerDeps): express.Express {
   );
   v2.get(
     "/service_instances/:instance_id/service_bindings/:binding_id/last_operation",
-    route((req) =>
+    route((req, res) =>
       bindings.bindingLastOperation(
         ctx,
         pathId(req, "instance_id"),
         pathId(req, "binding_id"),
         optionalQueryString(req.query, "operation"),
+        osbInfo(res).apiVersion,
       ),
     ),
   );

@@ -7,7 +7,7 @@ import {
   ServiceUnavailableError,
   UnprocessableEntityError,
 } from "../errors/index.js";
-import type { Draft } from "../gitwriter/index.js";
+import type { Draft, TreeReader } from "../gitwriter/index.js";
 import {
   LABEL_BINDING,
   LABEL_INSTANCE,
@@ -25,11 +25,12 @@ import {
   type BindingRecord,
   type InstanceRecord,
 } from "../repo/index.js";
-import { withoutSensitiveParameters, type Plan, type Service } from "../catalog/index.js";
+import { withoutSensitiveParameters, type ApiVersion, type Plan, type Service } from "../catalog/index.js";
 import type { BindingResult } from "../status-watcher/index.js";
 import { appliedOverrides, commitSpec, operationEntry, planBindable, runOperation, type Ctx, type OsbResponse } from "./context.js";
+import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
-import { checkParameters, operationResponse, pickOperation } from "./instances.js";
+import { checkParameters, operationResponse, pickOperation, pollingMissing } from "./instances.js";
 import {
   lookupPlan,
   recordedCluster,
@@ -97,6 +98,7 @@ export async function bind(
   // Sensitive values never enter the record (ADR 0007); they are sealed in the binding's directory.
   const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_binding.create"], body.parameters);
 
+  await settleLatest(ctx, instanceId, bindingId);
   const result = await runOperation<BindDecision>(ctx, async (draft: Draft, { operationId, at }) => {
     const instance = liveInstance(await readInstance(draft, instanceId), instanceId);
     if (instance.spec.serviceId !== service.id || instance.spec.planId !== plan.id) {
@@ -222,6 +224,7 @@ export async function unbind(
   accepts: boolean,
   osb: OsbRequestInfo,
 ): Promise<OsbResponse> {
+  await settleLatest(ctx, instanceId, bindingId);
   return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     const instanceRecord = await readInstance(draft, instanceId);
     const existing = await readBinding(draft, instanceId, bindingId);
@@ -266,24 +269,30 @@ export async function unbind(
 // Reads
 // ---------------------------------------------------------------------------
 
+async function readPair(tree: TreeReader, instanceId: string, bindingId: string) {
+  return { instance: await readInstance(tree, instanceId), binding: await readBinding(tree, instanceId, bindingId) };
+}
+
 export async function bindingLastOperation(
   ctx: Ctx,
   instanceId: string,
   bindingId: string,
   operation: string | undefined,
+  apiVersion: ApiVersion,
 ): Promise<OsbResponse> {
-  const tree = ctx.deps.writer.snapshot();
-  const instance = await readInstance(tree, instanceId);
-  const binding = await readBinding(tree, instanceId, bindingId);
+  const { instance, binding } = await readConfirmed(ctx, (tree) => readPair(tree, instanceId, bindingId), (p) => !p.instance || !p.binding);
   const op = binding ? pickOperation(binding.status.operations, operation) : undefined;
-  if (!instance || !binding || !op) throw new GoneError(`binding ${bindingId} of instance ${instanceId} does not exist`);
+  if (!instance || !binding || !op) throw pollingMissing(apiVersion, `binding ${bindingId} of instance ${instanceId} does not exist`);
+  await settled(ctx, instance, binding, op);
   return operationResponse(ctx.deps.status.bindingStatus(instance, binding, op));
 }
 
 export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: string): Promise<OsbResponse> {
-  const tree = ctx.deps.writer.snapshot();
-  const instance = await readInstance(tree, instanceId);
-  const binding = await readBinding(tree, instanceId, bindingId);
+  const { instance, binding } = await readConfirmed(
+    ctx,
+    (tree) => readPair(tree, instanceId, bindingId),
+    (p) => !p.instance || p.instance.status.deleted === true || !liveBinding(p.binding),
+  );
   if (!instance || instance.status.deleted || !liveBinding(binding)) {
     throw new NotFoundError(`binding ${bindingId} of instance ${instanceId} does not exist`);
   }
@@ -292,6 +301,7 @@ export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: stri
     throw new BadRequestError(`service ${service.name} does not support fetching bindings (bindings_retrievable is false)`);
   }
   const op = latestOperation(binding.status.operations);
+  await settled(ctx, instance, binding, op);
   if (op && ctx.deps.status.bindingStatus(instance, binding, op).state === "in progress") {
     throw new NotFoundError(`binding ${bindingId} is still being created`);
   }

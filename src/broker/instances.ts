@@ -1,4 +1,4 @@
-import { validateParameters, withoutSensitiveParameters, type Plan } from "../catalog/index.js";
+import { validateParameters, withoutSensitiveParameters, type ApiVersion, type Plan } from "../catalog/index.js";
 import {
   AsyncRequiredError,
   BadRequestError,
@@ -7,6 +7,7 @@ import {
   GoneError,
   MaintenanceInfoConflictError,
   NotFoundError,
+  ServiceUnavailableError,
   UnprocessableEntityError,
   formatProblem,
 } from "../errors/index.js";
@@ -29,6 +30,7 @@ import {
 } from "../repo/index.js";
 import type { OperationStatus } from "../status-watcher/index.js";
 import { appliedOverrides, commitSpec, operationEntry, planUpdateable, runOperation, type Ctx, type OsbResponse } from "./context.js";
+import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
 import {
@@ -99,7 +101,10 @@ export async function provision(
   // Sensitive values never enter the record (ADR 0007); they are sealed once the cluster is known.
   const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
 
-  return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+  await settleLatest(ctx, instanceId);
+  let held: Held | undefined;
+  const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+    held = undefined;
     const existing = await readInstance(draft, instanceId);
     if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, plan, body) };
 
@@ -142,6 +147,7 @@ export async function provision(
     const placed = { service, plan, instance: record, bindings: [], namespace: cluster.namespace };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "provision"));
     writeInstance(draft, record);
+    held = { record, op };
     return {
       commit: commitSpec(ctx, { action: "provision", service, plan, instanceId, operationId, osb, overrides }),
       result: plan.async
@@ -149,6 +155,34 @@ export async function provision(
         : { status: 201, body: {} },
     };
   });
+  return plan.async || !held ? result : answerSynchronous(ctx, held, result, accepts);
+}
+
+/** What a synchronous plan's answer waits for: the record and operation just committed. */
+interface Held {
+  record: InstanceRecord;
+  op: OperationEntry;
+}
+
+/**
+ * The answer of a synchronous plan, once its commit is on the remote: in live mode it waits,
+ * within the watcher's bound, for the status template to say succeeded, as Service Fabrik held
+ * synchronous requests (a 201 / 200 means done, ADR 0012). If it is not: 202 when the platform
+ * accepts an asynchronous answer, else 503 so that the platform cleans up (OSB orphan mitigation)
+ * rather than believe something done that is not.
+ */
+async function answerSynchronous(ctx: Ctx, held: Held, done: OsbResponse, accepts: boolean): Promise<OsbResponse> {
+  const { status } = ctx.deps;
+  if (!status.awaitInstance || !status.observing?.()) return done;
+  const outcome = await status.awaitInstance(held.record, held.op);
+  if (outcome.state === "succeeded") return done;
+  if (outcome.state === "in progress" && accepts) return { status: 202, body: { operation: held.op.id } };
+  const { action } = held.op;
+  const what = outcome.state === "failed" ? "failed on the cluster" : "is not done on the cluster yet";
+  throw new ServiceUnavailableError(
+    `${action} of instance ${held.record.spec.instanceId} is committed but ${what} (${outcome.description ?? outcome.state}); ` +
+      `poll last_operation, or send it with accepts_incomplete=true to wait for it`,
+  );
 }
 
 /** Where an instance's encrypted Secrets go, and what they are labelled with. */
@@ -210,7 +244,10 @@ export async function update(
   if (!service) throw new BadRequestError(`service_id ${JSON.stringify(body.serviceId)} is not in the catalog`);
   if (body.planId !== undefined) lookupPlan(catalog, body.serviceId, body.planId);
 
-  return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+  await settleLatest(ctx, instanceId);
+  let held: Held | undefined;
+  const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+    held = undefined;
     const record = await readInstance(draft, instanceId);
     if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
     if (record.spec.serviceId !== body.serviceId) {
@@ -229,6 +266,9 @@ export async function update(
     if (body.parameters !== undefined) checkParameters(target.plan, "service_instance.update", body.parameters);
     const sensitive = sensitiveValues(ctx.deps.view.clusters(), target.plan, "service_instance.update", body.parameters, record.spec.clusterId);
 
+    // OSB: a re-sent PATCH whose update has not completed MUST answer 202 with its operation.
+    const running = runningOperation(ctx.deps.status, record);
+    if (running && resentUpdate(running, target.plan, body)) return { commit: null, result: { status: 202, body: { operation: running.id } } };
     refuseIfBusy(ctx.deps.status, record);
 
     // Parameters given in an update replace the recorded top-level ones (OSB leaves the
@@ -275,6 +315,7 @@ export async function update(
     const placed = { ...target, instance: next, bindings, namespace: cluster.namespace };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "update"));
     writeInstance(draft, next);
+    held = { record: next, op };
     return {
       commit: commitSpec(ctx, { action: "update", ...target, instanceId, operationId, osb, overrides }),
       result: target.plan.async || current.plan.async
@@ -282,6 +323,18 @@ export async function update(
         : { status: 200, body: {} },
     };
   });
+  return result.status === 202 || !held ? result : answerSynchronous(ctx, held, result, accepts);
+}
+
+/** Whether `body` repeats the request of the update `running` (sensitive values cannot be compared: their keys are). */
+function resentUpdate(running: OperationEntry, plan: Plan, body: UpdateBody): boolean {
+  if (running.action !== "update" || running.planId !== plan.id) return false;
+  const plain = body.parameters && withoutSensitiveParameters(plan, ["service_instance.update"], body.parameters);
+  return (
+    sameJson(running.parameters ?? null, plain ?? null) &&
+    sameJson(running.context ?? null, body.context ?? null) &&
+    sameJson(running.maintenanceInfo?.version ?? null, body.maintenanceInfo?.version ?? null)
+  );
 }
 
 /** `update` over `base`, and the keys of `replaced` the update left out (sensitive ones) removed. */
@@ -306,8 +359,13 @@ export async function deprovision(
   accepts: boolean,
   osb: OsbRequestInfo,
 ): Promise<OsbResponse> {
-  return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+  await settleLatest(ctx, instanceId);
+  let held: Held | undefined;
+  const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+    held = undefined;
     const record = await readInstance(draft, instanceId);
+    const resent = record && resentDeprovision(ctx, record, ids, accepts);
+    if (resent) return { commit: null, result: resent };
     if (!live(record)) throw new GoneError(`instance ${instanceId} does not exist`);
     if (record.spec.serviceId !== ids.serviceId) {
       throw new BadRequestError(`service_id ${ids.serviceId} does not match the service of instance ${instanceId}`);
@@ -327,15 +385,33 @@ export async function deprovision(
       writeBinding(draft, { ...binding, status: { ...binding.status, deleted: true } });
     }
     removeInstanceManifests(draft, record);
-    writeInstance(draft, {
-      ...record,
-      status: { deleted: true, operations: [...record.status.operations, op] },
-    });
+    const deleted: InstanceRecord = { ...record, status: { deleted: true, operations: [...record.status.operations, op] } };
+    writeInstance(draft, deleted);
+    held = { record: deleted, op };
     return {
       commit: commitSpec(ctx, { action: "deprovision", service, plan, instanceId, operationId, osb }),
       result: plan.async ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
   });
+  return result.status === 202 || !held ? result : answerSynchronous(ctx, held, result, accepts);
+}
+
+/**
+ * OSB: a re-sent DELETE whose deletion has not completed MUST answer 202 with its operation (an
+ * asynchronous plan's; a synchronous deprovision answered 200 and is complete for the platform).
+ */
+function resentDeprovision(
+  ctx: Ctx,
+  record: InstanceRecord,
+  ids: { serviceId: string; planId: string },
+  accepts: boolean,
+): OsbResponse | undefined {
+  if (!record.status.deleted || !accepts) return undefined;
+  const latest = latestOperation(record.status.operations);
+  if (latest?.action !== "deprovision" || record.spec.serviceId !== ids.serviceId || record.spec.planId !== ids.planId) return undefined;
+  const plan = ctx.deps.view.catalog().planById(record.spec.planId);
+  if (!plan?.async || statusOf(ctx, record, latest).state !== "in progress") return undefined;
+  return { status: 202, body: { operation: latest.id } };
 }
 
 // ---------------------------------------------------------------------------
@@ -355,20 +431,36 @@ export function pickOperation<A extends string>(ops: OperationEntry<A>[], operat
   return (operation !== undefined ? ops.find((o) => o.id === operation) : undefined) ?? latestOperation(ops);
 }
 
-export async function instanceLastOperation(ctx: Ctx, instanceId: string, operation: string | undefined): Promise<OsbResponse> {
-  const record = await readInstance(ctx.deps.writer.snapshot(), instanceId);
+/**
+ * The answer to polling something that does not exist: from OSB 2.16 on 404 ("MUST be returned if
+ * the Service Instance being polled does not exist"); before, 410 was the only answer the spec had.
+ * A completed delete is not this case: its record is kept and answers its deprovision's state.
+ */
+export function pollingMissing(apiVersion: ApiVersion, what: string): NotFoundError | GoneError {
+  return apiVersion.major === 2 && apiVersion.minor < 16 ? new GoneError(what) : new NotFoundError(what);
+}
+
+export async function instanceLastOperation(
+  ctx: Ctx,
+  instanceId: string,
+  operation: string | undefined,
+  apiVersion: ApiVersion,
+): Promise<OsbResponse> {
+  const record = await readConfirmed(ctx, (tree) => readInstance(tree, instanceId), (r) => !r || !pickOperation(r.status.operations, operation));
   const op = record ? pickOperation(record.status.operations, operation) : undefined;
-  if (!record || !op) throw new GoneError(`instance ${instanceId} does not exist`);
+  if (!record || !op) throw pollingMissing(apiVersion, `instance ${instanceId} does not exist`);
+  await settled(ctx, record, undefined, op);
   return operationResponse(statusOf(ctx, record, op));
 }
 
 export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbResponse> {
-  const record = await readInstance(ctx.deps.writer.snapshot(), instanceId);
+  const record = await readConfirmed(ctx, (tree) => readInstance(tree, instanceId), (r) => !live(r));
   if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
   const { service, plan } = recordedPlan(ctx.deps.view, record);
   if (!service.instancesRetrievable) {
     throw new BadRequestError(`service ${service.name} does not support fetching instances (instances_retrievable is false)`);
   }
+  await settled(ctx, record, undefined, latestOperation(record.status.operations));
   const running = runningOperation(ctx.deps.status, record);
   if (running?.action === "provision") throw new NotFoundError(`instance ${instanceId} is still being provisioned`);
   if (running) throw new ConcurrencyError(`instance ${instanceId} is being updated (${running.id}) and cannot be fetched now`);

@@ -1,4 +1,5 @@
 import { BadRequestError } from "../errors/index.js";
+import type { ApiVersion } from "../catalog/index.js";
 import type { MaintenanceInfoRecord } from "../repo/index.js";
 
 /**
@@ -49,9 +50,15 @@ class Fields {
     return v;
   }
 
-  optionalMaintenanceInfo(field: string): MaintenanceInfoRecord | undefined {
+  /**
+   * `maintenance_info` exists from OSB 2.15 on: an older platform's is an unknown field, ignored
+   * (the spec says unknown fields MUST be ignored). An empty object counts as none, as Service
+   * Fabrik accepts it (its issue #1324; the OSB checker sends one on every request).
+   */
+  optionalMaintenanceInfo(field: string, apiVersion: ApiVersion | undefined): MaintenanceInfoRecord | undefined {
+    if (apiVersion !== undefined && apiVersion.major === 2 && apiVersion.minor < 15) return undefined;
     const v = this.optionalObject(field);
-    if (v === undefined) return undefined;
+    if (v === undefined || Object.keys(v).length === 0) return undefined;
     if (typeof v.version !== "string" || v.version.length === 0) {
       throw new BadRequestError(`${this.where}: ${field}.version must be a non-empty string`);
     }
@@ -76,7 +83,7 @@ export interface ProvisionBody {
   maintenanceInfo: MaintenanceInfoRecord | undefined;
 }
 
-export function parseProvisionBody(body: unknown): ProvisionBody {
+export function parseProvisionBody(body: unknown, apiVersion?: ApiVersion): ProvisionBody {
   const f = new Fields(bodyObject(body, "provision"), "provision");
   return {
     serviceId: f.requiredString("service_id"),
@@ -86,7 +93,7 @@ export function parseProvisionBody(body: unknown): ProvisionBody {
     spaceGuid: f.requiredString("space_guid"),
     context: f.optionalObject("context"),
     parameters: f.optionalObject("parameters"),
-    maintenanceInfo: f.optionalMaintenanceInfo("maintenance_info"),
+    maintenanceInfo: f.optionalMaintenanceInfo("maintenance_info", apiVersion),
   };
 }
 
@@ -99,7 +106,7 @@ export interface UpdateBody {
   previousPlanId: string | undefined;
 }
 
-export function parseUpdateBody(body: unknown): UpdateBody {
+export function parseUpdateBody(body: unknown, apiVersion?: ApiVersion): UpdateBody {
   const where = "update";
   const f = new Fields(bodyObject(body, where), where);
   const previous = f.optionalObject("previous_values");
@@ -109,7 +116,7 @@ export function parseUpdateBody(body: unknown): UpdateBody {
     planId: f.optionalString("plan_id"),
     context: f.optionalObject("context"),
     parameters: f.optionalObject("parameters"),
-    maintenanceInfo: f.optionalMaintenanceInfo("maintenance_info"),
+    maintenanceInfo: f.optionalMaintenanceInfo("maintenance_info", apiVersion),
     previousPlanId: pf?.optionalString("plan_id"),
   };
 }

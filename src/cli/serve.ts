@@ -9,6 +9,7 @@ import { createRepoView } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { createReconciler, type Reconciler } from "../reconcile/index.js";
 import { ensurePassword, loadConfig, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
+import { isNegativeAnswer } from "../errors/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, type Metrics } from "../metrics/index.js";
@@ -93,6 +94,8 @@ export async function startBroker(
     metrics: instruments.gitwriter,
     remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
     gitEnv: await gitEnv(config),
+    // "Gone", "not found", "conflict" only from a view fetched after the request arrived (ADR 0012).
+    confirmRejection: isNegativeAnswer,
   });
   await writer.start();
   const summaries = createInstanceSummaryCache();
@@ -111,6 +114,7 @@ export async function startBroker(
     metrics: instruments.statusWatcher,
     defaultMode: config.status.mode,
     bindTimeoutMs: config.status.bindTimeoutSeconds * 1000,
+    acknowledgeBoundMs: config.git.pushTimeoutSeconds * 1000,
     ...options.status,
     kubeConfigFor,
   });

@@ -74,6 +74,15 @@ export class OsbError extends BaseError {
   }
 }
 
+/**
+ * A refusal (4xx) an operation decided from what the repository holds: "gone", "not found",
+ * "conflict", "in progress". Such an answer is given only from a view known to be current
+ * (ADR 0012): the git writer confirms it with a fetch when its view predates the request.
+ */
+export function isNegativeAnswer(error: unknown): boolean {
+  return error instanceof OsbError && error.status >= 400 && error.status < 500;
+}
+
 /** 400: malformed request, unknown ids, parameters failing the plan schema. */
 export class BadRequestError extends OsbError {
   constructor(description: string, options?: OsbErrorOptions) {

@@ -51,6 +51,8 @@ export interface GitWriterOptions {
   maxPushAttempts?: number;
   /** The writer's instruments (default: record nothing). */
   metrics?: GitWriterInstruments;
+  /** Errors that must be confirmed on a freshly fetched view before an operation is rejected with them (ADR 0012). */
+  confirmRejection?: (error: unknown) => boolean;
   /** Extra environment for the git CLI (GIT_SSH_COMMAND, GIT_ASKPASS, GIT_CONFIG_COUNT/KEY/VALUE ...). */
   gitEnv?: Record<string, string>;
 }
@@ -83,6 +85,7 @@ export function createGitWriter(options: GitWriterOptions): GitWriter {
     remoteTimeoutMs,
     maxPushAttempts: options.maxPushAttempts ?? 10,
     metrics: options.metrics ?? noopInstruments.gitwriter,
+    ...(options.confirmRejection ? { confirmRejection: options.confirmRejection } : {}),
   });
 }
 

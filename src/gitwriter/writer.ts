@@ -27,6 +27,12 @@ export interface WriterDeps {
   remoteTimeoutMs: number;
   maxPushAttempts: number;
   metrics: GitWriterInstruments;
+  /**
+   * Whether an operation's error is an answer about the repository's content that must come from
+   * a current view: when the writer's view of the remote predates the request, it fetches and
+   * re-runs the operation before rejecting it (ADR 0012). Default: never.
+   */
+  confirmRejection?: (error: unknown) => boolean;
 }
 
 interface Backoff {
@@ -56,6 +62,8 @@ interface Entry {
   readonly reject: (reason: unknown) => void;
   /** Set when the operation ran on the current chain; `paths`: what its commit edited. */
   outcome?: { commit: string | null; result: unknown; paths: string[] };
+  /** Re-queued after a fetch confirmed the view: its next rejection is final. */
+  confirmed?: boolean;
 }
 
 /**
@@ -109,6 +117,13 @@ export class Writer implements GitWriter {
   private wake: (() => void) | undefined;
   /** The repack in progress (compaction or delta-chain capping): one at a time, in the background. */
   private compacting: Promise<void> | undefined;
+  /**
+   * performance.now() when the remote was last known to hold `remoteTip`: the start of the last
+   * successful fetch or push (the remote held it at some moment after that).
+   */
+  private viewAsOf = Number.NEGATIVE_INFINITY;
+  /** Operations refused on a view older than their request: re-run after the next fetch. */
+  private doubted: Entry[] = [];
 
   constructor(deps: WriterDeps) {
     this.deps = deps;
@@ -214,7 +229,7 @@ export class Writer implements GitWriter {
   }
 
   private hasWork(): boolean {
-    return this.entries.length > 0 || this.refreshWaiters.length > 0;
+    return this.entries.length > 0 || this.refreshWaiters.length > 0 || this.doubted.length > 0;
   }
 
   private kick(): void {
@@ -229,7 +244,7 @@ export class Writer implements GitWriter {
     while (this.hasWork()) {
       try {
         // Between batches: a refresh waits for the push in flight, never for all queued work.
-        if (this.refreshWaiters.length > 0) await this.serveRefresh();
+        if (this.refreshWaiters.length > 0 || this.doubted.length > 0) await this.serveRefresh();
         else await this.step();
       } catch (error) {
         // Not a remote failure (those are handled in step): the local repository failed us.
@@ -261,6 +276,7 @@ export class Writer implements GitWriter {
       const failure = await this.pushWhileBuilding(tip.commit!);
       const { metrics } = this.deps;
       metrics.pushSeconds.observe((performance.now() - started) / 1000);
+      if (failure === undefined) this.viewAsOf = Math.max(this.viewAsOf, started);
       if (failure !== undefined) {
         if (!(failure.error instanceof GitRemoteError)) throw failure.error;
         metrics.pushes.inc({ result: failure.error.kind });
@@ -350,6 +366,12 @@ export class Writer implements GitWriter {
         applied = await this.apply(entry.op, base);
       } catch (error) {
         this.entries.splice(index, 1);
+        if (this.doubts(entry, error)) {
+          // Its view of the remote predates the request: a replica may have written what it
+          // says is missing. Confirm with a fetch (serveRefresh) and run it again.
+          this.doubted.push(entry);
+          continue;
+        }
         this.deps.logger.debug({ err: error }, "operation rejected");
         entry.reject(error);
         continue;
@@ -452,21 +474,39 @@ export class Writer implements GitWriter {
     await delay(Math.max(0, Math.min(backoffMs(this.outages, UNREACHABLE_BACKOFF), nextDeadline - now)));
   }
 
+  /** Whether `entry`'s rejection must be confirmed on a fresh view before it is given. */
+  private doubts(entry: Entry, error: unknown): boolean {
+    if (entry.confirmed || this.viewAsOf >= entry.queuedAt) return false;
+    return this.deps.confirmRejection?.(error) ?? false;
+  }
+
   private async serveRefresh(): Promise<void> {
     const waiters = this.refreshWaiters;
+    const doubted = this.doubted;
     this.refreshWaiters = [];
+    this.doubted = [];
     try {
       const tip = await this.fetchTip();
+      const previous = this.remoteTip.commit;
       await this.adopt(tip);
       for (const waiter of waiters) waiter.resolve(tip.commit);
+      if (doubted.length > 0) {
+        this.deps.logger.debug({ ops: doubted.length, moved: previous !== tip.commit }, "refusals re-run on a fetched tip");
+        // Ahead of what has not run yet; what ran on the chain keeps its place.
+        for (const entry of doubted) entry.confirmed = true;
+        this.entries.splice(Math.min(this.chain.built, this.entries.length), 0, ...doubted);
+      }
     } catch (error) {
       for (const waiter of waiters) waiter.reject(error);
+      // The refusal cannot be confirmed: the remote is not reachable, say so (503), not "gone".
+      for (const entry of doubted) entry.reject(error);
     }
   }
 
   /** Fetches the branch; resolves with the remote tip. Marks the remote (un)reachable. */
   private async fetchTip(): Promise<Tip> {
     const { remote, store } = this.deps;
+    const started = performance.now();
     let found: boolean;
     try {
       found = await remote.fetch();
@@ -475,6 +515,7 @@ export class Writer implements GitWriter {
       throw error;
     }
     this.markReachable();
+    this.viewAsOf = Math.max(this.viewAsOf, started);
     const fetched = store.refreshPacks();
     if (fetched >= CAP_DELTAS_AFTER_FETCHING) {
       // In the background: start-up reads in bulk through git (BulkReader); only the few objects

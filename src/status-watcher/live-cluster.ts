@@ -230,7 +230,7 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
       if (!cache.state().synced) return `listing the ${syncSubject(ref)}`;
       const object = cache.get(ref.namespace, ref.name);
       if (!object) return `${syncSubject(ref)} not found in namespace ${ref.namespace}`;
-      if (lastSync?.object !== object) lastSync = { object, observation: observeSync(ref, object) };
+      if (lastSync?.object !== object) lastSync = { object, observation: observeSync(ref, object, lastSync?.observation) };
       return lastSync.observation;
     },
     watch(role, kinds) {

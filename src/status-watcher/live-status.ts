@@ -72,8 +72,18 @@ const inProgress = (description: string): OperationStatus => ({ state: "in progr
  * state the watcher does not memoize (the next poll finds the text).
  */
 export const RENDERING = "rendering the templates of plan";
-const rendering = (s: Pick<Subject, "plan">) => inProgress(`${RENDERING} ${s.plan.name}`);
+const rendering = (s: Pick<Subject, "plan">): OperationStatus => ({ state: "in progress", description: `${RENDERING} ${s.plan.name}`, provisional: true });
 export const isRendering = (status: OperationStatus): boolean => status.description?.startsWith(RENDERING) === true;
+
+/**
+ * What the watcher says while it is still gathering its view (connecting, a first list, a
+ * discovery, reading the applied revision's records), as opposed to what the cluster says.
+ */
+const GATHERING = /^(connecting to cluster |listing |discovering |checking whether )/;
+
+/** "In progress" only because the watcher's view is not complete yet: not an answer to give (ADR 0012). */
+const gathering = (description: string): OperationStatus =>
+  GATHERING.test(description) ? { state: "in progress", description, provisional: true } : inProgress(description);
 const sha7 = (revision: string) => revision.slice(0, 7);
 
 /** `prepared` is asked for only once the commit is applied: polls before that render nothing. */
@@ -82,16 +92,16 @@ export function evaluate(s: Subject, prepared: () => Prepared, index: AppliedInd
   const problem = cluster.problem();
   if (problem) return inProgress(problem);
   const sync = cluster.sync();
-  if (typeof sync === "string") return inProgress(sync);
+  if (typeof sync === "string") return gathering(sync);
   const gate = appliedGate(s, sync, index) ?? (sync.settling && `waiting for ${sync.subject}: ${sync.settling}`);
-  if (gate) return inProgress(gate);
+  if (gate) return gathering(gate);
   const rendered = prepared();
   const waiting = cluster.watch("owned", rendered.kinds);
-  if (waiting) return inProgress(waiting);
+  if (waiting) return gathering(waiting);
 
   const judged = statusSection(s, rendered, op.action as StatusAction);
   if ("pending" in judged) return rendering(s);
-  if ("waiting" in judged) return inProgress(judged.waiting);
+  if ("waiting" in judged) return gathering(judged.waiting);
   const applied = `${op.action} applied by ${sync.subject} at ${sha7(sync.appliedRevision ?? "")}`;
   if (op.action === "deprovision" || op.action === "unbind") {
     const left = leftovers(s);
@@ -163,4 +173,40 @@ function leftovers(s: Subject) {
   const instanceKey = keyOf(s.instance.spec.instanceId);
   if (!s.binding) return s.cluster.ownedBy("instance", instanceKey);
   return s.cluster.ownedBy("binding", keyOf(s.binding.spec.bindingId)).filter((o) => o.metadata?.labels?.[LABEL_INSTANCE] === instanceKey);
+}
+
+/**
+ * The kinds the plans' `sources` templates read on a cluster, rendered for a stand-in instance
+ * and binding in the cluster's namespace: watched from the cluster's start, so that the first
+ * bind does not wait for the first list of Secrets (the names differ per instance, the kinds not).
+ */
+export function sourceKinds(plans: readonly { service: Service; plan: Plan }[], clusterId: string, namespace: string): KindRef[] {
+  const kinds = new Map<string, KindRef>();
+  for (const { service, plan } of plans) {
+    if (!hasTemplate(plan.templates, "sources")) continue;
+    const name = "gitops-broker-warm-up";
+    const instance = {
+      apiVersion: "gitops-broker.io/v1alpha1",
+      kind: "ServiceInstance",
+      metadata: { name, namespace },
+      spec: { instanceId: name, serviceId: service.id, planId: plan.id, clusterId },
+      status: { operations: [] },
+    } as unknown as InstanceRecord;
+    const binding = {
+      apiVersion: "gitops-broker.io/v1alpha1",
+      kind: "ServiceBinding",
+      metadata: { name, namespace },
+      spec: { bindingId: name, instanceId: name, serviceId: service.id, planId: plan.id },
+      status: { operations: [] },
+    } as unknown as BindingRecord;
+    try {
+      for (const ref of renderSources(plan, values({ service, plan, instance, binding, operation: { id: name, action: "bind", at: "" } })).values()) {
+        const kind = { apiVersion: ref.apiVersion, kind: ref.kind, namespace: ref.namespace ?? namespace };
+        kinds.set(`${kind.apiVersion} ${kind.kind} ${kind.namespace}`, kind);
+      }
+    } catch {
+      // A template that needs a real record's fields: its kinds are watched on first use.
+    }
+  }
+  return [...kinds.values()];
 }

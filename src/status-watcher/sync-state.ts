@@ -18,6 +18,12 @@ export interface SyncObservation {
   healthy: boolean;
   /** The health as reported, for descriptions ("health Progressing: ..."). */
   health?: string;
+  /**
+   * Flux with `wait: true` / health checks: the revision whose objects were applied but whose
+   * health check failed (lastAttemptedRevision with reason HealthCheckFailed). Flux does not
+   * advance lastAppliedRevision then; the broker judges each instance by its own objects.
+   */
+  appliedUnhealthy?: string;
 }
 
 export const SYNC_RESOURCES = {
@@ -35,8 +41,9 @@ export function syncCollectionPath(ref: SyncRef): string {
   return `/apis/${apiVersion}/namespaces/${ref.namespace}/${plural}`;
 }
 
-export function observeSync(ref: SyncRef, object: KubernetesObject): SyncObservation {
-  return ref.kind === "argocd" ? observeArgoCd(syncSubject(ref), object) : observeFlux(syncSubject(ref), object);
+/** `previous`: the observation of the sync object before this change (a Flux failure outlives Ready=Unknown). */
+export function observeSync(ref: SyncRef, object: KubernetesObject, previous?: SyncObservation): SyncObservation {
+  return ref.kind === "argocd" ? observeArgoCd(syncSubject(ref), object) : observeFlux(syncSubject(ref), object, previous);
 }
 
 type Loose = Record<string, unknown>;
@@ -80,7 +87,7 @@ function observeArgoCd(subject: string, app: KubernetesObject): SyncObservation 
   return observation;
 }
 
-function observeFlux(subject: string, kustomization: KubernetesObject): SyncObservation {
+function observeFlux(subject: string, kustomization: KubernetesObject, previous: SyncObservation | undefined): SyncObservation {
   const status = field(kustomization, "status");
   const conditions = field(status, "conditions");
   const ready = Array.isArray(conditions) ? (conditions as unknown[]).find((c) => field(c, "type") === "Ready") : undefined;
@@ -91,7 +98,23 @@ function observeFlux(subject: string, kustomization: KubernetesObject): SyncObse
 
   const applied = parseFluxRevision(text(field(status, "lastAppliedRevision")));
   if (applied !== undefined) observation.appliedRevision = applied;
+  // kustomize-controller applies, then runs the health checks (spec.wait, spec.healthChecks); when
+  // they fail it keeps lastAppliedRevision and reports HealthCheckFailed, though the attempted
+  // revision's objects are on the cluster: one failing instance must not hold back the others.
+  // A reconciliation starting (Ready=Unknown) on the same attempt does not undo the apply.
+  const attempted = parseFluxRevision(text(field(status, "lastAttemptedRevision")));
+  const reasonCode = text(field(ready, "reason"));
+  if (attempted !== undefined && attempted !== applied) {
+    if (readyStatus === "False" && reasonCode === "HealthCheckFailed") observation.appliedUnhealthy = attempted;
+    else if (readyStatus === "Unknown" && previous?.appliedUnhealthy === attempted) observation.appliedUnhealthy = attempted;
+    if (observation.appliedUnhealthy !== undefined) observation.appliedRevision = observation.appliedUnhealthy;
+  }
   if (readyStatus === "False") observation.error = reason || "Ready=False";
+  // kustomize-controller sets Ready=Unknown (Progressing) at the start of every reconciliation,
+  // e.g. for each new commit: the failure it reported stands until one succeeds or applies.
+  else if (readyStatus === "Unknown" && previous?.error !== undefined && previous.appliedRevision === observation.appliedRevision) {
+    observation.error = previous.error;
+  }
 
   const generation = kustomization.metadata?.generation;
   const observed = field(status, "observedGeneration");

@@ -16,6 +16,11 @@ export interface OperationStatus {
   updateRepeatable?: boolean;
   /** From the status template's `provision`/`update` section (OSB `dashboard_url`). */
   dashboardUrl?: string;
+  /**
+   * "In progress" only because the watcher is still gathering its view of the cluster (after a
+   * start, a new kind): the broker waits (settle) rather than answer a state it may have left.
+   */
+  provisional?: boolean;
 }
 
 export interface BindingResult {
@@ -44,6 +49,25 @@ export interface StatusWatcher {
    * (live mode: applied and its credentials readable). Commit mode answers at once.
    */
   awaitBinding(instance: InstanceRecord, binding: BindingRecord, operation: OperationEntry): Promise<BindingOutcome>;
+  /**
+   * Waits, at most the same bound, until the instance `operation` of a synchronous plan is no
+   * longer in progress; resolves with its status then (or the in-progress one at the bound).
+   * Commit mode answers at once (ADR 0012: a 201 / 200 means done).
+   */
+  awaitInstance?(instance: InstanceRecord, operation: OperationEntry): Promise<OperationStatus>;
+  /**
+   * The broker acknowledged `operationId` (its commit is on the remote) now: a plan's
+   * maximum_polling_duration counts from here, as the platform counts from the 202.
+   */
+  acknowledged?(operationId: string): void;
+  /**
+   * Resolves once the status of `operation` is no longer provisional, or after the settle bound:
+   * a restarted broker does not answer "in progress" for what it answered "succeeded" before.
+   * At once without live clusters.
+   */
+  /** Whether any cluster is observed live (settle can wait); false: every answer is final at once. */
+  observing?(): boolean;
+  settle?(instance: InstanceRecord, binding: BindingRecord | undefined, operation: OperationEntry): Promise<void>;
   /** Stops every watch. */
   close(): Promise<void>;
 }
@@ -78,6 +102,15 @@ export interface StatusWatcherOptions {
   random?: () => number;
   /** How long a synchronous bind waits for its credentials (default 10 s). */
   bindTimeoutMs?: number;
+  /** How long an answer waits for the watcher's view of a cluster to be complete (default: bindTimeoutMs). */
+  settleTimeoutMs?: number;
+  /**
+   * Longest time between receiving a request and acknowledging it (the push timeout): an
+   * operation acknowledged by another process (a replica, or this one before a restart) has its
+   * maximum_polling_duration counted from its receipt plus this, never earlier than the platform
+   * counts (default 0).
+   */
+  acknowledgeBoundMs?: number;
   /** Full re-list period of every watch (default 5 minutes). */
   relistIntervalMs?: number;
 }

@@ -5,7 +5,7 @@ import { createCommitStatusWatcher } from "./commit-mode.js";
 import { createKubeConfigResolver } from "./kubeconfig.js";
 import { startLiveCluster, type LiveCluster } from "./live-cluster.js";
 import { RenderPending } from "../render/index.js";
-import { bindResponse, evaluate, isRendering, prepare, type Prepared, type Subject } from "./live-status.js";
+import { bindResponse, evaluate, isRendering, prepare, sourceKinds, type Prepared, type Subject } from "./live-status.js";
 import type { BindingResult, OperationStatus, StatusWatcher, StatusWatcherOptions } from "./types.js";
 
 /**
@@ -41,10 +41,16 @@ function setBounded<K, V>(map: Map<K, V>, key: K, value: V, limit: number): void
 
 const signature = (e: ClusterEntry) => JSON.stringify([e.namespace, e.kubeconfig ?? null, e.sync ?? null]);
 
-function deadlineOf(plan: Plan, operation: OperationEntry): number | undefined {
+/**
+ * When the plan's maximum_polling_duration ends for `operation`: counted from its acknowledgement
+ * (the 202 the platform counts from), known when this process gave it; otherwise from the
+ * receipt plus the longest a request waits for its push, so never before the platform's deadline.
+ */
+function deadlineOf(plan: Plan, operation: OperationEntry, acknowledgedAt: number | undefined, boundMs: number): number | undefined {
   const seconds = plan.maximumPollingDuration;
   const at = Date.parse(operation.at);
-  return seconds === undefined || !Number.isFinite(at) ? undefined : at + seconds * 1000;
+  if (seconds === undefined || !Number.isFinite(at)) return undefined;
+  return Math.max(at, acknowledgedAt ?? at + boundMs) + seconds * 1000;
 }
 
 export function createStatusWatcher(options: StatusWatcherOptions): StatusWatcher {
@@ -52,6 +58,10 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
   const log = options.logger;
   const now = options.now ?? (() => new Date());
   const bindTimeoutMs = options.bindTimeoutMs ?? 10_000;
+  const acknowledgeBoundMs = options.acknowledgeBoundMs ?? 0;
+  const settleTimeoutMs = options.settleTimeoutMs ?? bindTimeoutMs;
+  /** Operation id -> when this process acknowledged it (epoch ms of `now`). */
+  const acknowledgements = new Map<string, number>();
   const clusterDeps = {
     kubeConfigFor: options.kubeConfigFor ?? createKubeConfigResolver(),
     logger: log,
@@ -106,10 +116,26 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
     for (const entry of wanted.values()) {
       if (!clusters.has(entry.id)) clusters.set(entry.id, { signature: signature(entry), live: startCluster(entry) });
     }
+    warmUp();
+  }
+
+  /** Watches what the plans' statuses read on every live cluster, before the first request needs it. */
+  let warmed: { catalog: unknown; clusters: unknown } | undefined;
+  function warmUp(): void {
+    const catalog = view.catalog();
+    if (warmed?.catalog === catalog && warmed.clusters === knownEntries) return;
+    warmed = { catalog, clusters: knownEntries };
+    const plans = catalog.services.flatMap((service) => service.plans.map((plan) => ({ service, plan })));
+    for (const { live } of clusters.values()) {
+      const kinds = sourceKinds(plans, live.entry.id, live.entry.namespace);
+      live.watch("owned", kinds);
+      live.watch("foreign", kinds);
+    }
   }
 
   function resolve(instance: InstanceRecord, binding: BindingRecord | undefined, operation: OperationEntry): Resolved {
     reconcile();
+    warmUp();
     const clusterId = instance.spec.clusterId;
     const entry = view.clusters().find((c) => c.id === clusterId);
     if (!entry) {
@@ -151,8 +177,8 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
       return hit.status;
     }
     let status = evaluate(subject, () => preparedFor(key, subject), index);
-    const deadline = deadlineOf(plan, operation);
-    if (status.state === "in progress" && deadline !== undefined && t >= deadline) {
+    const deadline = deadlineOf(plan, operation, acknowledgements.get(operation.id), acknowledgeBoundMs);
+    if (status.state === "in progress" && !status.provisional && deadline !== undefined && t >= deadline) {
       status = {
         state: "failed",
         description: `${operation.action} did not finish within the plan's maximum_polling_duration (${plan.maximumPollingDuration} s): ${status.description}`,
@@ -221,6 +247,34 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
         if (left <= 0 || !live || closed) return { state: "in progress", description };
         await nextChange(live, Math.min(left, BIND_RECHECK_MS));
       }
+    },
+    observing() {
+      reconcile();
+      return clusters.size > 0;
+    },
+    async awaitInstance(instance, operation) {
+      const started = performance.now();
+      for (;;) {
+        const status = watcher.instanceStatus(instance, operation);
+        const left = bindTimeoutMs - (performance.now() - started);
+        const live = clusters.get(instance.spec.clusterId)?.live;
+        if (status.state !== "in progress" || left <= 0 || !live || closed) return status;
+        await nextChange(live, Math.min(left, BIND_RECHECK_MS));
+      }
+    },
+    async settle(instance, binding, operation) {
+      const started = performance.now();
+      for (;;) {
+        const status = binding ? watcher.bindingStatus(instance, binding, operation) : watcher.instanceStatus(instance, operation);
+        if (!status.provisional) return;
+        const left = settleTimeoutMs - (performance.now() - started);
+        const live = clusters.get(instance.spec.clusterId)?.live;
+        if (left <= 0 || !live || closed) return;
+        await nextChange(live, Math.min(left, BIND_RECHECK_MS));
+      }
+    },
+    acknowledged(operationId) {
+      setBounded(acknowledgements, operationId, now().getTime(), TERMINAL_LIMIT);
     },
     async close() {
       closed = true;

@@ -4,7 +4,7 @@ import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR, startBroker, type RunningBroke
 import { prepareEmbedded, type Config } from "../../src/config/index.js";
 import { silentLogger } from "../../src/log/index.js";
 import { createBareRemote, createTempDir } from "./git-fixtures.js";
-import { startGitHttpServer } from "./git-http-server.js";
+import { startGitHttpServer, type GitHttpServer } from "./git-http-server.js";
 import { osbClient, type OsbClient } from "./osb-client.js";
 
 /**
@@ -21,6 +21,8 @@ export interface Harness {
   remoteDir: string;
   /** Smart-HTTP URL of the remote. */
   remoteUrl: string;
+  /** The smart-HTTP server (its `requests` count fetches and pushes). */
+  git: GitHttpServer;
   broker: RunningBroker;
   osb: OsbClient;
   /** Start another broker (own data dir) on the same remote. */
@@ -97,6 +99,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     root,
     remoteDir,
     remoteUrl,
+    git,
     broker: first.broker,
     osb: first.osb,
     startReplica: start,
