@@ -276,8 +276,13 @@ export async function bindingLastOperation(
   const instance = await readInstance(tree, instanceId);
   const binding = await readBinding(tree, instanceId, bindingId);
   const op = binding ? pickOperation(binding.status.operations, operation) : undefined;
-  if (!instance || !binding || !op) throw new GoneError(`binding ${bindingId} of instance ${instanceId} does not exist`);
-  return operationResponse(ctx.deps.status.bindingStatus(instance, binding, op));
+  if (!instance || !binding || !op) {
+    ctx.deps.metrics.lastOperations.inc({ resource: "binding", state: "gone" });
+    throw new GoneError(`binding ${bindingId} of instance ${instanceId} does not exist`);
+  }
+  const status = ctx.deps.status.bindingStatus(instance, binding, op);
+  ctx.deps.metrics.lastOperations.inc({ resource: "binding", state: status.state });
+  return operationResponse(status);
 }
 
 export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: string): Promise<OsbResponse> {

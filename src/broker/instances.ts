@@ -358,8 +358,13 @@ export function pickOperation<A extends string>(ops: OperationEntry<A>[], operat
 export async function instanceLastOperation(ctx: Ctx, instanceId: string, operation: string | undefined): Promise<OsbResponse> {
   const record = await readInstance(ctx.deps.writer.snapshot(), instanceId);
   const op = record ? pickOperation(record.status.operations, operation) : undefined;
-  if (!record || !op) throw new GoneError(`instance ${instanceId} does not exist`);
-  return operationResponse(statusOf(ctx, record, op));
+  if (!record || !op) {
+    ctx.deps.metrics.lastOperations.inc({ resource: "instance", state: "gone" });
+    throw new GoneError(`instance ${instanceId} does not exist`);
+  }
+  const status = statusOf(ctx, record, op);
+  ctx.deps.metrics.lastOperations.inc({ resource: "instance", state: status.state });
+  return operationResponse(status);
 }
 
 export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbResponse> {

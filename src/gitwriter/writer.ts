@@ -341,6 +341,7 @@ export class Writer implements GitWriter {
         applied = await this.apply(entry.op, base);
       } catch (error) {
         this.entries.splice(index, 1);
+        this.deps.metrics.queuedOperations.set(this.entries.length);
         this.deps.logger.debug({ err: error }, "operation rejected");
         entry.reject(error);
         continue;
@@ -348,6 +349,7 @@ export class Writer implements GitWriter {
       if (applied.tip.commit === base.commit && base.commit === this.remoteTip.commit) {
         // No commit and nothing unpushed before it: everything it read is on the remote.
         this.entries.splice(index, 1);
+        this.deps.metrics.queuedOperations.set(this.entries.length);
         entry.resolve({ result: applied.result, commit: null });
         continue;
       }
@@ -516,6 +518,7 @@ export class Writer implements GitWriter {
     if (!this.reachable) this.deps.logger.info({ after: this.outages }, "git remote reachable again");
     this.reachable = true;
     this.outages = 0;
+    this.deps.metrics.fetched.mark();
   }
 
   /** Settles `rejected` with `error` and drops the chain: whatever stays queued re-runs from the remote tip. */
@@ -524,6 +527,7 @@ export class Writer implements GitWriter {
     for (let i = this.entries.length - 1; i >= 0; i--) {
       if (set.has(this.entries[i]!)) this.entries.splice(i, 1);
     }
+    this.deps.metrics.queuedOperations.set(this.entries.length);
     for (const entry of rejected) entry.reject(error);
     this.chain = { base: this.remoteTip, tip: this.remoteTip, built: 0 };
   }
