@@ -8,6 +8,8 @@
  * Prints markdown tables and the targets; progress goes to stderr.
  *
  *   --quick   1k and 10k instances only, shorter runs (a couple of minutes)
+ *   --metrics the cost of /metrics: the gitwriter cells twice per size, without and with the
+ *             Prometheus exporter (metrics.listen, scraped every second); no baseline, no restart
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -28,6 +30,9 @@ const BENCH_IDENTITY = {
 };
 
 const quick = process.argv.includes("--quick");
+const metricsCost = process.argv.includes("--metrics");
+/** A scrape per second: far more often than Prometheus (15-60 s), so the cost shows. */
+const SCRAPE_MS = 1_000;
 const SIZES = quick ? [1_000, 10_000] : [1_000, 10_000, 100_000];
 const CLIENTS = [1, 20, 200];
 /** The baseline is serialized: more clients only queue longer. */
@@ -39,7 +44,7 @@ const NAIVE_BROKER = ["--import", "tsx", path.join(import.meta.dirname, "naive-b
 
 interface Cell {
   instances: number;
-  writer: "gitwriter" | "naive";
+  writer: "gitwriter" | "naive" | "gitwriter+metrics";
   load: LoadResult;
   /** Broker CPU (all threads of the node process) per acknowledged operation. */
   cpuMsPerOp: number;
@@ -103,6 +108,10 @@ async function benchSize(git: GitHttpServer, instances: number): Promise<void> {
   }
   peakUnderLoad.set(instances, (await broker.memory()).peakMb);
   await broker.stop();
+  if (metricsCost) {
+    await measureMetricsCost(instances, path.join(dir, "gitwriter-metrics"), remoteUrl, remoteDir);
+    return;
+  }
   if (instances === SIZES[SIZES.length - 1]) await (await startMeasured(instances, dataDir, remoteUrl, "existing (restart)")).stop();
 
   const cost = await measureWriterCost(path.join(dataDir, "work.git"), remoteUrl, placement, WRITER_COST_OPS);
@@ -117,6 +126,32 @@ async function benchSize(git: GitHttpServer, instances: number): Promise<void> {
     await maintainRemote(remoteDir);
   }
   await naive.stop();
+}
+
+/** The same cells as the plain broker, by a broker exporting metrics and scraped meanwhile. */
+async function measureMetricsCost(instances: number, dataDir: string, remoteUrl: string, remoteDir: string): Promise<void> {
+  const broker = await spawnBroker({ dataDir, remoteUrl, env: { GITOPS_BROKER_METRICS_LISTEN: "127.0.0.1:0" } });
+  try {
+    const url = String((await broker.waitForLog((l) => l.msg === "metrics served")).url);
+    let scrapes = 0;
+    const scraper = setInterval(() => {
+      fetch(url)
+        .then((r) => r.text())
+        .then(() => void scrapes++)
+        .catch((e: unknown) => log(`scrape failed: ${String(e)}`));
+    }, SCRAPE_MS);
+    try {
+      for (const clients of CLIENTS) {
+        cells.push(await measure(broker, instances, "gitwriter+metrics", clients, CELL_MS));
+        await maintainRemote(remoteDir);
+      }
+    } finally {
+      clearInterval(scraper);
+    }
+    log(`${instances} instances: ${scrapes} scrapes of /metrics during the metrics cells`);
+  } finally {
+    await broker.stop();
+  }
 }
 
 /** Spawns the broker and provisions one instance: how long until listening, until acknowledged. */
@@ -223,6 +258,20 @@ function printReport(): void {
   const big = SIZES[SIZES.length - 1]!;
   const best = rate(cell(mid, "gitwriter", 200));
   const naiveBest = Math.max(...NAIVE_CLIENTS.map((c) => rate(cell(mid, "naive", c))));
+  if (metricsCost) {
+    out.push("", "| instances | clients | ops/s without metrics | with metrics | change | CPU ms/op without | with | change |", "|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (const n of SIZES) {
+      for (const clients of CLIENTS) {
+        const [a, b] = [cell(n, "gitwriter", clients), cell(n, "gitwriter+metrics", clients)];
+        if (!a || !b) continue;
+        const pct = (x: number, y: number) => `${(((y - x) / x) * 100).toFixed(1)} %`;
+        out.push(`| ${kilo(n)} | ${clients} | ${rate(a).toFixed(1)} | ${rate(b).toFixed(1)} | ${pct(rate(a), rate(b))} | ${a.cpuMsPerOp.toFixed(2)} | ${b.cpuMsPerOp.toFixed(2)} | ${pct(a.cpuMsPerOp, b.cpuMsPerOp)} |`);
+      }
+    }
+    out.push("", `Total run time ${seconds(started)} s.`);
+    process.stdout.write(`\n${out.join("\n")}\n`);
+    return;
+  }
   out.push("", "| target | measured | |", "|---|---|---|");
   out.push(`| >= 300 acknowledged ops/s, 200 clients, ${kilo(mid)} instances | ${best.toFixed(1)} ops/s | ${verdict(best >= 300)} |`);
   out.push(`| >= 50x the naive writer (its best, ${kilo(mid)} instances) | ${(best / naiveBest).toFixed(1)}x (${naiveBest.toFixed(1)} ops/s) | ${verdict(best / naiveBest >= 50)} |`);

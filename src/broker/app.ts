@@ -40,6 +40,19 @@ function pathId(req: Request, name: "instance_id" | "binding_id"): string {
   return id;
 }
 
+const WRITE_KINDS: Record<string, string> = {
+  "PUT /service_instances/:instance_id": "provision",
+  "PATCH /service_instances/:instance_id": "update",
+  "DELETE /service_instances/:instance_id": "deprovision",
+  "PUT /service_instances/:instance_id/service_bindings/:binding_id": "bind",
+  "DELETE /service_instances/:instance_id/service_bindings/:binding_id": "unbind",
+};
+
+/** The OSB write a request is, by method and route pattern (the /v2 base is gone once an error left the router). */
+function writeKind(method: string, route: string): string | undefined {
+  return WRITE_KINDS[`${method} ${route.startsWith("/v2/") ? route.slice(3) : route}`];
+}
+
 function osbInfo(res: Response): OsbRequestInfo {
   return res.locals.osb as OsbRequestInfo;
 }
@@ -111,6 +124,14 @@ export function createApp(deps: BrokerDeps): express.Express {
       const route = req.route ? `${req.baseUrl}${String((req.route as { path: unknown }).path)}` : "unmatched";
       ctx.deps.metrics.requests.inc({ method: req.method, route, status: String(res.statusCode) });
       ctx.deps.metrics.requestSeconds.observe(seconds, { method: req.method, route });
+      const kind = writeKind(req.method, route);
+      if (kind) {
+        const status = res.statusCode;
+        const outcome = status < 400 ? "acknowledged" : status < 500 ? "rejected" : "failed";
+        ctx.deps.metrics.operations.inc({ kind, outcome });
+        // An OSB write is acknowledged once its commit is on the remote: this is that latency.
+        if (outcome === "acknowledged") ctx.deps.metrics.ackSeconds.observe(seconds, { kind });
+      }
       log.info(
         {
           method: req.method,

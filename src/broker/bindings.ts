@@ -282,9 +282,14 @@ export async function bindingLastOperation(
 ): Promise<OsbResponse> {
   const { instance, binding } = await readConfirmed(ctx, (tree) => readPair(tree, instanceId, bindingId), (p) => !p.instance || !p.binding);
   const op = binding ? pickOperation(binding.status.operations, operation) : undefined;
-  if (!instance || !binding || !op) throw pollingMissing(apiVersion, `binding ${bindingId} of instance ${instanceId} does not exist`);
+  if (!instance || !binding || !op) {
+    ctx.deps.metrics.lastOperations.inc({ resource: "binding", state: "gone" });
+    throw pollingMissing(apiVersion, `binding ${bindingId} of instance ${instanceId} does not exist`);
+  }
   await settled(ctx, instance, binding, op);
-  return operationResponse(ctx.deps.status.bindingStatus(instance, binding, op));
+  const status = ctx.deps.status.bindingStatus(instance, binding, op);
+  ctx.deps.metrics.lastOperations.inc({ resource: "binding", state: status.state });
+  return operationResponse(status);
 }
 
 export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: string): Promise<OsbResponse> {

@@ -448,9 +448,14 @@ export async function instanceLastOperation(
 ): Promise<OsbResponse> {
   const record = await readConfirmed(ctx, (tree) => readInstance(tree, instanceId), (r) => !r || !pickOperation(r.status.operations, operation));
   const op = record ? pickOperation(record.status.operations, operation) : undefined;
-  if (!record || !op) throw pollingMissing(apiVersion, `instance ${instanceId} does not exist`);
+  if (!record || !op) {
+    ctx.deps.metrics.lastOperations.inc({ resource: "instance", state: "gone" });
+    throw pollingMissing(apiVersion, `instance ${instanceId} does not exist`);
+  }
   await settled(ctx, record, undefined, op);
-  return operationResponse(statusOf(ctx, record, op));
+  const status = statusOf(ctx, record, op);
+  ctx.deps.metrics.lastOperations.inc({ resource: "instance", state: status.state });
+  return operationResponse(status);
 }
 
 export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbResponse> {

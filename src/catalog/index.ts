@@ -14,4 +14,5 @@ export { sensitiveParameters, withoutSensitiveParameters } from "./sensitive-par
 export type { SensitiveParameter } from "./sensitive-parameters.js";
 export type { Catalog, Service, Plan, PlanTemplate, ApiVersion, MaintenanceInfo } from "./types.js";
 export { createRepoView } from "./repo-view.js";
+export { fillRepoInstruments } from "./repo-metrics.js";
 export type { LiveRepoView, ReadinessCheck, RepoView } from "./repo-view.js";

@@ -5,14 +5,15 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../broker/index.js";
-import { createRepoView } from "../catalog/index.js";
+import { Registry, collectDefaultMetrics } from "prom-client";
+import { createRepoView, fillRepoInstruments } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { createReconciler, type Reconciler } from "../reconcile/index.js";
 import { ensurePassword, loadConfig, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
 import { isNegativeAnswer } from "../errors/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
-import { createInstruments, type Metrics } from "../metrics/index.js";
+import { createInstruments, createPrometheusMetrics, noopMetrics, type Metrics, type PrometheusMetrics } from "../metrics/index.js";
 import { createNudger, type Nudger, type NudgerOptions } from "../nudge/index.js";
 import { createInstanceSummaryCache } from "../repo/index.js";
 import { createScheduler } from "../scheduler/index.js";
@@ -24,6 +25,8 @@ export const SAMPLE_REGISTRY_DIR = path.join(PROJECT_ROOT, "examples/registry");
 
 export interface RunningBroker {
   url: string;
+  /** URL of GET /metrics when `metrics.listen` is set. */
+  metricsUrl?: string;
   writer: GitWriter;
   /** Re-renders on plan / override changes and on request (tests await `reconciler.idle()`). */
   reconciler: Reconciler;
@@ -59,8 +62,17 @@ export async function startBroker(
   options: { version: string; logger?: Logger; metrics?: Metrics; status?: StatusWatcherOverrides; nudge?: NudgerOverrides },
 ): Promise<RunningBroker> {
   const logger = options.logger ?? createLogger({ level: config.log.level });
-  // Every component's instruments, from one factory (no-op until an exporter provides one).
-  const instruments = createInstruments(options.metrics);
+  // With metrics.listen, a prom-client Registry of this broker's own (never the global one), with
+  // Node's process metrics; else the caller's factory, or none.
+  let prometheus: PrometheusMetrics | undefined;
+  if (config.metrics.listen && !options.metrics) {
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    prometheus = createPrometheusMetrics(registry);
+  }
+  const metrics = options.metrics ?? prometheus ?? noopMetrics;
+  // Every component's instruments, from one factory.
+  const instruments = createInstruments(metrics);
   let remoteUrl = config.git.remote;
   if (remoteUrl === null) {
     const { remoteDir } = await prepareEmbedded({
@@ -143,6 +155,7 @@ export async function startBroker(
     retryMs: config.reconcile.retrySeconds * 1000,
   });
   const stopReconciling = writer.onTip((tip, previous) => reconciler.tipChanged(tip, previous));
+  metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, instruments.repo));
 
   const app = createApp({
     writer,
@@ -171,6 +184,7 @@ export async function startBroker(
   const host = config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host;
   const url = `${config.tls ? "https" : "http"}://${host}:${port}`;
   logger.info({ url, remote: remoteUrl, branch: config.git.branch }, "gitops-broker listening");
+  const metricsServer = prometheus && config.metrics.listen ? await serveMetrics(prometheus, config.metrics.listen, logger) : undefined;
 
   // Notice commits of others (humans, other replicas) even when no request comes in.
   const poll = setInterval(() => {
@@ -180,11 +194,13 @@ export async function startBroker(
 
   return {
     url,
+    ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
     writer,
     reconciler,
     nudger,
     async close() {
       clearInterval(poll);
+      await metricsServer?.close();
       stopReconciling();
       // Re-renders in flight finish; queued ones are dropped (a manual trigger redoes them).
       await reconciler.close();
@@ -199,6 +215,54 @@ export async function startBroker(
       view.close();
       logger.info("gitops-broker stopped");
     },
+  };
+}
+
+/**
+ * The Prometheus endpoint on its own port: GET /metrics only, plain HTTP, no credentials (the
+ * OSB port keeps its basic auth and TLS; keep this one where only Prometheus reaches it).
+ */
+async function serveMetrics(
+  prometheus: PrometheusMetrics,
+  listen: { host: string; port: number },
+  logger: Logger,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const pathname = (req.url ?? "/").split("?")[0];
+    if (pathname !== "/metrics") {
+      res.writeHead(404, { "content-type": "text/plain" }).end("not found: GET /metrics\n");
+      return;
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain" }).end("method not allowed\n");
+      return;
+    }
+    prometheus.exposition().then(
+      (text) => res.writeHead(200, { "content-type": prometheus.contentType }).end(req.method === "HEAD" ? undefined : text),
+      (e: unknown) => {
+        logger.error({ err: e }, "collecting metrics failed");
+        res.writeHead(500, { "content-type": "text/plain" }).end("collecting metrics failed\n");
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(listen.port, listen.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
+  const url = `http://${host}:${port}/metrics`;
+  logger.info({ url }, "metrics served");
+  return {
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 

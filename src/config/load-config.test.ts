@@ -49,7 +49,18 @@ describe("loadConfig", () => {
       scheduler: { type: "single" },
       webhook: { secret: null, secretFile: null },
       reconcile: { maxPerSecond: 10, batchSize: 4, retrySeconds: 30 },
+      metrics: { listen: null },
     });
+  });
+
+  it("reads the metrics address from the config file and the environment", async () => {
+    const file = await write("metrics.yaml", "metrics:\n  listen: 0.0.0.0:9090\n");
+    const fromFile = await loadConfig({ env: {}, argv: ["--config", file], cwd: tmp });
+    expect(fromFile.metrics.listen).toEqual({ host: "0.0.0.0", port: 9090 });
+    const fromEnv = await loadConfig({ env: { GITOPS_BROKER_METRICS_LISTEN: "127.0.0.1:0" }, argv: ["--config", file], cwd: tmp });
+    expect(fromEnv.metrics.listen).toEqual({ host: "127.0.0.1", port: 0 });
+    const problems = await problemsOf(loadConfig({ env: { GITOPS_BROKER_METRICS_LISTEN: "nowhere" }, argv: [], cwd: tmp }));
+    expect(problems.map((p) => p.path)).toEqual(["GITOPS_BROKER_METRICS_LISTEN"]);
   });
 
   it("applies defaults < config file < environment < flags", async () => {

@@ -35,6 +35,7 @@ function defaults(cwd: string): Config {
     scheduler: { type: "single" },
     webhook: { secret: null, secretFile: null },
     reconcile: { maxPerSecond: 10, batchSize: 4, retrySeconds: 30 },
+    metrics: { listen: null },
   };
 }
 

@@ -84,6 +84,12 @@ export function fileSource(label: string, absPath: string, text: string): Source
     data.listen = listen ?? undefined;
   }
 
+  if (isPlainObject(data.metrics) && typeof data.metrics.listen === "string") {
+    const listen = parseListen(data.metrics.listen);
+    if (listen === null) problems.push({ file: label, path: "metrics.listen", message: listenProblem(data.metrics.listen) });
+    data.metrics.listen = listen ?? undefined;
+  }
+
   const assignments: Assignment[] = [];
   const base = path.dirname(absPath);
   const flatten = (value: unknown, key: string[]): void => {
@@ -140,6 +146,13 @@ export function envSource(env: Record<string, string | undefined>, cwd: string):
   for (const [name, { key, kind }] of Object.entries(ENV_KEYS)) {
     const raw = get(name);
     if (raw !== undefined) set(name, key, envValue(raw, kind, cwd));
+  }
+
+  const metricsListenRaw = get("GITOPS_BROKER_METRICS_LISTEN");
+  if (metricsListenRaw !== undefined) {
+    const listen = parseListen(metricsListenRaw);
+    if (listen === null) problems.push({ file: "env", path: "GITOPS_BROKER_METRICS_LISTEN", message: listenProblem(metricsListenRaw) });
+    else set("GITOPS_BROKER_METRICS_LISTEN", ["metrics", "listen"], listen);
   }
 
   const listenRaw = get("GITOPS_BROKER_LISTEN");

@@ -55,6 +55,11 @@ export interface ReconcileConfig {
   retrySeconds: number;
 }
 
+export interface MetricsConfig {
+  /** Address of the Prometheus /metrics server, apart from the OSB port; null: no metrics served. */
+  listen: ListenAddress | null;
+}
+
 export interface Config {
   listen: ListenAddress;
   /** Absolute. */
@@ -67,4 +72,5 @@ export interface Config {
   scheduler: { type: "single" | "round-robin" | "least-utilized" | "label-selector" };
   webhook: WebhookConfig;
   reconcile: ReconcileConfig;
+  metrics: MetricsConfig;
 }

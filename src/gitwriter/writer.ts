@@ -366,6 +366,7 @@ export class Writer implements GitWriter {
         applied = await this.apply(entry.op, base);
       } catch (error) {
         this.entries.splice(index, 1);
+        this.deps.metrics.queuedOperations.set(this.entries.length);
         if (this.doubts(entry, error)) {
           // Its view of the remote predates the request: a replica may have written what it
           // says is missing. Confirm with a fetch (serveRefresh) and run it again.
@@ -379,6 +380,7 @@ export class Writer implements GitWriter {
       if (applied.tip.commit === base.commit && base.commit === this.remoteTip.commit) {
         // No commit and nothing unpushed before it: everything it read is on the remote.
         this.entries.splice(index, 1);
+        this.deps.metrics.queuedOperations.set(this.entries.length);
         entry.resolve({ result: applied.result, commit: null });
         continue;
       }
@@ -580,6 +582,7 @@ export class Writer implements GitWriter {
     if (!this.reachable) this.deps.logger.info({ after: this.outages }, "git remote reachable again");
     this.reachable = true;
     this.outages = 0;
+    this.deps.metrics.fetched.mark();
   }
 
   /** Settles `rejected` with `error` and drops the chain: whatever stays queued re-runs from the remote tip. */
@@ -588,6 +591,7 @@ export class Writer implements GitWriter {
     for (let i = this.entries.length - 1; i >= 0; i--) {
       if (set.has(this.entries[i]!)) this.entries.splice(i, 1);
     }
+    this.deps.metrics.queuedOperations.set(this.entries.length);
     for (const entry of rejected) entry.reject(error);
     this.chain = { base: this.remoteTip, tip: this.remoteTip, built: 0 };
   }

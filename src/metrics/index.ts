@@ -5,30 +5,12 @@
  * Registry created in the entry point, never the global one) is all that exporting them takes.
  */
 
-export type Labels = Readonly<Record<string, string>>;
+import type { Counter, Gauge, Histogram, Metrics } from "./types.js";
 
-export interface Counter {
-  inc(labels?: Labels, value?: number): void;
-}
-
-export interface Gauge {
-  set(value: number, labels?: Labels): void;
-}
-
-export interface Histogram {
-  /** Seconds for durations (Prometheus base units). */
-  observe(value: number, labels?: Labels): void;
-}
-
-/** Creates named instruments; names follow Prometheus conventions (`gitops_broker_..._total`). */
-export interface Metrics {
-  counter(name: string, help: string, labelNames?: readonly string[]): Counter;
-  gauge(name: string, help: string, labelNames?: readonly string[]): Gauge;
-  histogram(name: string, help: string, labelNames?: readonly string[], buckets?: readonly number[]): Histogram;
-}
+export type { Counter, Gauge, Histogram, Labels, Metrics } from "./types.js";
 
 const NOOP_COUNTER: Counter = { inc: () => undefined };
-const NOOP_GAUGE: Gauge = { set: () => undefined };
+const NOOP_GAUGE: Gauge = { set: () => undefined, reset: () => undefined };
 const NOOP_HISTOGRAM: Histogram = { observe: () => undefined };
 
 /** Metrics that record nothing: the default of every component. */
@@ -36,6 +18,7 @@ export const noopMetrics: Metrics = {
   counter: () => NOOP_COUNTER,
   gauge: () => NOOP_GAUGE,
   histogram: () => NOOP_HISTOGRAM,
+  onCollect: () => undefined,
 };
 
 /** The OSB HTTP surface (createApp). */
@@ -44,6 +27,12 @@ export interface BrokerInstruments {
   requests: Counter;
   /** Time to answer, by method and route pattern. */
   requestSeconds: Histogram;
+  /** OSB writes answered, by kind (provision, update, deprovision, bind, unbind) and outcome (acknowledged, rejected, failed). */
+  operations: Counter;
+  /** Time from an OSB write's arrival to its acknowledgement (its commit on the remote), by kind. */
+  ackSeconds: Histogram;
+  /** last_operation answers, by resource (instance, binding) and state (succeeded, failed, in progress, gone). */
+  lastOperations: Counter;
 }
 
 /** The git writer. */
@@ -56,12 +45,37 @@ export interface GitWriterInstruments {
   batchOperations: Histogram;
   /** Operations waiting in the queue. */
   queuedOperations: Gauge;
+  /** The last successful fetch of (or push to) the remote; exported as its age at scrape time. */
+  fetched: Age;
+}
+
+/** A moment whose age is exported (seconds, NaN before the first). */
+export interface Age {
+  mark(): void;
 }
 
 /** The status watcher. */
 export interface StatusWatcherInstruments {
   /** Watch streams (re)started after an error or a 410, by cluster. */
   watchRestarts: Counter;
+  /** Full re-lists after the first list (periodic, or after a 410), by cluster. */
+  relists: Counter;
+  /** Live-mode clusters: 1 while their watches are listed, 0 after a failed list or watch, by cluster. */
+  clusterUp: Gauge;
+}
+
+/** What the repository holds (filled at scrape time from the repo view). */
+export interface RepoInstruments {
+  /** Live instances, by cluster and plan. */
+  instances: Gauge;
+  /** Clusters in the registry, by cluster and schedulable (true/false). */
+  clusters: Gauge;
+  /** 1 when the catalog and registry loaded without problems, else 0. */
+  catalogLoaded: Gauge;
+  /** Problems of the last catalog / registry load. */
+  catalogProblems: Gauge;
+  /** Services and plans served. */
+  catalogPlans: Gauge;
 }
 
 /** The reconciler. */
@@ -84,26 +98,45 @@ export interface Instruments {
   statusWatcher: StatusWatcherInstruments;
   reconcile: ReconcileInstruments;
   nudge: NudgeInstruments;
+  repo: RepoInstruments;
 }
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const BATCH = [1, 2, 5, 10, 20, 50, 100, 200];
 
-/** Every instrument of the broker, registered in this one place. */
-export function createInstruments(metrics: Metrics = noopMetrics): Instruments {
+function age(metrics: Metrics, name: string, help: string, now: () => number): Age {
+  const gauge = metrics.gauge(name, help);
+  let at: number | undefined;
+  metrics.onCollect(() => gauge.set(at === undefined ? Number.NaN : Math.max(0, (now() - at) / 1000)));
+  return { mark: () => void (at = now()) };
+}
+
+/** Every instrument of the broker, registered in this one place. `now` (ms) is the clock of ages. */
+export function createInstruments(metrics: Metrics = noopMetrics, now: () => number = Date.now): Instruments {
   return {
     broker: {
       requests: metrics.counter("gitops_broker_http_requests_total", "HTTP requests answered", ["method", "route", "status"]),
       requestSeconds: metrics.histogram("gitops_broker_http_request_duration_seconds", "Time to answer an HTTP request", ["method", "route"], SECONDS),
+      operations: metrics.counter("gitops_broker_operations_total", "OSB writes answered, by kind and outcome", ["kind", "outcome"]),
+      ackSeconds: metrics.histogram(
+        "gitops_broker_operation_ack_duration_seconds",
+        "Time from an OSB write's arrival to its acknowledgement (commit on the remote)",
+        ["kind"],
+        SECONDS,
+      ),
+      lastOperations: metrics.counter("gitops_broker_last_operation_answers_total", "last_operation answers, by resource and state", ["resource", "state"]),
     },
     gitwriter: {
       pushes: metrics.counter("gitops_broker_git_pushes_total", "Pushes to the Git remote", ["result"]),
       pushSeconds: metrics.histogram("gitops_broker_git_push_duration_seconds", "Time of one push", [], SECONDS),
       batchOperations: metrics.histogram("gitops_broker_git_batch_operations", "Operations per pushed batch", [], BATCH),
       queuedOperations: metrics.gauge("gitops_broker_git_queued_operations", "Operations waiting in the write queue"),
+      fetched: age(metrics, "gitops_broker_git_last_fetch_age_seconds", "Seconds since the last successful fetch of (or push to) the remote", now),
     },
     statusWatcher: {
       watchRestarts: metrics.counter("gitops_broker_watch_restarts_total", "Kubernetes watch streams restarted", ["cluster"]),
+      relists: metrics.counter("gitops_broker_watch_relists_total", "Kubernetes watch caches re-listed", ["cluster"]),
+      clusterUp: metrics.gauge("gitops_broker_cluster_up", "Live-mode cluster whose watches are listed (1) or failing (0)", ["cluster"]),
     },
     reconcile: {
       rerenders: metrics.counter("gitops_broker_rerenders_total", "Re-renders of instances", ["reason", "result"]),
@@ -112,8 +145,18 @@ export function createInstruments(metrics: Metrics = noopMetrics): Instruments {
     nudge: {
       nudges: metrics.counter("gitops_broker_nudges_total", "Nudges of a cluster's Argo CD / Flux after a push", ["cluster", "via", "result"]),
     },
+    repo: {
+      instances: metrics.gauge("gitops_broker_service_instances", "Live service instances, by cluster and plan", ["cluster", "plan"]),
+      clusters: metrics.gauge("gitops_broker_clusters", "Clusters in the registry", ["cluster", "schedulable"]),
+      catalogLoaded: metrics.gauge("gitops_broker_catalog_loaded", "1 when the catalog and cluster registry loaded without problems"),
+      catalogProblems: metrics.gauge("gitops_broker_catalog_problems", "Problems of the last catalog and registry load"),
+      catalogPlans: metrics.gauge("gitops_broker_catalog_plans", "Plans served in the catalog"),
+    },
   };
 }
 
 /** Instruments that record nothing, for a component built without any. */
 export const noopInstruments: Instruments = createInstruments(noopMetrics);
+
+export { createPrometheusMetrics } from "./prometheus.js";
+export type { PrometheusMetrics } from "./prometheus.js";

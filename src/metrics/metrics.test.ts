@@ -8,9 +8,9 @@ function recording(): { metrics: Metrics; registered: string[]; updates: [string
   const instrument = (name: string) => {
     registered.push(name);
     const record = (...args: unknown[]) => void updates.push([name, args]);
-    return { inc: record, set: record, observe: record };
+    return { inc: record, set: record, observe: record, reset: record };
   };
-  return { metrics: { counter: instrument, gauge: instrument, histogram: instrument }, registered, updates };
+  return { metrics: { counter: instrument, gauge: instrument, histogram: instrument, onCollect: () => undefined }, registered, updates };
 }
 
 describe("instruments", () => {

@@ -75,8 +75,8 @@ function entry(id: string, kind: "argocd" | "flux", nudge: NudgeDecl, kubeconfig
 /** The nudge counter of a recording Metrics factory: the labels of each increment. */
 function recordingNudges() {
   const counted: Labels[] = [];
-  const record = { inc: (labels?: Labels) => void counted.push(labels ?? {}), set: () => undefined, observe: () => undefined };
-  const { nudge } = createInstruments({ counter: () => record, gauge: () => record, histogram: () => record });
+  const record = { inc: (labels?: Labels) => void counted.push(labels ?? {}), set: () => undefined, observe: () => undefined, reset: () => undefined };
+  const { nudge } = createInstruments({ counter: () => record, gauge: () => record, histogram: () => record, onCollect: () => undefined });
   return { nudge, counted };
 }
 

@@ -58,6 +58,10 @@ export interface WatchCacheOptions {
   delay?: (ms: number) => Promise<void>;
   /** Counts each retry after a failed list or watch (with these labels). */
   restarts?: { counter: Counter; labels: Labels };
+  /** Counts each full re-list after the first list (with these labels). */
+  relists?: { counter: Counter; labels: Labels };
+  /** Called after each successful list (the first one included). */
+  onListed?: () => void;
   /** Jitter source in [0, 1) (default Math.random). */
   random?: () => number;
   /** Full re-list period (default 5 minutes). */
@@ -203,7 +207,11 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
     } finally {
       listAbort = undefined;
     }
-    if (status.synced) status.relists++;
+    if (status.synced) {
+      status.relists++;
+      options.relists?.counter.inc(options.relists.labels);
+    }
+    options.onListed?.();
     status.synced = true;
     status.lastSyncAt = now();
     needList = false;

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import type { Logger } from "../log/index.js";
-import type { StatusWatcherInstruments } from "../metrics/index.js";
+import type { Labels, StatusWatcherInstruments } from "../metrics/index.js";
 import { LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY } from "../repo/index.js";
 import { collectionPath, createDiscovery, type ResourceInfo } from "./discovery.js";
 import { createWatchCache, type WatchCache, type WatchCacheEvent } from "./kube-cache.js";
@@ -103,13 +103,28 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
     for (const listener of listeners) listener();
   }
 
+  // cluster_up: 1 after a list succeeded, 0 after a list or watch failed (until the next list).
+  const metrics = deps.metrics;
+  const labels = { cluster: entry.id };
+  const restartsDown = {
+    inc(l?: Labels, value?: number): void {
+      metrics?.watchRestarts.inc(l, value);
+      metrics?.clusterUp.set(0, labels);
+    },
+  };
   const cacheOptions = (kubeConfig: KubeConfig, path: string, labelSelector?: string) => ({
     kubeConfig,
     path,
     logger: log,
     ...(labelSelector === undefined ? {} : { labelSelector }),
     ...(deps.delay ? { delay: deps.delay } : {}),
-    ...(deps.metrics ? { restarts: { counter: deps.metrics.watchRestarts, labels: { cluster: entry.id } } } : {}),
+    ...(metrics
+      ? {
+          restarts: { counter: restartsDown, labels },
+          relists: { counter: metrics.relists, labels },
+          onListed: () => metrics.clusterUp.set(1, labels),
+        }
+      : {}),
     ...(deps.random ? { random: deps.random } : {}),
     ...(deps.relistIntervalMs ? { relistIntervalMs: deps.relistIntervalMs } : {}),
   });

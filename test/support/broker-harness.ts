@@ -55,6 +55,7 @@ export function testConfig(
     scheduler: { type: scheduler },
     webhook: { secret: null, secretFile: null },
     reconcile: { maxPerSecond: 1000, batchSize: 4, retrySeconds: 30 },
+    metrics: { listen: null },
   };
 }
 

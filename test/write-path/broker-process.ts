@@ -31,6 +31,8 @@ export interface BrokerProcessOptions {
   keepLogs?: boolean;
   /** Run another entry point instead of bin/gitops-broker.js (argv after `node`). */
   command?: string[];
+  /** More environment (e.g. GITOPS_BROKER_METRICS_LISTEN). */
+  env?: Record<string, string>;
 }
 
 export interface BrokerProcess {
@@ -88,6 +90,7 @@ export async function spawnBroker(options: BrokerProcessOptions): Promise<Broker
       GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS: String(options.pushTimeoutSeconds ?? 10),
       GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS: String(options.pollIntervalSeconds ?? 3600),
       GITOPS_BROKER_LOG_LEVEL: options.logLevel ?? "info",
+      ...options.env,
     },
     keepOutput: false,
   });
