@@ -4,7 +4,6 @@ import { toOsbCatalog, type ReadinessCheck } from "../catalog/index.js";
 import { createInstanceSummaryCache } from "../repo/index.js";
 import { noopInstruments } from "../metrics/index.js";
 import {
-  BadRequestError,
   GitRemoteError,
   GitWriterClosedError,
   InternalError,
@@ -19,6 +18,7 @@ import type { BrokerDeps, Ctx, OsbResponse } from "./context.js";
 import { echoRequestIdentity, osbHeaders, type OsbRequestInfo } from "./headers.js";
 import { historyResponse } from "./history.js";
 import * as instances from "./instances.js";
+import { checkId, OSB_BODY_LIMIT, requestError, verifyJsonDepth } from "./hostile-input.js";
 import { reconcileRoutes } from "./reconcile-routes.js";
 import {
   acceptsIncomplete,
@@ -29,15 +29,8 @@ import {
   requiredQueryIds,
 } from "./request-body.js";
 
-const MAX_ID_LENGTH = 255;
-
 function pathId(req: Request, name: "instance_id" | "binding_id"): string {
-  const id = req.params[name];
-  if (typeof id !== "string" || id.length === 0) throw new BadRequestError(`${name} is required`);
-  if (id.length > MAX_ID_LENGTH) throw new BadRequestError(`${name} is longer than ${MAX_ID_LENGTH} characters`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(id)) throw new BadRequestError(`${name} contains control characters`);
-  return id;
+  return checkId(name, req.params[name]);
 }
 
 function osbInfo(res: Response): OsbRequestInfo {
@@ -73,16 +66,9 @@ function asOsbError(err: unknown): OsbError {
   if (err instanceof GitWriterClosedError) {
     return new ServiceUnavailableError("the broker is shutting down; nothing was changed, retry", { cause: err });
   }
-  // body-parser errors carry `type` and `status` (e.g. entity.parse.failed, entity.too.large).
-  if (typeof err === "object" && err !== null && "type" in err && "status" in err) {
-    const e = err as { type: string; status: number; message: string };
-    if (e.status >= 400 && e.status < 500) {
-      return new BadRequestError(
-        e.type === "entity.parse.failed" ? `the request body is not valid JSON: ${e.message}` : `invalid request body: ${e.message}`,
-        { cause: err },
-      );
-    }
-  }
+  // Transport-level failures (body-parser, URIError of a bad percent-encoding, zlib) are 4xx.
+  const request = requestError(err);
+  if (request) return request;
   return new InternalError("internal broker error", { cause: err });
 }
 
@@ -143,7 +129,15 @@ export function createApp(deps: BrokerDeps): express.Express {
   v2.use(osbHeaders);
   // OSB bodies are JSON; a missing Content-Type is still parsed (spec: brokers MAY process it).
   // GET and DELETE carry no body: skip parsing on the polling path.
-  v2.use(express.json({ type: (req) => req.method === "PUT" || req.method === "PATCH", limit: "1mb", strict: false }));
+  // The depth check runs on the raw bytes, before the parser (see hostile-input.ts).
+  v2.use(
+    express.json({
+      type: (req) => req.method === "PUT" || req.method === "PATCH",
+      limit: OSB_BODY_LIMIT,
+      strict: false,
+      verify: verifyJsonDepth,
+    }),
+  );
   // body-parser turns an empty body into {}; OSB bodies are required where they are read.
   v2.use((req, _res, next) => {
     if (!req.get("transfer-encoding") && Number(req.get("content-length") ?? 0) === 0) req.body = undefined;

@@ -94,6 +94,20 @@ export class UnauthorizedError extends OsbError {
   }
 }
 
+/** 413: a request body over the limit of its endpoint. */
+export class PayloadTooLargeError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("PayloadTooLargeError", 413, undefined, description, options);
+  }
+}
+
+/** 415: a Content-Encoding or charset the broker does not read. */
+export class UnsupportedMediaTypeError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("UnsupportedMediaTypeError", 415, undefined, description, options);
+  }
+}
+
 export class NotFoundError extends OsbError {
   constructor(description: string, options?: OsbErrorOptions) {
     super("NotFoundError", 404, undefined, description, options);
