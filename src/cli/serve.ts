@@ -1,10 +1,8 @@
 import { readFile } from "node:fs/promises";
-import http from "node:http";
-import https from "node:https";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createApp } from "../broker/index.js";
+import { createApp, createHttpServer } from "../broker/index.js";
 import { createRepoView } from "../catalog/index.js";
 import { createReconciler, type Reconciler } from "../reconcile/index.js";
 import { ensurePassword, loadConfig, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
@@ -129,9 +127,10 @@ export async function startBroker(
     summaries,
     reconcile: { reconciler, branch: config.git.branch, webhookSecret },
   });
-  const server = config.tls
-    ? https.createServer({ cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) }, app)
-    : http.createServer(app);
+  const server = createHttpServer(app, config.http, {
+    ...(config.tls ? { tls: { cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) } } : {}),
+    logger: logger.child({ component: "http" }),
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.listen.port, config.listen.host, () => {

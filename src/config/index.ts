@@ -9,6 +9,7 @@ export type {
   AuthConfig,
   Config,
   GitConfig,
+  HttpConfig,
   ListenAddress,
   LogLevel,
   ReconcileConfig,

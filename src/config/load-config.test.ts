@@ -34,6 +34,7 @@ describe("loadConfig", () => {
     const config = await loadConfig({ env: {}, argv: [], cwd: tmp });
     expect(config).toEqual<Config>({
       listen: { host: "127.0.0.1", port: 8080 },
+      http: { headersTimeoutSeconds: 10, requestTimeoutSeconds: 30, idleTimeoutSeconds: 5, maxConnectionsPerClient: 256 },
       dataDir: path.join(tmp, ".gitops-broker"),
       git: {
         remote: null,

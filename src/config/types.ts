@@ -55,8 +55,21 @@ export interface ReconcileConfig {
   retrySeconds: number;
 }
 
+/** Bounds of the OSB HTTP(S) server's sockets (ADR 0013). */
+export interface HttpConfig {
+  /** Time to receive a request's headers; then 408 and the connection is closed. */
+  headersTimeoutSeconds: number;
+  /** Time to receive a whole request, headers and body; then 408 and the connection is closed. */
+  requestTimeoutSeconds: number;
+  /** A keep-alive connection idle this long between requests is closed. */
+  idleTimeoutSeconds: number;
+  /** Open connections per client address at most; more are closed at once. 0: no bound. */
+  maxConnectionsPerClient: number;
+}
+
 export interface Config {
   listen: ListenAddress;
+  http: HttpConfig;
   /** Absolute. */
   dataDir: string;
   git: GitConfig;
