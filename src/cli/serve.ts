@@ -5,7 +5,8 @@ import { fileURLToPath } from "node:url";
 import { createApp, createHttpServer } from "../broker/index.js";
 import { createRepoView } from "../catalog/index.js";
 import { createReconciler, type Reconciler } from "../reconcile/index.js";
-import { ensurePassword, loadConfig, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
+import { ensureDataDir, ensurePassword, loadConfig, lockDataDir, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
+import { DataDirLockedError, GitRemoteError } from "../errors/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, type Metrics } from "../metrics/index.js";
@@ -43,12 +44,44 @@ async function gitEnv(config: Config): Promise<Record<string, string>> {
 /** Test and embedding hooks of the status watcher (clock, kubeconfig resolution, bind wait). */
 export type StatusWatcherOverrides = Partial<Omit<StatusWatcherOptions, "view" | "writer" | "logger" | "metrics" | "defaultMode">>;
 
-/** Start a broker from a loaded configuration. */
-export async function startBroker(
-  config: Config,
-  options: { version: string; logger?: Logger; metrics?: Metrics; status?: StatusWatcherOverrides },
-): Promise<RunningBroker> {
+type StartOptions = { version: string; logger?: Logger; metrics?: Metrics; status?: StatusWatcherOverrides };
+
+/**
+ * Start a broker from a loaded configuration. The data directory is locked first (a second
+ * broker on it fails with DataDirLockedError before touching anything); when a later step fails
+ * (remote unreachable, port in use) what was started is stopped and the lock released.
+ */
+export async function startBroker(config: Config, options: StartOptions): Promise<RunningBroker> {
   const logger = options.logger ?? createLogger({ level: config.log.level });
+  await ensureDataDir(config.dataDir);
+  const lock = await lockDataDir(config.dataDir, "serve", {
+    onCompromised: (error) => logger.error({ err: error, dataDir: config.dataDir }, "lost the lock of the data directory"),
+  });
+  const undo: (() => unknown)[] = [];
+  try {
+    const broker = await startLocked(config, { ...options, logger }, undo);
+    return {
+      ...broker,
+      async close() {
+        await broker.close();
+        await lock.release();
+      },
+    };
+  } catch (error) {
+    for (const step of undo.reverse()) {
+      try {
+        await step();
+      } catch (e) {
+        logger.debug({ err: e }, "stopping a half-started broker");
+      }
+    }
+    await lock.release();
+    throw error;
+  }
+}
+
+async function startLocked(config: Config, options: StartOptions & { logger: Logger }, undo: (() => unknown)[]): Promise<RunningBroker> {
+  const { logger } = options;
   // Every component's instruments, from one factory (no-op until an exporter provides one).
   const instruments = createInstruments(options.metrics);
   let remoteUrl = config.git.remote;
@@ -85,9 +118,11 @@ export async function startBroker(
     remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
     gitEnv: await gitEnv(config),
   });
+  undo.push(() => writer.close());
   await writer.start();
   const summaries = createInstanceSummaryCache();
   const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries);
+  undo.push(() => view.close());
   await view.reload();
   // Clusters come from the view: live clusters are watched as the registry adds them, and
   // stopped when it drops them or switches them to commit mode.
@@ -100,6 +135,7 @@ export async function startBroker(
     bindTimeoutMs: config.status.bindTimeoutSeconds * 1000,
     ...options.status,
   });
+  undo.push(() => status.close());
   const brokerVersion = `gitops-broker/${options.version}`;
   const reconciler = createReconciler({
     writer,
@@ -112,7 +148,9 @@ export async function startBroker(
     batchSize: config.reconcile.batchSize,
     retryMs: config.reconcile.retrySeconds * 1000,
   });
+  undo.push(() => reconciler.close());
   const stopReconciling = writer.onTip((tip, previous) => reconciler.tipChanged(tip, previous));
+  undo.push(stopReconciling);
 
   const app = createApp({
     writer,
@@ -131,6 +169,7 @@ export async function startBroker(
     ...(config.tls ? { tls: { cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) } } : {}),
     logger: logger.child({ component: "http" }),
   });
+  undo.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.listen.port, config.listen.host, () => {
@@ -170,15 +209,45 @@ export async function startBroker(
   };
 }
 
-/** `gitops-broker serve`: run until SIGTERM / SIGINT, then shut down gracefully. */
-export async function serve(argv: string[], options: { version: string }): Promise<void> {
+/**
+ * Why a start failed, when it is the operator's to fix (another broker on the data directory, the
+ * port taken, the remote unreachable): one log line without a stack, exit code 2.
+ */
+function startFailure(error: unknown): { code: string; message: string; fields: Record<string, unknown> } | undefined {
+  if (error instanceof DataDirLockedError) return { code: error.code, message: error.message, fields: error.data };
+  if (error instanceof GitRemoteError) {
+    return { code: error.code, message: `cannot reach the Git remote at start-up: ${error.remoteMessage}`, fields: { kind: error.kind } };
+  }
+  const errno = (error as NodeJS.ErrnoException | null)?.code;
+  if (errno === "EADDRINUSE" || errno === "EACCES" || errno === "EADDRNOTAVAIL") {
+    const { address, port } = error as { address?: string; port?: number };
+    const what = errno === "EADDRINUSE" ? "is in use" : errno === "EACCES" ? "is not allowed" : "is not an address of this machine";
+    return { code: errno, message: `cannot listen on ${address ?? "?"}:${port ?? "?"}: the address ${what}`, fields: { address, port } };
+  }
+  return undefined;
+}
+
+/** `gitops-broker serve`: run until SIGTERM / SIGINT, then shut down gracefully. Resolves with the exit code. */
+export async function serve(argv: string[], options: { version: string }): Promise<number> {
   const config = await loadConfig({ argv });
   const logger = createLogger({ level: config.log.level });
-  const broker = await startBroker(config, { ...options, logger });
+  let broker: RunningBroker;
+  try {
+    broker = await startBroker(config, { ...options, logger });
+  } catch (error) {
+    const failure = startFailure(error);
+    if (failure === undefined) {
+      logger.fatal({ err: error }, "gitops-broker failed to start");
+      return 1;
+    }
+    logger.fatal({ code: failure.code, ...failure.fields }, failure.message);
+    return 2;
+  }
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
   });
   logger.info({ signal }, "shutting down: finishing in-flight pushes");
   await broker.close();
+  return 0;
 }

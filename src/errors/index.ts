@@ -230,6 +230,20 @@ export class GitRemoteError extends BaseError {
   }
 }
 
+/** Another process holds the data directory (see lockDataDir). */
+export class DataDirLockedError extends BaseError {
+  readonly holderPid: number | undefined;
+  constructor(dataDir: string, role: string, holderPid: number | undefined, holderHost: string | undefined, options?: ErrorOptions) {
+    const holder = holderPid === undefined ? "another process (PID unknown)" : `PID ${holderPid}${holderHost ? ` on ${holderHost}` : ""}`;
+    const who = role === "serve" ? "gitops-broker serve" : "a gitops-broker command";
+    super("DataDirLocked", `data directory ${dataDir} is in use by ${who}: ${holder}`, {
+      ...options,
+      data: { dataDir, role, holderPid, holderHost },
+    });
+    this.holderPid = holderPid;
+  }
+}
+
 /** The git writer takes no operations: not started yet, or closed for shutdown. */
 export class GitWriterClosedError extends BaseError {
   constructor(message: string, options?: ErrorOptions) {
