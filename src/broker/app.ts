@@ -118,7 +118,7 @@ export function createApp(deps: BrokerDeps): express.Express {
   app.get("/readyz", (_req, res, next) => {
     readiness(ctx)
       .then((checks) => {
-        const ok = checks.every((c) => c.ok);
+        const ok = checks.every((c) => c.ok || c.severity === "warning");
         res.status(ok ? 200 : 503).json({ status: ok ? "ready" : "not ready", checks });
       })
       .catch(next);
@@ -255,7 +255,21 @@ async function readiness(ctx: Ctx): Promise<ReadinessCheck[]> {
     ...(catalog.services.length > 0 ? {} : { message: "no service in the catalog" }),
   });
   const reachable = ctx.deps.writer.remoteReachable;
-  checks.push({ name: "git-remote", ok: reachable, ...(reachable ? {} : { message: "last contact with the Git remote failed" }) });
+  const trouble = ctx.deps.writer.remoteTrouble ?? "last contact with the Git remote failed";
+  checks.push({ name: "git-remote", ok: reachable, ...(reachable ? {} : { message: trouble }) });
+  const rewrite = ctx.deps.writer.historyRewrite;
+  if (rewrite) {
+    // Answers keep coming from the remote's truth, so the broker stays ready; operators see it here.
+    checks.push({
+      name: "git-history",
+      ok: false,
+      severity: "warning",
+      message:
+        `the remote branch was rewritten at ${rewrite.noticedAt}: ${rewrite.lostCommits.length} commit(s) erased` +
+        (rewrite.lostInstances.length > 0 ? `, operations of instance(s) ${rewrite.lostInstances.slice(0, 20).join(", ")}` : "") +
+        ` (was ${rewrite.previousTip}, now ${rewrite.tip})`,
+    });
+  }
   if (ctx.deps.readiness) checks.push(...(await ctx.deps.readiness()));
   return checks;
 }

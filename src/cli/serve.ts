@@ -116,6 +116,7 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     logger: logger.child({ component: "gitwriter" }),
     metrics: instruments.gitwriter,
     remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
+    activityTimeoutMs: config.git.activityTimeoutSeconds * 1000,
     gitEnv: await gitEnv(config),
   });
   undo.push(() => writer.close());

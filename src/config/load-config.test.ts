@@ -41,6 +41,7 @@ describe("loadConfig", () => {
         branch: "main",
         author: { name: "gitops-broker", email: "gitops-broker@localhost" },
         pushTimeoutSeconds: 30,
+        activityTimeoutSeconds: 5,
         pollIntervalSeconds: 30,
       },
       auth: { username: "broker", password: null, passwordFile: null },
@@ -89,6 +90,7 @@ describe("loadConfig", () => {
       branch: "from-env",
       author: { name: "gitops-broker", email: "gitops-broker@localhost" },
       pushTimeoutSeconds: 2.5,
+      activityTimeoutSeconds: 5,
       pollIntervalSeconds: 5,
       tokenFile: path.join(tmp, "etc", "token"),
     });

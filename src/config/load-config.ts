@@ -27,6 +27,7 @@ function defaults(cwd: string): Config {
       branch: "main",
       author: { name: "gitops-broker", email: "gitops-broker@localhost" },
       pushTimeoutSeconds: 30,
+      activityTimeoutSeconds: 5,
       pollIntervalSeconds: 30,
     },
     auth: { username: "broker", password: null, passwordFile: null },

@@ -115,6 +115,7 @@ const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
   GITOPS_BROKER_GIT_AUTHOR_NAME: { key: ["git", "author", "name"], kind: "string" },
   GITOPS_BROKER_GIT_AUTHOR_EMAIL: { key: ["git", "author", "email"], kind: "string" },
   GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS: { key: ["git", "pushTimeoutSeconds"], kind: "number" },
+  GITOPS_BROKER_GIT_ACTIVITY_TIMEOUT_SECONDS: { key: ["git", "activityTimeoutSeconds"], kind: "number" },
   GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS: { key: ["git", "pollIntervalSeconds"], kind: "number" },
   GITOPS_BROKER_GIT_SSH_COMMAND: { key: ["git", "sshCommand"], kind: "string" },
   GITOPS_BROKER_GIT_TOKEN_FILE: { key: ["git", "tokenFile"], kind: "path" },

@@ -17,6 +17,8 @@ export interface GitConfig {
   author: { name: string; email: string };
   /** How long a request waits for an unreachable remote (then 503). */
   pushTimeoutSeconds: number;
+  /** A fetch or push without an answer for this long makes /readyz report the remote as not answering. */
+  activityTimeoutSeconds: number;
   /** Interval of fetching the remote to notice others' commits. */
   pollIntervalSeconds: number;
   /** GIT_SSH_COMMAND for ssh deploy keys. */

@@ -128,10 +128,34 @@ export interface GitWriter extends GitReader {
    * outcome, the push of everything queued before it) was accepted by the remote.
    */
   submit<R>(op: Operation<R>): Promise<SubmitResult<R>>;
-  /** True when the last contact with the remote succeeded. */
+  /**
+   * True when the last contact with the remote succeeded and the fetch or push in flight (if any)
+   * has waited less than the activity timeout.
+   */
   readonly remoteReachable: boolean;
+  /** Why the remote does not count as reachable (see remoteReachable); undefined when it does. */
+  readonly remoteTrouble?: string | undefined;
+  /** The last history rewrite that erased commits, while they are still missing from the branch. */
+  readonly historyRewrite?: HistoryRewrite | undefined;
   /** Stop taking operations, finish queued ones (push them), then resolve. */
   close(): Promise<void>;
+}
+
+/**
+ * The remote's branch was rewritten (force-pushed) so that commits it held before are no longer
+ * on it. The writer follows the remote; this records what was erased until the commits are on the
+ * branch again (or the process restarts).
+ */
+export interface HistoryRewrite {
+  /** ISO time the rewrite was noticed. */
+  noticedAt: string;
+  /** The tip before the rewrite, and the one adopted. */
+  previousTip: string;
+  tip: string;
+  /** Erased commits, newest first (at most 1000). */
+  lostCommits: { commit: string; subject: string; instanceIds: string[] }[];
+  /** Instance-Id trailers of the erased commits (operations that had been acknowledged). */
+  lostInstances: string[];
 }
 
 export interface GitAuthor {

@@ -45,6 +45,7 @@ export function testConfig(
       branch: "main",
       author: AUTHOR,
       pushTimeoutSeconds: 10,
+      activityTimeoutSeconds: 5,
       pollIntervalSeconds: 3600,
       ...overrides,
     },
