@@ -1,6 +1,7 @@
-import http from "node:http";
+import http, { STATUS_CODES } from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import type { RequestListener } from "node:http";
 
 /** Socket bounds of the OSB server (config `http.*`, ADR 0013). */
@@ -39,7 +40,32 @@ export function createHttpServer(
   };
   const server = options.tls ? https.createServer({ ...serverOptions, ...options.tls }, app) : http.createServer(serverOptions, app);
   if (limits.maxConnectionsPerClient > 0) boundConnectionsPerClient(server, limits.maxConnectionsPerClient, options.logger);
+  server.on("clientError", answerClientError);
   return server;
+}
+
+/**
+ * What Node's HTTP parser refuses before the app sees a request (a malformed request line or
+ * header, headers too large, a request not received within its timeout) gets the OSB error body
+ * too, then the connection is closed.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, description] =
+    error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "the request was not received within the timeout (http.headersTimeoutSeconds, http.requestTimeoutSeconds)"]
+      : error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "the request headers are too large"]
+        : [400, `malformed HTTP request (${error.code ?? "parse error"})`];
+  const body = JSON.stringify({ description });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Connection: close\r\n\r\n${body}`,
+  );
 }
 
 function boundConnectionsPerClient(server: http.Server, max: number, logger: HttpServerLogger): void {

@@ -132,6 +132,15 @@ describe("malformed requests: 4xx with the OSB error body, no commit", () => {
     head = await remoteHead(h.remoteDir);
   });
 
+  it("what the HTTP parser refuses (bad header name, bad method, huge headers) gets the OSB body too", async () => {
+    const badHeader = await rawRequest(h.broker.url, { method: "GET", path: "/v2/catalog", headers: { "bad header": "x" } });
+    expectOsb(badHeader, 400, /malformed HTTP request/);
+    const badMethod = await rawRequest(h.broker.url, { method: "G{}T", path: "/v2/catalog" });
+    expectOsb(badMethod, 400, /malformed HTTP request/);
+    const huge = await rawRequest(h.broker.url, { method: "GET", path: "/v2/catalog", headers: { "x-big": "y".repeat(64 * 1024) } });
+    expectOsb(huge, 431, /headers are too large/);
+  });
+
   it("the broker keeps serving after all of it", async () => {
     expect((await h.osb.provision("after-hostile", JSON.parse(body()))).status).toBe(201);
     head = await remoteHead(h.remoteDir);
@@ -150,7 +159,7 @@ describe("bounded sockets (http.requestTimeoutSeconds 3, headersTimeoutSeconds 2
       headers: { ...OSB, "content-length": "1000" },
       body: '{"service_id":',
     });
-    expect(res.status).toBe(408);
+    expectOsb(res, 408, /not received within the timeout/);
     // Generous ceiling: 3 s timeout, checked every second.
     expect(res.ms).toBeLessThan(15_000);
     expect(await remoteHead(h.remoteDir)).toBe(head);
@@ -163,7 +172,7 @@ describe("bounded sockets (http.requestTimeoutSeconds 3, headersTimeoutSeconds 2
       headers: { ...OSB, "content-length": "100000" },
       trickle: { chunk: " ", everyMs: 200 },
     });
-    expect(res.status).toBe(408);
+    expectOsb(res, 408, /not received within the timeout/);
     expect(res.ms).toBeLessThan(15_000);
   });
 
