@@ -520,11 +520,13 @@ export class Writer implements GitWriter {
       if (this.rewrite !== undefined && (await remote.lostCommits(this.rewrite.previousTip, tip, 1)).length === 0) {
         logger.info({ tip, previousTip: this.rewrite.previousTip }, "the commits erased by the history rewrite are on the branch again");
         this.rewrite = undefined;
+        this.deps.metrics.lostCommits.set(0);
       }
       const lost = await remote.lostCommits(previous, tip);
       if (lost.length === 0) return;
       const lostInstances = [...new Set(lost.flatMap((c) => c.instanceIds))];
       this.rewrite = { noticedAt: this.deps.now().toISOString(), previousTip: previous, tip, lostCommits: lost, lostInstances };
+      this.deps.metrics.lostCommits.set(lost.length);
       const fields = {
         previousTip: previous,
         tip,

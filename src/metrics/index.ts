@@ -56,6 +56,8 @@ export interface GitWriterInstruments {
   batchOperations: Histogram;
   /** Operations waiting in the queue. */
   queuedOperations: Gauge;
+  /** Commits a history rewrite erased from the branch that are not on it again (0: none). */
+  lostCommits: Gauge;
 }
 
 /** The status watcher. */
@@ -94,6 +96,10 @@ export function createInstruments(metrics: Metrics = noopMetrics): Instruments {
       pushSeconds: metrics.histogram("gitops_broker_git_push_duration_seconds", "Time of one push", [], SECONDS),
       batchOperations: metrics.histogram("gitops_broker_git_batch_operations", "Operations per pushed batch", [], BATCH),
       queuedOperations: metrics.gauge("gitops_broker_git_queued_operations", "Operations waiting in the write queue"),
+      lostCommits: metrics.gauge(
+        "gitops_broker_git_history_lost_commits",
+        "Commits a force-push erased from the branch that are not on it again (0: none)",
+      ),
     },
     statusWatcher: {
       watchRestarts: metrics.counter("gitops_broker_watch_restarts_total", "Kubernetes watch streams restarted", ["cluster"]),

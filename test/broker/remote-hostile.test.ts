@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
 import { createLogger } from "../../src/log/index.js";
+import type { Metrics } from "../../src/metrics/index.js";
 import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
 import { createTempDir } from "../support/git-fixtures.js";
 import { startHangProxy, type HangProxy } from "../support/hang-proxy.js";
@@ -22,6 +23,8 @@ interface Started {
   broker: RunningBroker;
   osb: OsbClient;
   logs: Record<string, unknown>[];
+  /** Last value set on each gauge, by metric name. */
+  gauges: Map<string, number>;
   /** Stops the broker (once; afterEach stops it otherwise). */
   close(): Promise<void>;
 }
@@ -39,14 +42,22 @@ async function start(root: string, remoteUrl: string, git: Parameters<typeof tes
       done();
     },
   });
+  const gauges = new Map<string, number>();
+  const ignore = { inc: () => undefined, observe: () => undefined, set: () => undefined };
+  const metrics: Metrics = {
+    counter: () => ignore,
+    histogram: () => ignore,
+    gauge: (name) => ({ set: (value) => void gauges.set(name, value) }),
+  };
   const broker = await startBroker(testConfig(root, "broker", remoteUrl, git), {
     version: "test",
     logger: createLogger({ level: "info", destination }),
+    metrics,
   });
   let stopping: Promise<void> | undefined;
   const close = () => (stopping ??= broker.close());
   cleanups.push(close);
-  return { broker, osb: osbClient(broker.url, CREDENTIALS), logs, close };
+  return { broker, osb: osbClient(broker.url, CREDENTIALS), logs, gauges, close };
 }
 
 async function remote(): Promise<Remote> {
@@ -107,7 +118,7 @@ describe("history rewritten under the broker (force-push erasing acknowledged op
   it("logs an error naming the lost instances and commits, warns on /readyz, answers from the remote's truth", async () => {
     const r = await remote();
     const root = await createTempDir("gitops-broker-rewrite-");
-    const { broker, osb, logs } = await start(root, r.url);
+    const { broker, osb, logs, gauges } = await start(root, r.url);
     const plans = await samplePlans(osb);
     expect((await osb.provision("kept-1", provisionBody(plans.serviceId, plans.small.id))).status).toBe(201);
     const before = await remoteHead(r.dir);
@@ -126,6 +137,7 @@ describe("history rewritten under the broker (force-push erasing acknowledged op
     expect(new Set(line?.lostInstances as string[])).toEqual(new Set(["lost-1", "lost-2"]));
     expect(new Set(line?.lostCommits as string[])).toEqual(new Set(lostCommits));
 
+    expect(gauges.get("gitops_broker_git_history_lost_commits")).toBe(2);
     const ready = await readyz(broker.url);
     expect(ready.status).toBe(200);
     const history = ready.body.checks.find((c) => c.name === "git-history");
@@ -141,6 +153,7 @@ describe("history rewritten under the broker (force-push erasing acknowledged op
     await broker.writer.refresh();
     expect((await readyz(broker.url)).body.checks.map((c) => c.name)).not.toContain("git-history");
     expect(logs.some((l) => l.msg === "the commits erased by the history rewrite are on the branch again")).toBe(true);
+    expect(gauges.get("gitops_broker_git_history_lost_commits")).toBe(0);
     expect((await osb.getInstance("lost-1")).status).toBe(200);
   });
 
