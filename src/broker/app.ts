@@ -4,7 +4,6 @@ import { toOsbCatalog, type ReadinessCheck } from "../catalog/index.js";
 import { createInstanceSummaryCache } from "../repo/index.js";
 import { noopInstruments } from "../metrics/index.js";
 import {
-  BadRequestError,
   GitRemoteError,
   GitWriterClosedError,
   InternalError,
@@ -19,6 +18,7 @@ import type { BrokerDeps, Ctx, OsbResponse } from "./context.js";
 import { echoRequestIdentity, osbHeaders, type OsbRequestInfo } from "./headers.js";
 import { historyResponse } from "./history.js";
 import * as instances from "./instances.js";
+import { checkId, OSB_BODY_LIMIT, requestError, verifyJsonDepth } from "./hostile-input.js";
 import { reconcileRoutes } from "./reconcile-routes.js";
 import {
   acceptsIncomplete,
@@ -29,15 +29,8 @@ import {
   requiredQueryIds,
 } from "./request-body.js";
 
-const MAX_ID_LENGTH = 255;
-
 function pathId(req: Request, name: "instance_id" | "binding_id"): string {
-  const id = req.params[name];
-  if (typeof id !== "string" || id.length === 0) throw new BadRequestError(`${name} is required`);
-  if (id.length > MAX_ID_LENGTH) throw new BadRequestError(`${name} is longer than ${MAX_ID_LENGTH} characters`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(id)) throw new BadRequestError(`${name} contains control characters`);
-  return id;
+  return checkId(name, req.params[name]);
 }
 
 const WRITE_KINDS: Record<string, string> = {
@@ -86,16 +79,9 @@ function asOsbError(err: unknown): OsbError {
   if (err instanceof GitWriterClosedError) {
     return new ServiceUnavailableError("the broker is shutting down; nothing was changed, retry", { cause: err });
   }
-  // body-parser errors carry `type` and `status` (e.g. entity.parse.failed, entity.too.large).
-  if (typeof err === "object" && err !== null && "type" in err && "status" in err) {
-    const e = err as { type: string; status: number; message: string };
-    if (e.status >= 400 && e.status < 500) {
-      return new BadRequestError(
-        e.type === "entity.parse.failed" ? `the request body is not valid JSON: ${e.message}` : `invalid request body: ${e.message}`,
-        { cause: err },
-      );
-    }
-  }
+  // Transport-level failures (body-parser, URIError of a bad percent-encoding, zlib) are 4xx.
+  const request = requestError(err);
+  if (request) return request;
   return new InternalError("internal broker error", { cause: err });
 }
 
@@ -153,7 +139,7 @@ export function createApp(deps: BrokerDeps): express.Express {
   app.get("/readyz", (_req, res, next) => {
     readiness(ctx)
       .then((checks) => {
-        const ok = checks.every((c) => c.ok);
+        const ok = checks.every((c) => c.ok || c.severity === "warning");
         res.status(ok ? 200 : 503).json({ status: ok ? "ready" : "not ready", checks });
       })
       .catch(next);
@@ -164,7 +150,15 @@ export function createApp(deps: BrokerDeps): express.Express {
   v2.use(osbHeaders);
   // OSB bodies are JSON; a missing Content-Type is still parsed (spec: brokers MAY process it).
   // GET and DELETE carry no body: skip parsing on the polling path.
-  v2.use(express.json({ type: (req) => req.method === "PUT" || req.method === "PATCH", limit: "1mb", strict: false }));
+  // The depth check runs on the raw bytes, before the parser (see hostile-input.ts).
+  v2.use(
+    express.json({
+      type: (req) => req.method === "PUT" || req.method === "PATCH",
+      limit: OSB_BODY_LIMIT,
+      strict: false,
+      verify: verifyJsonDepth,
+    }),
+  );
   // body-parser turns an empty body into {}; OSB bodies are required where they are read.
   v2.use((req, _res, next) => {
     if (!req.get("transfer-encoding") && Number(req.get("content-length") ?? 0) === 0) req.body = undefined;
@@ -285,7 +279,21 @@ async function readiness(ctx: Ctx): Promise<ReadinessCheck[]> {
     ...(catalog.services.length > 0 ? {} : { message: "no service in the catalog" }),
   });
   const reachable = ctx.deps.writer.remoteReachable;
-  checks.push({ name: "git-remote", ok: reachable, ...(reachable ? {} : { message: "last contact with the Git remote failed" }) });
+  const trouble = ctx.deps.writer.remoteTrouble ?? "last contact with the Git remote failed";
+  checks.push({ name: "git-remote", ok: reachable, ...(reachable ? {} : { message: trouble }) });
+  const rewrite = ctx.deps.writer.historyRewrite;
+  if (rewrite) {
+    // Answers keep coming from the remote's truth, so the broker stays ready; operators see it here.
+    checks.push({
+      name: "git-history",
+      ok: false,
+      severity: "warning",
+      message:
+        `the remote branch was rewritten at ${rewrite.noticedAt}: ${rewrite.lostCommits.length} commit(s) erased` +
+        (rewrite.lostInstances.length > 0 ? `, operations of instance(s) ${rewrite.lostInstances.slice(0, 20).join(", ")}` : "") +
+        ` (was ${rewrite.previousTip}, now ${rewrite.tip})`,
+    });
+  }
   if (ctx.deps.readiness) checks.push(...(await ctx.deps.readiness()));
   return checks;
 }

@@ -1,6 +1,7 @@
 import type { RequestHandler } from "express";
 import { BadRequestError, PreconditionFailedError } from "../errors/index.js";
 import type { ApiVersion } from "../catalog/index.js";
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from "./hostile-input.js";
 import type { OriginatingIdentity } from "../repo/index.js";
 
 export const MIN_API_VERSION: ApiVersion = { major: 2, minor: 13 };
@@ -35,8 +36,12 @@ export function decodeOriginatingIdentity(header: string): OriginatingIdentity {
     throw new BadRequestError("X-Broker-API-Originating-Identity must be \"<platform> <base64 JSON object>\"");
   }
   let value: unknown;
+  const text = Buffer.from(m[2], "base64").toString("utf8");
+  if (jsonDepthExceeds(text)) {
+    throw new BadRequestError(`X-Broker-API-Originating-Identity value is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   try {
-    value = JSON.parse(Buffer.from(m[2], "base64").toString("utf8"));
+    value = JSON.parse(text);
   } catch (e) {
     throw new BadRequestError("X-Broker-API-Originating-Identity value is not base64-encoded JSON", { cause: e });
   }

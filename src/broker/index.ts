@@ -6,3 +6,5 @@ export { clusterReport, moveInstance } from "./admin.js";
 export type { AdminDeps, ClusterReport } from "./admin.js";
 export { instanceHistory } from "./history.js";
 export type { HistoryEntry, HistorySource, InstanceHistory } from "./history.js";
+export { createHttpServer } from "./http-server.js";
+export type { HttpServerLimits } from "./http-server.js";

@@ -1,8 +1,9 @@
 import { createHmac } from "node:crypto";
 import express, { type Request, type Router } from "express";
-import { BadRequestError, NotFoundError, UnauthorizedError } from "../errors/index.js";
+import { BadRequestError, NotFoundError, OsbError, PayloadTooLargeError, UnauthorizedError } from "../errors/index.js";
 import { basicAuth, safeEqual } from "./auth.js";
 import type { Ctx, ReconcileEndpoints } from "./context.js";
+import { verifyJsonDepth } from "./hostile-input.js";
 import { isObject } from "./request-body.js";
 
 /**
@@ -12,8 +13,35 @@ import { isObject } from "./request-body.js";
  * POST /admin/rerender: re-render one instance or every instance of a plan (basic auth).
  */
 
-/** GitHub sends at most 25 MB; only `ref` is read. */
-const WEBHOOK_BODY_LIMIT = "25mb";
+/**
+ * Unauthenticated bytes read before the signature check. Only `ref` is read; a push event carries
+ * at most 20 commits and is tens of kB. A larger one is refused (413) and the next poll fetches.
+ */
+export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * Before any body byte is read: a request without a signature or token header, a wrong GitLab
+ * token (a header, checked here), or an announced body over the limit is answered at once, and
+ * the connection closed so that the body is never read.
+ */
+function webhookPrecheck(secret: string): express.RequestHandler {
+  return (req, res, next) => {
+    const signature = req.get("x-hub-signature-256");
+    const token = req.get("x-gitlab-token");
+    let refusal: OsbError | undefined;
+    if (signature === undefined && (token === undefined || !safeEqual(token, secret))) {
+      refusal = new UnauthorizedError("the webhook needs a valid X-Hub-Signature-256 (GitHub) or X-Gitlab-Token (GitLab)");
+    } else if (Number(req.get("content-length") ?? 0) > WEBHOOK_BODY_LIMIT_BYTES) {
+      refusal = new PayloadTooLargeError(`a webhook body is at most ${WEBHOOK_BODY_LIMIT_BYTES} bytes; the next poll fetches the remote`);
+    }
+    if (refusal === undefined) {
+      next();
+      return;
+    }
+    res.setHeader("Connection", "close");
+    next(refusal);
+  };
+}
 
 function authenticWebhook(req: Request, secret: string, body: Buffer): boolean {
   const signature = req.get("x-hub-signature-256");
@@ -91,14 +119,15 @@ export function reconcileRoutes(ctx: Ctx, endpoints: ReconcileEndpoints): Router
   if (endpoints.webhookSecret !== null) {
     router.post(
       "/admin/webhook",
-      express.raw({ type: () => true, limit: WEBHOOK_BODY_LIMIT }),
+      webhookPrecheck(endpoints.webhookSecret),
+      express.raw({ type: () => true, limit: WEBHOOK_BODY_LIMIT_BYTES }),
       webhook(ctx, endpoints, endpoints.webhookSecret),
     );
   }
   router.post(
     "/admin/rerender",
     basicAuth(ctx.deps.credentials),
-    express.json({ type: () => true, limit: "64kb" }),
+    express.json({ type: () => true, limit: "64kb", verify: verifyJsonDepth }),
     rerender(ctx, endpoints),
   );
   return router;

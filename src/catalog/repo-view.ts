@@ -27,6 +27,8 @@ export interface ReadinessCheck {
   name: string;
   ok: boolean;
   message?: string;
+  /** "warning": a failed check that is reported without making the broker unready. */
+  severity?: "warning";
 }
 
 /**

@@ -1,4 +1,4 @@
-import { ConfigError } from "../errors/index.js";
+import { ConfigError, DataDirLockedError } from "../errors/index.js";
 import { runClusters, runMove } from "./admin-commands.js";
 import { runHistory } from "./history.js";
 import { runRender, runRenderTemplate } from "./render.js";
@@ -32,10 +32,7 @@ Configuration: docs/configuration.md.
 export { VERSION };
 
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
-  serve: async (args) => {
-    await serve(args, { version: VERSION });
-    return 0;
-  },
+  serve: (args) => serve(args, { version: VERSION }),
   clusters: (args) => runClusters(args),
   move: (args) => runMove(args),
   history: (args) => runHistory(args),
@@ -79,7 +76,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await run(rest);
   } catch (e) {
-    if (e instanceof ConfigError) {
+    if (e instanceof ConfigError || e instanceof DataDirLockedError) {
       process.stderr.write(`${e.message}\n`);
       return 2;
     }

@@ -1,9 +1,8 @@
-import { open, rm, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { createRepoView, type LiveRepoView } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { ConfigError } from "../errors/index.js";
-import { ensureDataDir, EMBEDDED_REMOTE_DIR, loadConfig, type Config } from "../config/index.js";
+import { ensureDataDir, EMBEDDED_REMOTE_DIR, loadConfig, lockDataDir, type Config } from "../config/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstanceSummaryCache, type InstanceSummaryCache } from "../repo/index.js";
@@ -61,7 +60,8 @@ export async function openRepo(configArgv: string[], options: { logLevel?: strin
   await ensureDataDir(config.dataDir);
   const remoteUrl = config.git.remote ?? path.join(config.dataDir, EMBEDDED_REMOTE_DIR);
   const gitdir = path.join(config.dataDir, "cli.git");
-  const lock = await takeLock(`${gitdir}.lock`);
+  // Commands lock apart from `serve` (they have their own clone), one command at a time.
+  const lock = await lockDataDir(config.dataDir, "cli");
   try {
     const writer = createGitWriter({
       gitdir,
@@ -87,29 +87,11 @@ export async function openRepo(configArgv: string[], options: { logLevel?: strin
       async close() {
         view.close();
         await writer.close();
-        await releaseLock(lock, `${gitdir}.lock`);
+        await lock.release();
       },
     };
   } catch (e) {
-    await releaseLock(lock, `${gitdir}.lock`);
+    await lock.release();
     throw e;
   }
-}
-
-async function takeLock(file: string): Promise<FileHandle> {
-  try {
-    return await open(file, "wx", 0o600);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "EEXIST") {
-      throw new ConfigError([
-        { file, path: "", message: "another gitops-broker command is using this data directory (remove the lock file if it is stale)" },
-      ]);
-    }
-    throw e;
-  }
-}
-
-async function releaseLock(handle: FileHandle, file: string): Promise<void> {
-  await handle.close();
-  await rm(file, { force: true });
 }

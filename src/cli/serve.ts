@@ -1,16 +1,15 @@
 import { readFile } from "node:fs/promises";
 import http from "node:http";
-import https from "node:https";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createApp } from "../broker/index.js";
+import { createApp, createHttpServer } from "../broker/index.js";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createRepoView, fillRepoInstruments } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { createReconciler, type Reconciler } from "../reconcile/index.js";
-import { ensurePassword, loadConfig, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
-import { isNegativeAnswer } from "../errors/index.js";
+import { ensureDataDir, ensurePassword, loadConfig, lockDataDir, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
+import { DataDirLockedError, GitRemoteError, isNegativeAnswer } from "../errors/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, createPrometheusMetrics, noopMetrics, type Metrics, type PrometheusMetrics } from "../metrics/index.js";
@@ -56,12 +55,44 @@ export type StatusWatcherOverrides = Partial<Omit<StatusWatcherOptions, "view" |
 /** Test and embedding hooks of the nudger (secret reading, HTTP, timers). */
 export type NudgerOverrides = Partial<Pick<NudgerOptions, "readSecret" | "fetch" | "timers" | "now" | "timeoutMs">>;
 
-/** Start a broker from a loaded configuration. */
-export async function startBroker(
-  config: Config,
-  options: { version: string; logger?: Logger; metrics?: Metrics; status?: StatusWatcherOverrides; nudge?: NudgerOverrides },
-): Promise<RunningBroker> {
+type StartOptions = { version: string; logger?: Logger; metrics?: Metrics; status?: StatusWatcherOverrides; nudge?: NudgerOverrides };
+
+/**
+ * Start a broker from a loaded configuration. The data directory is locked first (a second
+ * broker on it fails with DataDirLockedError before touching anything); when a later step fails
+ * (remote unreachable, port in use) what was started is stopped and the lock released.
+ */
+export async function startBroker(config: Config, options: StartOptions): Promise<RunningBroker> {
   const logger = options.logger ?? createLogger({ level: config.log.level });
+  await ensureDataDir(config.dataDir);
+  const lock = await lockDataDir(config.dataDir, "serve", {
+    onCompromised: (error) => logger.error({ err: error, dataDir: config.dataDir }, "lost the lock of the data directory"),
+  });
+  const undo: (() => unknown)[] = [];
+  try {
+    const broker = await startLocked(config, { ...options, logger }, undo);
+    return {
+      ...broker,
+      async close() {
+        await broker.close();
+        await lock.release();
+      },
+    };
+  } catch (error) {
+    for (const step of undo.reverse()) {
+      try {
+        await step();
+      } catch (e) {
+        logger.debug({ err: e }, "stopping a half-started broker");
+      }
+    }
+    await lock.release();
+    throw error;
+  }
+}
+
+async function startLocked(config: Config, options: StartOptions & { logger: Logger }, undo: (() => unknown)[]): Promise<RunningBroker> {
+  const { logger } = options;
   // With metrics.listen, a prom-client Registry of this broker's own (never the global one), with
   // Node's process metrics; else the caller's factory, or none.
   let prometheus: PrometheusMetrics | undefined;
@@ -105,16 +136,19 @@ export async function startBroker(
     logger: logger.child({ component: "gitwriter" }),
     metrics: instruments.gitwriter,
     remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
+    activityTimeoutMs: config.git.activityTimeoutSeconds * 1000,
     gitEnv: await gitEnv(config),
     // "Gone", "not found", "conflict" only from a view fetched after the request arrived (ADR 0012).
     confirmRejection: isNegativeAnswer,
   });
+  undo.push(() => writer.close());
   await writer.start();
   const summaries = createInstanceSummaryCache();
   const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries, {
     // Remote charts (http(s) url pinned by digest) are fetched when the catalog loads, cached by digest.
     remoteCharts: new RemoteCharts({ dir: path.join(config.dataDir, CHART_CACHE_DIR) }),
   });
+  undo.push(() => view.close());
   await view.reload();
   // Clusters come from the view: live clusters are watched as the registry adds them, and
   // stopped when it drops them or switches them to commit mode.
@@ -130,6 +164,7 @@ export async function startBroker(
     ...options.status,
     kubeConfigFor,
   });
+  undo.push(() => status.close());
   const brokerVersion = `gitops-broker/${options.version}`;
   // After each push, the agents of the clusters it changed (those whose registry entry asks for it).
   const nudger = createNudger({
@@ -143,6 +178,10 @@ export async function startBroker(
     ...options.nudge,
   });
   const stopNudging = writer.onPushed((event) => nudger.pushed(event));
+  undo.push(() => {
+    stopNudging();
+    return nudger.close();
+  });
   const reconciler = createReconciler({
     writer,
     view,
@@ -154,8 +193,10 @@ export async function startBroker(
     batchSize: config.reconcile.batchSize,
     retryMs: config.reconcile.retrySeconds * 1000,
   });
+  undo.push(() => reconciler.close());
   const stopReconciling = writer.onTip((tip, previous) => reconciler.tipChanged(tip, previous));
   metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, instruments.repo));
+  undo.push(stopReconciling);
 
   const app = createApp({
     writer,
@@ -170,9 +211,11 @@ export async function startBroker(
     summaries,
     reconcile: { reconciler, branch: config.git.branch, webhookSecret },
   });
-  const server = config.tls
-    ? https.createServer({ cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) }, app)
-    : http.createServer(app);
+  const server = createHttpServer(app, config.http, {
+    ...(config.tls ? { tls: { cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) } } : {}),
+    logger: logger.child({ component: "http" }),
+  });
+  undo.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.listen.port, config.listen.host, () => {
@@ -266,15 +309,45 @@ async function serveMetrics(
   };
 }
 
-/** `gitops-broker serve`: run until SIGTERM / SIGINT, then shut down gracefully. */
-export async function serve(argv: string[], options: { version: string }): Promise<void> {
+/**
+ * Why a start failed, when it is the operator's to fix (another broker on the data directory, the
+ * port taken, the remote unreachable): one log line without a stack, exit code 2.
+ */
+function startFailure(error: unknown): { code: string; message: string; fields: Record<string, unknown> } | undefined {
+  if (error instanceof DataDirLockedError) return { code: error.code, message: error.message, fields: error.data };
+  if (error instanceof GitRemoteError) {
+    return { code: error.code, message: `cannot reach the Git remote at start-up: ${error.remoteMessage}`, fields: { kind: error.kind } };
+  }
+  const errno = (error as NodeJS.ErrnoException | null)?.code;
+  if (errno === "EADDRINUSE" || errno === "EACCES" || errno === "EADDRNOTAVAIL") {
+    const { address, port } = error as { address?: string; port?: number };
+    const what = errno === "EADDRINUSE" ? "is in use" : errno === "EACCES" ? "is not allowed" : "is not an address of this machine";
+    return { code: errno, message: `cannot listen on ${address ?? "?"}:${port ?? "?"}: the address ${what}`, fields: { address, port } };
+  }
+  return undefined;
+}
+
+/** `gitops-broker serve`: run until SIGTERM / SIGINT, then shut down gracefully. Resolves with the exit code. */
+export async function serve(argv: string[], options: { version: string }): Promise<number> {
   const config = await loadConfig({ argv });
   const logger = createLogger({ level: config.log.level });
-  const broker = await startBroker(config, { ...options, logger });
+  let broker: RunningBroker;
+  try {
+    broker = await startBroker(config, { ...options, logger });
+  } catch (error) {
+    const failure = startFailure(error);
+    if (failure === undefined) {
+      logger.fatal({ err: error }, "gitops-broker failed to start");
+      return 1;
+    }
+    logger.fatal({ code: failure.code, ...failure.fields }, failure.message);
+    return 2;
+  }
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
   });
   logger.info({ signal }, "shutting down: finishing in-flight pushes");
   await broker.close();
+  return 0;
 }

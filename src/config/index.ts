@@ -1,6 +1,8 @@
 export { loadConfig } from "./load-config.js";
 export type { LoadConfigOptions } from "./load-config.js";
 export { ensureDataDir } from "./data-dir.js";
+export { lockDataDir } from "./data-dir-lock.js";
+export type { DataDirLock, LockRole } from "./data-dir-lock.js";
 export { EMBEDDED_REMOTE_DIR, SEED_MESSAGE, prepareEmbedded } from "./embedded.js";
 export type { PrepareEmbeddedOptions } from "./embedded.js";
 export { GENERATED_PASSWORD_FILE, ensurePassword, readPassword, readWebhookSecret } from "./password.js";
@@ -9,6 +11,7 @@ export type {
   AuthConfig,
   Config,
   GitConfig,
+  HttpConfig,
   ListenAddress,
   LogLevel,
   ReconcileConfig,

@@ -34,12 +34,14 @@ describe("loadConfig", () => {
     const config = await loadConfig({ env: {}, argv: [], cwd: tmp });
     expect(config).toEqual<Config>({
       listen: { host: "127.0.0.1", port: 8080 },
+      http: { headersTimeoutSeconds: 10, requestTimeoutSeconds: 30, idleTimeoutSeconds: 5, maxConnectionsPerClient: 256 },
       dataDir: path.join(tmp, ".gitops-broker"),
       git: {
         remote: null,
         branch: "main",
         author: { name: "gitops-broker", email: "gitops-broker@localhost" },
         pushTimeoutSeconds: 30,
+        activityTimeoutSeconds: 5,
         pollIntervalSeconds: 30,
       },
       auth: { username: "broker", password: null, passwordFile: null },
@@ -99,6 +101,7 @@ describe("loadConfig", () => {
       branch: "from-env",
       author: { name: "gitops-broker", email: "gitops-broker@localhost" },
       pushTimeoutSeconds: 2.5,
+      activityTimeoutSeconds: 5,
       pollIntervalSeconds: 5,
       tokenFile: path.join(tmp, "etc", "token"),
     });

@@ -20,12 +20,14 @@ const validate = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true 
 function defaults(cwd: string): Config {
   return {
     listen: { host: "127.0.0.1", port: 8080 },
+    http: { headersTimeoutSeconds: 10, requestTimeoutSeconds: 30, idleTimeoutSeconds: 5, maxConnectionsPerClient: 256 },
     dataDir: path.join(cwd, ".gitops-broker"),
     git: {
       remote: null,
       branch: "main",
       author: { name: "gitops-broker", email: "gitops-broker@localhost" },
       pushTimeoutSeconds: 30,
+      activityTimeoutSeconds: 5,
       pollIntervalSeconds: 30,
     },
     auth: { username: "broker", password: null, passwordFile: null },
@@ -149,6 +151,9 @@ function exclusiveSecrets(config: Config, origins: Map<string, Origin>): Problem
   const problems: Problem[] = [];
   if (config.auth.password !== null && config.auth.passwordFile !== null) {
     problems.push(locate(["auth", "passwordFile"], origins, "auth.password and auth.passwordFile exclude each other: set one"));
+  }
+  if (config.http.headersTimeoutSeconds > config.http.requestTimeoutSeconds) {
+    problems.push(locate(["http", "headersTimeoutSeconds"], origins, "must not be larger than http.requestTimeoutSeconds (the headers are part of the request)"));
   }
   if (config.webhook.secret !== null && config.webhook.secretFile !== null) {
     problems.push(locate(["webhook", "secretFile"], origins, "webhook.secret and webhook.secretFile exclude each other: set one"));

@@ -112,11 +112,16 @@ type EnvKind = "string" | "number" | "path";
 /** Variables that set one key each. An empty variable counts as unset. */
 const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
   GITOPS_BROKER_DATA_DIR: { key: ["dataDir"], kind: "path" },
+  GITOPS_BROKER_HTTP_HEADERS_TIMEOUT_SECONDS: { key: ["http", "headersTimeoutSeconds"], kind: "number" },
+  GITOPS_BROKER_HTTP_REQUEST_TIMEOUT_SECONDS: { key: ["http", "requestTimeoutSeconds"], kind: "number" },
+  GITOPS_BROKER_HTTP_IDLE_TIMEOUT_SECONDS: { key: ["http", "idleTimeoutSeconds"], kind: "number" },
+  GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_CLIENT: { key: ["http", "maxConnectionsPerClient"], kind: "number" },
   GITOPS_BROKER_GIT_REMOTE: { key: ["git", "remote"], kind: "string" },
   GITOPS_BROKER_GIT_BRANCH: { key: ["git", "branch"], kind: "string" },
   GITOPS_BROKER_GIT_AUTHOR_NAME: { key: ["git", "author", "name"], kind: "string" },
   GITOPS_BROKER_GIT_AUTHOR_EMAIL: { key: ["git", "author", "email"], kind: "string" },
   GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS: { key: ["git", "pushTimeoutSeconds"], kind: "number" },
+  GITOPS_BROKER_GIT_ACTIVITY_TIMEOUT_SECONDS: { key: ["git", "activityTimeoutSeconds"], kind: "number" },
   GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS: { key: ["git", "pollIntervalSeconds"], kind: "number" },
   GITOPS_BROKER_GIT_SSH_COMMAND: { key: ["git", "sshCommand"], kind: "string" },
   GITOPS_BROKER_GIT_TOKEN_FILE: { key: ["git", "tokenFile"], kind: "path" },

@@ -17,6 +17,8 @@ export interface GitConfig {
   author: { name: string; email: string };
   /** How long a request waits for an unreachable remote (then 503). */
   pushTimeoutSeconds: number;
+  /** A fetch or push without an answer for this long makes /readyz report the remote as not answering. */
+  activityTimeoutSeconds: number;
   /** Interval of fetching the remote to notice others' commits. */
   pollIntervalSeconds: number;
   /** GIT_SSH_COMMAND for ssh deploy keys. */
@@ -60,8 +62,21 @@ export interface MetricsConfig {
   listen: ListenAddress | null;
 }
 
+/** Bounds of the OSB HTTP(S) server's sockets (ADR 0013). */
+export interface HttpConfig {
+  /** Time to receive a request's headers; then 408 and the connection is closed. */
+  headersTimeoutSeconds: number;
+  /** Time to receive a whole request, headers and body; then 408 and the connection is closed. */
+  requestTimeoutSeconds: number;
+  /** A keep-alive connection idle this long between requests is closed. */
+  idleTimeoutSeconds: number;
+  /** Open connections per client address at most; more are closed at once. 0: no bound. */
+  maxConnectionsPerClient: number;
+}
+
 export interface Config {
   listen: ListenAddress;
+  http: HttpConfig;
   /** Absolute. */
   dataDir: string;
   git: GitConfig;

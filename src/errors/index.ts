@@ -103,6 +103,20 @@ export class UnauthorizedError extends OsbError {
   }
 }
 
+/** 413: a request body over the limit of its endpoint. */
+export class PayloadTooLargeError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("PayloadTooLargeError", 413, undefined, description, options);
+  }
+}
+
+/** 415: a Content-Encoding or charset the broker does not read. */
+export class UnsupportedMediaTypeError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("UnsupportedMediaTypeError", 415, undefined, description, options);
+  }
+}
+
 export class NotFoundError extends OsbError {
   constructor(description: string, options?: OsbErrorOptions) {
     super("NotFoundError", 404, undefined, description, options);
@@ -222,6 +236,20 @@ export class GitRemoteError extends BaseError {
     super("GitRemoteError", `git remote ${kind}: ${remoteMessage}`, options);
     this.kind = kind;
     this.remoteMessage = remoteMessage;
+  }
+}
+
+/** Another process holds the data directory (see lockDataDir). */
+export class DataDirLockedError extends BaseError {
+  readonly holderPid: number | undefined;
+  constructor(dataDir: string, role: string, holderPid: number | undefined, holderHost: string | undefined, options?: ErrorOptions) {
+    const holder = holderPid === undefined ? "another process (PID unknown)" : `PID ${holderPid}${holderHost ? ` on ${holderHost}` : ""}`;
+    const who = role === "serve" ? "gitops-broker serve" : "a gitops-broker command";
+    super("DataDirLocked", `data directory ${dataDir} is in use by ${who}: ${holder}`, {
+      ...options,
+      data: { dataDir, role, holderPid, holderHost },
+    });
+    this.holderPid = holderPid;
   }
 }
 

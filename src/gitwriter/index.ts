@@ -20,6 +20,7 @@ export type {
   GitAuthor,
   GitReader,
   GitWriter,
+  HistoryRewrite,
   Operation,
   OperationOutcome,
   PushedCommit,
@@ -47,6 +48,12 @@ export interface GitWriterOptions {
   delay?: (ms: number) => Promise<void>;
   /** How long a queued operation waits for an unreachable remote before it is rejected (default 30000). */
   remoteTimeoutMs?: number;
+  /**
+   * A fetch or push that has had no answer for this long makes the remote count as not answering
+   * (remoteReachable false) while it goes on; it is killed only after the command timeout
+   * (default 5000). A remote that accepts connections and never answers is noticed this soon.
+   */
+  activityTimeoutMs?: number;
   /** Rejected (non-fast-forward) pushes of one batch before its operations are rejected (default 10). */
   maxPushAttempts?: number;
   /** The writer's instruments (default: record nothing). */
@@ -83,6 +90,7 @@ export function createGitWriter(options: GitWriterOptions): GitWriter {
     now: options.now ?? (() => new Date()),
     delay: options.delay ?? ((ms) => sleep(ms)),
     remoteTimeoutMs,
+    activityTimeoutMs: options.activityTimeoutMs ?? 5_000,
     maxPushAttempts: options.maxPushAttempts ?? 10,
     metrics: options.metrics ?? noopInstruments.gitwriter,
     ...(options.confirmRejection ? { confirmRejection: options.confirmRejection } : {}),

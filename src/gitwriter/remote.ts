@@ -3,6 +3,14 @@ import path from "node:path";
 import { GitPluginError, simpleGit, type SimpleGit } from "simple-git";
 import { GitRemoteError } from "../errors/index.js";
 
+/** A commit a history rewrite erased from the branch. */
+export interface LostCommit {
+  commit: string;
+  subject: string;
+  /** Its Instance-Id trailers: the instances whose operation it carried. */
+  instanceIds: string[];
+}
+
 export interface RemoteOptions {
   gitdir: string;
   url: string;
@@ -20,9 +28,25 @@ export interface RemoteOptions {
 export class Remote {
   private readonly options: RemoteOptions;
   private git: SimpleGit | undefined;
+  /** performance.now() when the command in flight started (fetch and push never overlap). */
+  private since: number | undefined;
 
   constructor(options: RemoteOptions) {
     this.options = options;
+  }
+
+  /** How long the command in flight has waited for the remote so far; 0 when none is. */
+  get waitingMs(): number {
+    return this.since === undefined ? 0 : performance.now() - this.since;
+  }
+
+  private async timed<T>(command: () => Promise<T>): Promise<T> {
+    this.since = performance.now();
+    try {
+      return await command();
+    } finally {
+      this.since = undefined;
+    }
   }
 
   /** Creates the bare repository if it is missing and points `origin` at the remote URL. */
@@ -43,7 +67,11 @@ export class Remote {
    * Fetches the branch into `refs/remotes/origin/<branch>`. Resolves false when the remote has
    * no such branch (an empty repository): the first push will create it.
    */
-  async fetch(): Promise<boolean> {
+  fetch(): Promise<boolean> {
+    return this.timed(() => this.doFetch());
+  }
+
+  private async doFetch(): Promise<boolean> {
     const { branch } = this.options;
     try {
       // --verbose: simple-git waits 50 ms longer for a command that printed nothing.
@@ -65,8 +93,36 @@ export class Remote {
     }
   }
 
+  /**
+   * Commits reachable from `previous` but not from `tip` (newest first, at most `max`): what a
+   * force-push replacing `previous` by `tip` erased. Empty when `tip` descends from `previous`.
+   * Reads the local repository only.
+   */
+  async lostCommits(previous: string, tip: string, max = 1000): Promise<LostCommit[]> {
+    const out = await this.client().raw([
+      "log",
+      `--max-count=${max}`,
+      "--format=%H%x1f%s%x1f%(trailers:key=Instance-Id,valueonly,separator=%x2c)%x1e",
+      previous,
+      `^${tip}`,
+      "--",
+    ]);
+    return out
+      .split("\x1e")
+      .map((record) => record.trim())
+      .filter((record) => record !== "")
+      .map((record) => {
+        const [commit = "", subject = "", instances = ""] = record.split("\x1f");
+        return { commit, subject, instanceIds: instances.split(",").map((s) => s.trim()).filter((s) => s !== "") };
+      });
+  }
+
   /** Pushes `commit` to the branch (fast-forward only). */
-  async push(commit: string): Promise<void> {
+  push(commit: string): Promise<void> {
+    return this.timed(() => this.doPush(commit));
+  }
+
+  private async doPush(commit: string): Promise<void> {
     try {
       // No --progress: the server would mix its progress into the `remote:` lines of a refusal.
       // pack.window=0: send the new objects as they are in the local pack, without searching

@@ -134,8 +134,15 @@ export interface GitWriter extends GitReader {
    * it carried are acknowledged; a listener must not block (it is called synchronously).
    */
   onPushed(listener: (event: PushEvent) => void): () => void;
-  /** True when the last contact with the remote succeeded. */
+  /**
+   * True when the last contact with the remote succeeded and the fetch or push in flight (if any)
+   * has waited less than the activity timeout.
+   */
   readonly remoteReachable: boolean;
+  /** Why the remote does not count as reachable (see remoteReachable); undefined when it does. */
+  readonly remoteTrouble?: string | undefined;
+  /** The last history rewrite that erased commits, while they are still missing from the branch. */
+  readonly historyRewrite?: HistoryRewrite | undefined;
   /** Stop taking operations, finish queued ones (push them), then resolve. */
   close(): Promise<void>;
 }
@@ -157,6 +164,23 @@ export interface PushedCommit {
    * An edit that left a file as it was may be listed; a changed path is never missing.
    */
   paths: string[];
+}
+
+/**
+ * The remote's branch was rewritten (force-pushed) so that commits it held before are no longer
+ * on it. The writer follows the remote; this records what was erased until the commits are on the
+ * branch again (or the process restarts).
+ */
+export interface HistoryRewrite {
+  /** ISO time the rewrite was noticed. */
+  noticedAt: string;
+  /** The tip before the rewrite, and the one adopted. */
+  previousTip: string;
+  tip: string;
+  /** Erased commits, newest first (at most 1000). */
+  lostCommits: { commit: string; subject: string; instanceIds: string[] }[];
+  /** Instance-Id trailers of the erased commits (operations that had been acknowledged). */
+  lostInstances: string[];
 }
 
 export interface GitAuthor {

@@ -6,7 +6,7 @@ import { formatCommitMessage } from "./commit-message.js";
 import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
 import type { Remote } from "./remote.js";
 import { DraftTree, TreeView } from "./tree-view.js";
-import type { CommitInfo, GitAuthor, GitWriter, Operation, OperationOutcome, PushEvent, SubmitResult, TreeReader } from "./types.js";
+import type { CommitInfo, GitAuthor, GitWriter, HistoryRewrite, Operation, OperationOutcome, PushEvent, SubmitResult, TreeReader } from "./types.js";
 
 /** The logger the writer needs (a pino logger fits). */
 export interface GitWriterLogger {
@@ -25,6 +25,8 @@ export interface WriterDeps {
   now: () => Date;
   delay: (ms: number) => Promise<void>;
   remoteTimeoutMs: number;
+  /** A fetch or push without an answer for this long makes the remote count as not answering. */
+  activityTimeoutMs: number;
   maxPushAttempts: number;
   metrics: GitWriterInstruments;
   /**
@@ -124,6 +126,7 @@ export class Writer implements GitWriter {
   private viewAsOf = Number.NEGATIVE_INFINITY;
   /** Operations refused on a view older than their request: re-run after the next fetch. */
   private doubted: Entry[] = [];
+  private rewrite: HistoryRewrite | undefined;
 
   constructor(deps: WriterDeps) {
     this.deps = deps;
@@ -132,7 +135,20 @@ export class Writer implements GitWriter {
   }
 
   get remoteReachable(): boolean {
-    return this.reachable;
+    return this.remoteTrouble === undefined;
+  }
+
+  get historyRewrite(): HistoryRewrite | undefined {
+    return this.rewrite;
+  }
+
+  get remoteTrouble(): string | undefined {
+    if (!this.reachable) return "last contact with the Git remote failed";
+    const waiting = this.deps.remote.waitingMs;
+    if (waiting > this.deps.activityTimeoutMs) {
+      return `the Git remote has not answered for ${Math.floor(waiting / 1000)} s (activity timeout ${this.deps.activityTimeoutMs / 1000} s)`;
+    }
+    return undefined;
   }
 
   start(): Promise<void> {
@@ -213,7 +229,11 @@ export class Writer implements GitWriter {
     await remote.init();
     // What the repository holds already is not news to the fetch below (see fetchTip).
     store.refreshPacks();
+    // The local ref only ever holds a tip the remote had: if the new tip does not descend from
+    // it, the branch was rewritten while no broker watched.
+    const known = await store.resolveRef(this.branchRef).catch(() => null);
     const tip = await this.fetchTip();
+    if (known !== null && tip.commit !== null && known !== tip.commit) await this.checkHistory(known, tip.commit);
     // Unconditionally: the ref may hold a commit a crashed process never got acknowledged.
     await store.setRef(this.branchRef, tip.commit);
     this.remoteTip = tip;
@@ -537,7 +557,43 @@ export class Writer implements GitWriter {
     const commit = await store.resolveRef(this.trackingRef);
     if (commit === null) throw new Error(`fetch succeeded but ${this.trackingRef} does not exist`);
     if (commit === this.remoteTip.commit) return this.remoteTip;
+    if (this.remoteTip.commit !== null) await this.checkHistory(this.remoteTip.commit, commit);
     return { commit, tree: await store.commitTree(commit) };
+  }
+
+  /**
+   * Called when a fetch moves the tip from `previous` to `tip`. A tip that does not descend from
+   * `previous` means a force-push erased commits, acknowledged operations among them: logged as
+   * an error naming them, and kept in historyRewrite until they are on the branch again. The
+   * writer follows the remote either way (it is the system of record).
+   */
+  private async checkHistory(previous: string, tip: string): Promise<void> {
+    const { remote, logger } = this.deps;
+    try {
+      if (this.rewrite !== undefined && (await remote.lostCommits(this.rewrite.previousTip, tip, 1)).length === 0) {
+        logger.info({ tip, previousTip: this.rewrite.previousTip }, "the commits erased by the history rewrite are on the branch again");
+        this.rewrite = undefined;
+        this.deps.metrics.lostCommits.set(0);
+      }
+      const lost = await remote.lostCommits(previous, tip);
+      if (lost.length === 0) return;
+      const lostInstances = [...new Set(lost.flatMap((c) => c.instanceIds))];
+      this.rewrite = { noticedAt: this.deps.now().toISOString(), previousTip: previous, tip, lostCommits: lost, lostInstances };
+      this.deps.metrics.lostCommits.set(lost.length);
+      const fields = {
+        previousTip: previous,
+        tip,
+        lostCommits: lost.map((c) => c.commit),
+        lostInstances,
+      };
+      if (lostInstances.length > 0) {
+        logger.error(fields, "the remote branch was rewritten: acknowledged operations are gone from it; following the remote");
+      } else {
+        logger.warn(fields, "the remote branch was rewritten: commits are gone from it; following the remote");
+      }
+    } catch (error) {
+      logger.warn({ err: error, previousTip: previous, tip }, "cannot tell whether the remote branch was rewritten");
+    }
   }
 
   /** Makes `tip` the known remote tip: snapshot(), the local branch ref, onTip listeners. */

@@ -45,6 +45,8 @@ export interface GitWriterInstruments {
   batchOperations: Histogram;
   /** Operations waiting in the queue. */
   queuedOperations: Gauge;
+  /** Commits a history rewrite erased from the branch that are not on it again (0: none). */
+  lostCommits: Gauge;
   /** The last successful fetch of (or push to) the remote; exported as its age at scrape time. */
   fetched: Age;
 }
@@ -132,6 +134,10 @@ export function createInstruments(metrics: Metrics = noopMetrics, now: () => num
       batchOperations: metrics.histogram("gitops_broker_git_batch_operations", "Operations per pushed batch", [], BATCH),
       queuedOperations: metrics.gauge("gitops_broker_git_queued_operations", "Operations waiting in the write queue"),
       fetched: age(metrics, "gitops_broker_git_last_fetch_age_seconds", "Seconds since the last successful fetch of (or push to) the remote", now),
+      lostCommits: metrics.gauge(
+        "gitops_broker_git_history_lost_commits",
+        "Commits a force-push erased from the branch that are not on it again (0: none)",
+      ),
     },
     statusWatcher: {
       watchRestarts: metrics.counter("gitops_broker_watch_restarts_total", "Kubernetes watch streams restarted", ["cluster"]),

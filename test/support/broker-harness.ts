@@ -39,12 +39,14 @@ export function testConfig(
 ): Config {
   return {
     listen: { host: "127.0.0.1", port: 0 },
+    http: { headersTimeoutSeconds: 10, requestTimeoutSeconds: 30, idleTimeoutSeconds: 5, maxConnectionsPerClient: 256 },
     dataDir: path.join(root, name),
     git: {
       remote: remoteUrl,
       branch: "main",
       author: AUTHOR,
       pushTimeoutSeconds: 10,
+      activityTimeoutSeconds: 5,
       pollIntervalSeconds: 3600,
       ...overrides,
     },
