@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { createApp } from "../broker/index.js";
 import { createRepoView } from "../catalog/index.js";
 import { createReconciler, type Reconciler } from "../reconcile/index.js";
-import { ensurePassword, loadConfig, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
+import { loadConfig, prepareEmbedded, readStartSecrets, type Config } from "../config/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, type Metrics } from "../metrics/index.js";
@@ -29,11 +29,10 @@ export interface RunningBroker {
 }
 
 /** Environment for the git CLI: ssh deploy key command, https token (via env, never argv). */
-async function gitEnv(config: Config): Promise<Record<string, string>> {
+function gitEnv(config: Config, token: string | null): Record<string, string> {
   const env: Record<string, string> = {};
   if (config.git.sshCommand) env.GIT_SSH_COMMAND = config.git.sshCommand;
-  if (config.git.tokenFile) {
-    const token = (await readFile(config.git.tokenFile, "utf8")).trim();
+  if (token !== null) {
     const basic = Buffer.from(`x-access-token:${token}`).toString("base64");
     env.GIT_CONFIG_COUNT = "1";
     env.GIT_CONFIG_KEY_0 = "http.extraHeader";
@@ -66,13 +65,14 @@ export async function startBroker(
     remoteUrl = remoteDir;
     logger.info({ remote: remoteDir }, "using the embedded Git remote");
   }
-  const credentials = await ensurePassword({ dataDir: config.dataDir, config });
-  const webhookSecret = await readWebhookSecret(config);
-  if (credentials.generatedFile) {
+  const { credentials, webhookSecret, gitToken } = await readStartSecrets({ dataDir: config.dataDir, config });
+  if (credentials.generatedNow) {
     logger.warn(
       { file: credentials.generatedFile, username: credentials.username },
       "no broker password configured: generated one; read it from the file (mode 0600)",
     );
+  } else if (credentials.generatedFile) {
+    logger.info({ file: credentials.generatedFile, username: credentials.username }, "using the password generated at the first start");
   }
 
   // The writer's local repository; the history endpoint reads it through the writer (GitReader.log).
@@ -85,7 +85,7 @@ export async function startBroker(
     logger: logger.child({ component: "gitwriter" }),
     metrics: instruments.gitwriter,
     remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
-    gitEnv: await gitEnv(config),
+    gitEnv: gitEnv(config, gitToken),
   });
   await writer.start();
   const summaries = createInstanceSummaryCache();

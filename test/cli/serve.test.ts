@@ -13,6 +13,8 @@ interface Started {
   child: ChildProcess;
   url: string;
   exited: Promise<number | null>;
+  /** The log lines (pino JSON on stdout) so far. */
+  logs: { level: number; msg: string; [k: string]: unknown }[];
 }
 
 /** Start `gitops-broker serve` as a real process and wait for its "listening" log line. */
@@ -26,10 +28,12 @@ async function startCli(cwd: string, args: string[], env: Record<string, string>
   const stderr: string[] = [];
   child.stderr?.on("data", (d: Buffer) => stderr.push(d.toString()));
   const lines = createInterface({ input: child.stdout! });
+  const logs: Started["logs"] = [];
   const url = await new Promise<string>((resolve, reject) => {
     lines.on("line", (line) => {
       try {
-        const entry = JSON.parse(line) as { msg?: string; url?: string };
+        const entry = JSON.parse(line) as Started["logs"][number] & { url?: string };
+        logs.push(entry);
         if (entry.msg === "gitops-broker listening" && entry.url) resolve(entry.url);
       } catch {
         // not a log line
@@ -37,7 +41,7 @@ async function startCli(cwd: string, args: string[], env: Record<string, string>
     });
     void exited.then((code) => reject(new Error(`broker exited with ${code}: ${stderr.join("")}`)));
   });
-  return { child, url, exited };
+  return { child, url, exited, logs };
 }
 
 let cwd: string;
@@ -67,8 +71,13 @@ describe("gitops-broker serve (embedded default)", () => {
 
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
+    const generated = /no broker password configured: generated one/;
+    expect(first.logs.filter((l) => generated.test(l.msg)).map((l) => [l.level, l.file])).toEqual([[40, passwordFile]]);
 
     const second = await startCli(cwd, ["--listen", "127.0.0.1:0"]);
+    // The file of the first start is reused: no warning, one info line saying where the password is.
+    expect(second.logs.filter((l) => generated.test(l.msg))).toEqual([]);
+    expect(second.logs.filter((l) => /password generated at the first start/.test(l.msg)).map((l) => [l.level, l.file])).toEqual([[30, passwordFile]]);
     const again = osbClient(second.url, { username: "broker", password });
     expect((await again.provision("cli-1", body)).status).toBe(200);
     second.child.kill("SIGTERM");
@@ -87,5 +96,26 @@ describe("gitops-broker serve (embedded default)", () => {
     expect(code).toBe(2);
     expect(stderr).toMatch(/--listen/);
     expect(stderr).toMatch(/GITOPS_BROKER_LOG_LEVEL/);
+  });
+
+  it("reports every unreadable secret file in one run, exit 2", async () => {
+    const missing = (name: string) => path.join(cwd, "nowhere", name);
+    const child = spawn(process.execPath, [BIN, "serve", "--listen", "127.0.0.1:0", "--data-dir", path.join(cwd, "secrets-data")], {
+      cwd,
+      env: {
+        ...process.env,
+        GITOPS_BROKER_PASSWORD_FILE: missing("password"),
+        GITOPS_BROKER_WEBHOOK_SECRET_FILE: missing("webhook"),
+        GITOPS_BROKER_GIT_TOKEN_FILE: missing("token"),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(code).toBe(2);
+    expect(stderr).toContain(`${missing("password")}: password file does not exist`);
+    expect(stderr).toContain(`${missing("webhook")}: webhook secret file does not exist`);
+    expect(stderr).toContain(`${missing("token")}: git token file cannot be read (ENOENT)`);
   });
 });
