@@ -1,9 +1,8 @@
 import { stat } from "node:fs/promises";
 import { Command } from "commander";
 import path from "node:path";
-import { ConfigError } from "../errors/index.js";
 import { dirTreeReader } from "../repo/index.js";
-import { formatValidationProblem, validateRepo } from "../validate/index.js";
+import { formatValidationProblem, notAGitOpsRepository, validateRepo } from "../validate/index.js";
 import { runCommand, type CliIo, type Done } from "./args.js";
 
 /**
@@ -40,12 +39,26 @@ export function runValidate(
 async function validate(repoDir: string, options: { json?: boolean }, io: CliIo): Promise<number> {
   const dir = path.resolve(repoDir);
   const isDir = await stat(dir).then((s) => s.isDirectory(), () => false);
-  if (!isDir) throw new ConfigError([{ file: dir, path: "", message: "is not a directory (give a checkout of the GitOps repository)" }]);
+  if (!isDir) {
+    io.stderr.write(`validate: ${dir} is not a directory (give a checkout of the GitOps repository)\n`);
+    return 2;
+  }
 
-  const problems = await validateRepo(dirTreeReader(dir));
+  const tree = dirTreeReader(dir);
+  const wrong = await notAGitOpsRepository(tree);
+  if (wrong !== null) {
+    io.stderr.write(`validate: ${dir} ${wrong}\n`);
+    return 2;
+  }
+  const problems = await validateRepo(tree);
   const errors = problems.filter((p) => p.severity === "error").length;
   if (options.json) io.stdout.write(`${JSON.stringify(problems, null, 2)}\n`);
-  else for (const p of problems) io.stdout.write(`${formatValidationProblem(p)}\n`);
+  else {
+    for (const p of problems) {
+      io.stdout.write(`${formatValidationProblem(p)}\n`);
+      if (p.detail) io.stdout.write(`${p.detail.replace(/^/gm, "    ")}\n`);
+    }
+  }
   io.stderr.write(`validate ${dir}: ${errors} error(s), ${problems.length - errors} warning(s)\n`);
   return errors > 0 ? 1 : 0;
 }
