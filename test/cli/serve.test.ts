@@ -82,7 +82,7 @@ describe("gitops-broker serve (embedded default)", () => {
     expect((await again.provision("cli-1", body)).status).toBe(200);
     second.child.kill("SIGTERM");
     expect(await second.exited).toBe(0);
-  });
+  }, 240_000); // two broker processes starting from the TypeScript sources on a busy machine
 
   it("exits 2 with path-precise messages on a bad configuration", async () => {
     const child = spawn(process.execPath, [BIN, "serve", "--listen", "nonsense"], {
