@@ -1,7 +1,8 @@
 import { NotFoundError, SchedulingError, UnprocessableEntityError } from "../errors/index.js";
-import type { Draft, GitWriter } from "../gitwriter/index.js";
+import type { Draft, GitWriter, OperationOutcome } from "../gitwriter/index.js";
 import {
   brokerTrailers,
+  instanceManifestDir,
   liveOnCluster,
   readInstance,
   readLiveBindings,
@@ -64,74 +65,134 @@ export async function clusterReport(deps: AdminDeps): Promise<ClusterReport[]> {
   }));
 }
 
+export interface MoveResult {
+  from: string;
+  to: string;
+  /** null for a dry run. */
+  commit: string | null;
+  /** Files the commit deletes (the instance's objects on the old cluster) and writes, sorted. */
+  deleted: string[];
+  written: string[];
+}
+
+/** Carries a dry run's result out of the queued operation, whose edits are dropped with it. */
+class DryRun extends Error {
+  constructor(readonly result: MoveResult) {
+    super("dry run");
+  }
+}
+
 /**
  * Move an instance to another cluster in one commit: its objects (and its bindings') leave
  * `clusters/<from>/` and are rendered into `clusters/<to>/`; the record follows. The target must
  * be registered, schedulable and have room. An instance with sensitive parameters is not moved:
  * they are encrypted for the source cluster and the broker cannot decrypt them (ADR 0007).
+ * With `dryRun`, the same checks and rendering run on a draft that is dropped: nothing is committed.
  */
-export async function moveInstance(
+export async function moveInstance(deps: AdminDeps, instanceId: string, targetId: string, options: { dryRun?: boolean } = {}): Promise<MoveResult> {
+  try {
+    const { result, commit } = await deps.writer.submit((draft: Draft) => moveOperation(deps, instanceId, targetId, draft, options.dryRun === true));
+    return { ...result, commit };
+  } catch (e) {
+    if (e instanceof DryRun) return e.result;
+    throw e;
+  }
+}
+
+/** Files under `dir` at any depth, repo paths. */
+async function filesBelow(tree: Draft, dir: string): Promise<string[]> {
+  const entries = (await tree.list(dir)) ?? [];
+  const nested = await Promise.all(
+    entries.map((e) => (e.type === "tree" ? filesBelow(tree, `${dir}/${e.name}`) : Promise.resolve([`${dir}/${e.name}`]))),
+  );
+  return nested.flat();
+}
+
+async function moveOperation(
   deps: AdminDeps,
   instanceId: string,
   targetId: string,
-): Promise<{ from: string; to: string; commit: string | null }> {
-  const { result, commit } = await deps.writer.submit(async (draft: Draft) => {
-    await deps.view.sync(draft);
-    const record = await readInstance(draft, instanceId);
-    if (!record || record.status.deleted) throw new NotFoundError(`instance ${instanceId} does not exist`);
-    const from = record.spec.clusterId;
-    if (from === targetId) throw new UnprocessableEntityError(`instance ${instanceId} is already on cluster ${targetId}`);
-    const target = deps.view.clusters().find((c) => c.id === targetId);
-    if (!target) throw new SchedulingError(`cluster ${targetId} is not in the registry`);
-    refuseIfBusy(deps.status, record);
-    const { service, plan } = lookupPlan(deps.view.catalog(), record.spec.serviceId, record.spec.planId);
-    if (sensitiveFiles(record, await readLiveBindings(draft, instanceId)).length > 0) {
-      throw new UnprocessableEntityError(
-        `instance ${instanceId} holds sensitive parameters encrypted for cluster ${from}; the broker cannot re-encrypt them for ${targetId}: ` +
-          "deprovision it and provision it again on the target",
-      );
-    }
-    // The `single` scheduler over just the target says whether it has room (instances, resources).
-    await placeInstance({
-      tree: draft,
-      cache: deps.summaries,
-      scheduler: createScheduler({ type: "single" }),
-      catalog: deps.view.catalog(),
-      clusters: [target],
-      service,
-      plan,
-      instance: record,
-    });
-    removeInstanceManifests(draft, record);
-    const moved = {
-      ...record,
-      metadata: { ...record.metadata, namespace: target.namespace },
-      spec: { ...record.spec, clusterId: target.id },
-    };
-    const bindings = (await readLiveBindings(draft, instanceId)).map((b) => ({
-      ...b,
-      metadata: { ...b.metadata, namespace: target.namespace },
-    }));
-    const placed = { service, plan, instance: moved, bindings, namespace: target.namespace };
-    const rendered = [await writeInstanceManifests(draft, placed, "update")];
-    for (const binding of bindings) {
-      rendered.push(await writeBindingManifests(draft, placed, binding));
-      writeBinding(draft, binding);
-    }
-    writeInstance(draft, moved);
-    return {
-      commit: {
-        subject: `move ${service.name}/${plan.name} instance ${instanceId} from ${from} to ${target.id}`,
-        trailers: brokerTrailers({
-          instanceId,
-          movedFrom: from,
-          movedTo: target.id,
-          overrides: [...new Set(rendered.flatMap((r) => r.overrides))],
-          brokerVersion: deps.brokerVersion,
-        }),
-      },
-      result: { from, to: target.id },
-    };
+  draft: Draft,
+  dryRun: boolean,
+): Promise<OperationOutcome<Omit<MoveResult, "commit">>> {
+  await deps.view.sync(draft);
+  const record = await readInstance(draft, instanceId);
+  if (!record || record.status.deleted) throw new NotFoundError(`instance ${instanceId} does not exist`);
+  const from = record.spec.clusterId;
+  if (from === targetId) throw new UnprocessableEntityError(`instance ${instanceId} is already on cluster ${targetId}`);
+  const target = deps.view.clusters().find((c) => c.id === targetId);
+  if (!target) throw new SchedulingError(`cluster ${targetId} is not in the registry`);
+  refuseIfBusy(deps.status, record);
+  const { service, plan } = lookupPlan(deps.view.catalog(), record.spec.serviceId, record.spec.planId);
+  if (sensitiveFiles(record, await readLiveBindings(draft, instanceId)).length > 0) {
+    throw new UnprocessableEntityError(
+      `instance ${instanceId} holds sensitive parameters encrypted for cluster ${from}; the broker cannot re-encrypt them for ${targetId}: ` +
+        "deprovision it and provision it again on the target",
+    );
+  }
+  // The `single` scheduler over just the target says whether it has room (instances, resources).
+  await placeInstance({
+    tree: draft,
+    cache: deps.summaries,
+    scheduler: createScheduler({ type: "single" }),
+    catalog: deps.view.catalog(),
+    clusters: [target],
+    service,
+    plan,
+    instance: record,
   });
-  return { ...result, commit };
+  const deleted = await filesBelow(draft, instanceManifestDir(from, instanceId));
+  const written: string[] = [];
+  const recording: Draft = {
+    get commit() {
+      return draft.commit;
+    },
+    get bulk() {
+      return draft.bulk;
+    },
+    get changed() {
+      return draft.changed;
+    },
+    readFile: (file) => draft.readFile(file),
+    readText: (file) => draft.readText(file),
+    list: (dir) => draft.list(dir),
+    oid: (file) => draft.oid(file),
+    remove: (file) => draft.remove(file),
+    write: (file, content) => {
+      written.push(file);
+      draft.write(file, content);
+    },
+  };
+  removeInstanceManifests(draft, record);
+  const moved = {
+    ...record,
+    metadata: { ...record.metadata, namespace: target.namespace },
+    spec: { ...record.spec, clusterId: target.id },
+  };
+  const bindings = (await readLiveBindings(draft, instanceId)).map((b) => ({
+    ...b,
+    metadata: { ...b.metadata, namespace: target.namespace },
+  }));
+  const placed = { service, plan, instance: moved, bindings, namespace: target.namespace };
+  const rendered = [await writeInstanceManifests(recording, placed, "update")];
+  for (const binding of bindings) {
+    rendered.push(await writeBindingManifests(recording, placed, binding));
+    writeBinding(recording, binding);
+  }
+  writeInstance(recording, moved);
+  const files = { deleted: deleted.filter((f) => !written.includes(f)).sort(), written: [...new Set(written)].sort() };
+  if (dryRun) throw new DryRun({ from, to: target.id, commit: null, ...files });
+  return {
+    commit: {
+      subject: `move ${service.name}/${plan.name} instance ${instanceId} from ${from} to ${target.id}`,
+      trailers: brokerTrailers({
+        instanceId,
+        movedFrom: from,
+        movedTo: target.id,
+        overrides: [...new Set(rendered.flatMap((r) => r.overrides))],
+        brokerVersion: deps.brokerVersion,
+      }),
+    },
+    result: { from, to: target.id, ...files },
+  };
 }

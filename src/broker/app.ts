@@ -102,6 +102,9 @@ export function createApp(deps: BrokerDeps): express.Express {
   app.set("query parser", "simple");
 
   app.use(echoRequestIdentity);
+  // One log line per request, written when the answer is sent: the full path (as the client
+  // sent it, without the query), and for an error its code and description. Expected 4xx at
+  // info without a stack; 5xx at error with the cause. 401 lines name the client's address.
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
@@ -118,17 +121,19 @@ export function createApp(deps: BrokerDeps): express.Express {
         // An OSB write is acknowledged once its commit is on the remote: this is that latency.
         if (outcome === "acknowledged") ctx.deps.metrics.ackSeconds.observe(seconds, { kind });
       }
-      log.info(
-        {
-          method: req.method,
-          path: req.path,
-          status: res.statusCode,
-          ms: Number(process.hrtime.bigint() - started) / 1e6,
-          requestIdentity: req.get("x-broker-api-request-identity"),
-          instanceId: req.params?.instance_id,
-        },
-        "request",
-      );
+      const failure = res.locals.failure as RequestFailure | undefined;
+      const fields = {
+        method: req.method,
+        path: req.originalUrl.split("?", 1)[0],
+        status: res.statusCode,
+        ms: seconds * 1e3,
+        requestIdentity: req.get("x-broker-api-request-identity"),
+        ...(failure ? { code: failure.code } : {}),
+        ...(res.statusCode === 401 ? { client: req.socket.remoteAddress } : {}),
+        ...(failure?.cause !== undefined ? { err: failure.cause } : {}),
+      };
+      if (res.statusCode >= 500) log.error(fields, failure?.message ?? "request");
+      else log.info(fields, failure?.message ?? "request");
     });
     next();
   });
@@ -250,21 +255,28 @@ export function createApp(deps: BrokerDeps): express.Express {
   );
   if (deps.reconcile) app.use(reconcileRoutes(ctx, deps.reconcile));
   app.use((req, _res, next) => next(new NotFoundError(`no route for ${req.method} ${req.path}`)));
-  app.use(errorHandler(ctx));
+  app.use(errorHandler());
   return app;
 }
 
+/** What the error handler leaves for the request's log line. */
+interface RequestFailure {
+  code: string;
+  message: string;
+  cause?: unknown;
+}
+
 /** The one place where errors become responses: the OSB error body, from the error hierarchy. */
-function errorHandler(ctx: Ctx): ErrorRequestHandler {
-  return (err: unknown, req, res, next) => {
+function errorHandler(): ErrorRequestHandler {
+  return (err, _req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;
     }
     const osb = asOsbError(err);
-    const fields = { method: req.method, path: req.path, status: osb.status, code: osb.code, err };
-    if (osb.status >= 500) ctx.deps.logger.error(fields, osb.message);
-    else ctx.deps.logger.info(fields, osb.message);
+    // Logged with the request line (see createApp); a 5xx keeps its cause and stack.
+    const failure: RequestFailure = { code: osb.code, message: osb.message, ...(osb.status >= 500 ? { cause: err as unknown } : {}) };
+    res.locals.failure = failure;
     if (osb.retryAfter !== undefined) res.setHeader("Retry-After", String(osb.retryAfter));
     res.status(osb.status).json(toOsbBody(osb));
   };

@@ -55,22 +55,20 @@ export function decodeOriginatingIdentity(header: string): OriginatingIdentity {
 export const osbHeaders: RequestHandler = (req, res, next) => {
   const raw = req.get(VERSION_HEADER);
   const version = parseVersion(raw);
+  // Every refusal names the range, so a platform operator sees what to configure.
+  const supported = `supported: ${fmt(MIN_API_VERSION)} to ${fmt(MAX_API_VERSION)}, and newer 2.x as ${fmt(MAX_API_VERSION)}`;
   if (!version) {
     next(
       new PreconditionFailedError(
         raw === undefined
-          ? `X-Broker-API-Version header is required (supported: ${fmt(MIN_API_VERSION)} to ${fmt(MAX_API_VERSION)})`
-          : `X-Broker-API-Version ${JSON.stringify(raw)} is not MAJOR.MINOR`,
+          ? `X-Broker-API-Version header is required (${supported})`
+          : `X-Broker-API-Version ${JSON.stringify(raw)} is not MAJOR.MINOR (${supported})`,
       ),
     );
     return;
   }
   if (version.major !== MIN_API_VERSION.major || version.minor < MIN_API_VERSION.minor) {
-    next(
-      new PreconditionFailedError(
-        `X-Broker-API-Version ${fmt(version)} is not supported: use ${fmt(MIN_API_VERSION)} or newer (up to ${fmt(MAX_API_VERSION)})`,
-      ),
-    );
+    next(new PreconditionFailedError(`X-Broker-API-Version ${fmt(version)} is not supported (${supported})`));
     return;
   }
   const originating = req.get(ORIGINATING_IDENTITY);

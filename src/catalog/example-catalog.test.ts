@@ -66,7 +66,7 @@ describe("examples/catalog", () => {
       postgresql: { version: "15" },
       volume: { size: "10Gi" },
       databases: { app: "app_owner" },
-      users: { app_owner: ["createdb"], "b-1": ["superuser"], "de3dd272-fcfc-11e8-a31b-b6001f10c97f": ["superuser"] },
+      users: { app_owner: ["createdb"], "b-1": [], "de3dd272-fcfc-11e8-a31b-b6001f10c97f": [] },
     });
   });
 
@@ -79,6 +79,13 @@ describe("examples/catalog", () => {
       resources: { requests: { cpu: "500m", memory: "1Gi" }, limits: { cpu: "1", memory: "4Gi" } },
     });
     expect(spec.users).toEqual({ app_owner: ["createdb"] });
+  });
+
+  it("binding users are least-privilege in both plans: LOGIN only, no SUPERUSER / CREATEDB / CREATEROLE", () => {
+    for (const name of ["small", "medium"]) {
+      const { spec } = renderPostgresql(planNamed(name), undefined, ["app-1"]);
+      expect(spec.users).toEqual({ app_owner: ["createdb"], "app-1": [] });
+    }
   });
 
   it("rejects parameters outside the plan's limits", () => {

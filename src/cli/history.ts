@@ -1,7 +1,9 @@
 import { instanceHistory, type HistoryEntry, type InstanceHistory } from "../broker/index.js";
 import { NotFoundError } from "../errors/index.js";
 import { createCommitStatusWatcher } from "../status-watcher/index.js";
-import { openRepo, parseArgs } from "./repo-access.js";
+import { Command } from "commander";
+import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
+import { openRepo } from "./repo-access.js";
 
 /**
  * `gitops-broker history <instance-id> [--json] [--config FILE] [--data-dir DIR]`: the
@@ -34,22 +36,29 @@ function text(h: InstanceHistory): string {
   return [head, ...lines].join("\n");
 }
 
+export function historyCommand(io: CliIo, done: Done): Command {
+  return addConfigOptions(new Command("history"))
+    .description("an instance's timeline from Git: operations, human commits, who asked, overrides applied")
+    .argument("<instance-id>", "the OSB instance id")
+    .option("--json", "print JSON")
+    .addHelpText("after", `\nReads its own clone of the remote (<dataDir>/cli.git), never a running broker's.\n${CONFIG_HELP}`)
+    .action(async (instanceId: string, options: ConfigOptions & { json?: boolean }) => done(await history(instanceId, options, io)));
+}
+
 /** Exit 0 with the timeline, 1 when the instance has no history, 2 on usage errors. */
-export async function runHistory(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
-  const args = parseArgs(argv, ["--json"]);
-  const [instanceId, ...extra] = args.positional;
-  if (!instanceId || extra.length > 0) {
-    err.write("usage: gitops-broker history <instance-id> [--json] [--config FILE] [--data-dir DIR]\n");
-    return 2;
-  }
-  const repo = await openRepo(args.configArgv);
+export function runHistory(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
+  return runCommand((done) => historyCommand({ stdout: out, stderr: err }, done), argv, { stdout: out, stderr: err });
+}
+
+async function history(instanceId: string, options: ConfigOptions & { json?: boolean }, io: CliIo): Promise<number> {
+  const repo = await openRepo(configArgv(options));
   try {
     const history = await instanceHistory({ reader: repo.writer, status: createCommitStatusWatcher() }, instanceId);
-    out.write(args.flags.has("--json") ? `${JSON.stringify(history, null, 2)}\n` : `${text(history)}\n`);
+    io.stdout.write(options.json ? `${JSON.stringify(history, null, 2)}\n` : `${text(history)}\n`);
     return 0;
   } catch (e) {
     if (e instanceof NotFoundError) {
-      err.write(`${e.message}\n`);
+      io.stderr.write(`${e.message}\n`);
       return 1;
     }
     throw e;

@@ -1,7 +1,6 @@
 import path from "node:path";
 import { createRepoView, type LiveRepoView } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
-import { ConfigError } from "../errors/index.js";
 import { ensureDataDir, EMBEDDED_REMOTE_DIR, loadConfig, lockDataDir, type Config } from "../config/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
@@ -13,35 +12,6 @@ import { createInstanceSummaryCache, type InstanceSummaryCache } from "../repo/i
  * share a local repository with a running broker (whose is `<dataDir>/work.git`). Writes go
  * through the same queue semantics and push to the remote like the broker's.
  */
-
-const CONFIG_FLAGS = ["--config", "--data-dir", "--listen"];
-
-export interface ParsedArgs {
-  positional: string[];
-  /** Boolean flags given (e.g. --json). */
-  flags: Set<string>;
-  /** The configuration flags, passed to loadConfig. */
-  configArgv: string[];
-}
-
-/** Split a command's arguments into positionals, its own boolean flags and configuration flags. */
-export function parseArgs(argv: readonly string[], booleanFlags: readonly string[]): ParsedArgs {
-  const positional: string[] = [];
-  const flags = new Set<string>();
-  const configArgv: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const name = arg.includes("=") ? arg.slice(0, arg.indexOf("=")) : arg;
-    if (booleanFlags.includes(arg)) flags.add(arg);
-    else if (CONFIG_FLAGS.includes(name)) {
-      configArgv.push(arg);
-      if (!arg.includes("=") && argv[i + 1] !== undefined) configArgv.push(argv[++i]!);
-    } else if (arg.startsWith("--")) {
-      throw new ConfigError([{ file: "flags", path: arg, message: "unknown flag" }]);
-    } else positional.push(arg);
-  }
-  return { positional, flags, configArgv };
-}
 
 export interface RepoAccess {
   config: Config;

@@ -8,7 +8,7 @@ import { Registry, collectDefaultMetrics } from "prom-client";
 import { createRepoView, fillRepoInstruments } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { createReconciler, type Reconciler } from "../reconcile/index.js";
-import { ensureDataDir, ensurePassword, loadConfig, lockDataDir, prepareEmbedded, readWebhookSecret, type Config } from "../config/index.js";
+import { ensureDataDir, loadConfig, lockDataDir, prepareEmbedded, readStartSecrets, type Config } from "../config/index.js";
 import { DataDirLockedError, GitRemoteError, isNegativeAnswer } from "../errors/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
@@ -36,11 +36,10 @@ export interface RunningBroker {
 }
 
 /** Environment for the git CLI: ssh deploy key command, https token (via env, never argv). */
-async function gitEnv(config: Config): Promise<Record<string, string>> {
+function gitEnv(config: Config, token: string | null): Record<string, string> {
   const env: Record<string, string> = {};
   if (config.git.sshCommand) env.GIT_SSH_COMMAND = config.git.sshCommand;
-  if (config.git.tokenFile) {
-    const token = (await readFile(config.git.tokenFile, "utf8")).trim();
+  if (token !== null) {
     const basic = Buffer.from(`x-access-token:${token}`).toString("base64");
     env.GIT_CONFIG_COUNT = "1";
     env.GIT_CONFIG_KEY_0 = "http.extraHeader";
@@ -117,13 +116,14 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     remoteUrl = remoteDir;
     logger.info({ remote: remoteDir }, "using the embedded Git remote");
   }
-  const credentials = await ensurePassword({ dataDir: config.dataDir, config });
-  const webhookSecret = await readWebhookSecret(config);
-  if (credentials.generatedFile) {
+  const { credentials, webhookSecret, gitToken } = await readStartSecrets({ dataDir: config.dataDir, config });
+  if (credentials.generatedNow) {
     logger.warn(
       { file: credentials.generatedFile, username: credentials.username },
       "no broker password configured: generated one; read it from the file (mode 0600)",
     );
+  } else if (credentials.generatedFile) {
+    logger.info({ file: credentials.generatedFile, username: credentials.username }, "using the password generated at the first start");
   }
 
   // The writer's local repository; the history endpoint reads it through the writer (GitReader.log).
@@ -137,7 +137,7 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     metrics: instruments.gitwriter,
     remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
     activityTimeoutMs: config.git.activityTimeoutSeconds * 1000,
-    gitEnv: await gitEnv(config),
+    gitEnv: gitEnv(config, gitToken),
     // "Gone", "not found", "conflict" only from a view fetched after the request arrived (ADR 0012).
     confirmRejection: isNegativeAnswer,
   });

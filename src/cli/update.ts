@@ -4,6 +4,8 @@ import https from "node:https";
 import { rootCertificates } from "node:tls";
 import { loadConfig, readPassword, type Config } from "../config/index.js";
 import { ConfigError } from "../errors/index.js";
+import { Command, Option } from "commander";
+import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
 
 /**
  * `gitops-broker update --plan <id> | --instance <id> [--url URL] [--config FILE] [--data-dir DIR]`:
@@ -18,29 +20,6 @@ export interface UpdateIo {
   stderr: (line: string) => void;
   env?: Record<string, string | undefined>;
   cwd?: string;
-}
-
-const OWN_FLAGS = ["--plan", "--instance", "--url"] as const;
-type OwnFlag = (typeof OWN_FLAGS)[number];
-
-/** Splits our flags (`--plan x`, `--plan=x`) from the configuration's. */
-function splitArgs(argv: readonly string[]): { own: Map<OwnFlag, string>; rest: string[]; problems: string[] } {
-  const own = new Map<OwnFlag, string>();
-  const rest: string[] = [];
-  const problems: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const eq = arg.indexOf("=");
-    const name = eq > 0 ? arg.slice(0, eq) : arg;
-    if (!(OWN_FLAGS as readonly string[]).includes(name)) {
-      rest.push(arg);
-      continue;
-    }
-    const value = eq > 0 ? arg.slice(eq + 1) : argv[i + 1]?.startsWith("--") === false ? argv[++i] : undefined;
-    if (value) own.set(name as OwnFlag, value);
-    else problems.push(`${name} needs a value`);
-  }
-  return { own, rest, problems };
 }
 
 /** Where the broker of this configuration listens, as a client reaches it. */
@@ -68,27 +47,53 @@ function post(url: URL, body: string, headers: Record<string, string>, ca: Buffe
   });
 }
 
+interface UpdateOptions extends ConfigOptions {
+  plan?: string;
+  instance?: string;
+  url?: string;
+}
+
+export function updateCommand(io: UpdateIo, done: Done): Command {
+  return addConfigOptions(new Command("update"))
+    .description("ask the running broker to re-render one instance, or every instance of a plan")
+    .addOption(new Option("--plan <plan-id>", "re-render every instance of this plan").conflicts("instance"))
+    .addOption(new Option("--instance <instance-id>", "re-render this instance"))
+    .option("--url <url>", "the broker's address (default: from the configuration's listen address)")
+    .addHelpText(
+      "after",
+      "\nThe broker queues the re-renders (POST /admin/rerender) and commits one re-render per instance whose\n" +
+        "result changed. Credentials come from the configuration the broker runs with.\n" +
+        CONFIG_HELP,
+    )
+    .action(async (options: UpdateOptions, cmd: Command) => {
+      if (options.plan === undefined && options.instance === undefined) {
+        cmd.error("error: give one of --plan <plan-id> and --instance <instance-id>", { exitCode: 2, code: "gitops-broker.usage" });
+      }
+      done(await rerender(options, io));
+    });
+}
+
 /** Runs the command; resolves with the exit code (2: usage or configuration, 1: the broker refused or is unreachable). */
-export async function update(argv: readonly string[], io: UpdateIo): Promise<number> {
-  const { own, rest, problems } = splitArgs(argv);
-  const plan = own.get("--plan");
-  const instance = own.get("--instance");
-  if (problems.length === 0 && (plan === undefined) === (instance === undefined)) problems.push("give exactly one of --plan and --instance");
-  if (problems.length > 0) {
-    for (const p of problems) io.stderr(`gitops-broker update: ${p}`);
-    return 2;
-  }
+export function update(argv: readonly string[], io: UpdateIo): Promise<number> {
+  const lines = (write: (line: string) => void) => ({ write: (text: string) => write(text.replace(/\n$/, "")) });
+  const cli: CliIo = { stdout: lines(io.stdout), stderr: lines(io.stderr) };
+  return runCommand((done) => updateCommand(io, done), argv, cli);
+}
+
+async function rerender(options: UpdateOptions, io: UpdateIo): Promise<number> {
+  const plan = options.plan;
+  const instance = options.instance;
   let config: Config;
   let credentials: { username: string; password: string };
   try {
-    config = await loadConfig({ argv: rest, ...(io.env ? { env: io.env } : {}), ...(io.cwd ? { cwd: io.cwd } : {}) });
+    config = await loadConfig({ argv: configArgv(options), ...(io.env ? { env: io.env } : {}), ...(io.cwd ? { cwd: io.cwd } : {}) });
     credentials = await readPassword({ dataDir: config.dataDir, config });
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     io.stderr(e.message);
     return 2;
   }
-  const url = new URL("/admin/rerender", own.get("--url") ?? brokerUrl(config));
+  const url = new URL("/admin/rerender", options.url ?? brokerUrl(config));
   // A self-signed broker certificate is trusted as configured, next to the usual roots.
   const ca = config.tls && url.protocol === "https:" ? [...rootCertificates.map((c) => Buffer.from(c)), await readFile(config.tls.cert)] : undefined;
   const authorization = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}`;

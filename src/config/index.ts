@@ -5,8 +5,8 @@ export { lockDataDir } from "./data-dir-lock.js";
 export type { DataDirLock, LockRole } from "./data-dir-lock.js";
 export { EMBEDDED_REMOTE_DIR, SEED_MESSAGE, prepareEmbedded } from "./embedded.js";
 export type { PrepareEmbeddedOptions } from "./embedded.js";
-export { GENERATED_PASSWORD_FILE, ensurePassword, readPassword, readWebhookSecret } from "./password.js";
-export type { Credentials } from "./password.js";
+export { GENERATED_PASSWORD_FILE, ensurePassword, readPassword, readStartSecrets, readWebhookSecret } from "./password.js";
+export type { Credentials, StartSecrets } from "./password.js";
 export type {
   AuthConfig,
   Config,

@@ -36,18 +36,20 @@ describe("ensurePassword", () => {
     expect(first.username).toBe("broker");
     expect(first.password).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(first.generatedFile).toBe(file);
+    expect(first.generatedNow).toBe(true);
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
     expect((await readFile(file, "utf8")).trim()).toBe(first.password);
     expect(await readdir(dataDir)).toEqual(["password"]);
 
     const second = await ensurePassword({ dataDir, config: auth() });
-    expect(second).toEqual(first);
+    expect(second).toEqual({ ...first, generatedNow: false });
   });
 
   it("hands two brokers starting at once the same password", async () => {
     const [a, b] = await Promise.all([ensurePassword({ dataDir, config: auth() }), ensurePassword({ dataDir, config: auth() })]);
     expect(a.password).toBe(b.password);
+    expect([a.generatedNow, b.generatedNow].sort()).toEqual([false, true]);
     expect((await readFile(path.join(dataDir, "password"), "utf8")).trim()).toBe(a.password);
     expect(await readdir(dataDir)).toEqual(["password"]);
   });

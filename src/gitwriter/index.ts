@@ -8,7 +8,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { noopInstruments, type GitWriterInstruments } from "../metrics/index.js";
 import { ObjectStore } from "./object-store.js";
-import { Remote } from "./remote.js";
+import { Remote, type FetchProgress } from "./remote.js";
 import type { GitAuthor, GitWriter } from "./types.js";
 import { Writer, type GitWriterLogger } from "./writer.js";
 
@@ -62,6 +62,29 @@ export interface GitWriterOptions {
   confirmRejection?: (error: unknown) => boolean;
   /** Extra environment for the git CLI (GIT_SSH_COMMAND, GIT_ASKPASS, GIT_CONFIG_COUNT/KEY/VALUE ...). */
   gitEnv?: Record<string, string>;
+  /** At most one fetch progress line per stage this often (default 2000). */
+  progressIntervalMs?: number;
+}
+
+/**
+ * Log lines with counts while git fetches (a first clone of a large repository is long and was
+ * silent): the first report of each stage, then one every `intervalMs`, and the stage's last.
+ */
+function fetchProgressLog(logger: GitWriterLogger, intervalMs: number): (event: FetchProgress) => void {
+  let stage = "";
+  let lastAt = 0;
+  let done = false;
+  return (event) => {
+    const now = performance.now();
+    const finished = event.processed === event.total;
+    if (event.stage !== stage) {
+      stage = event.stage;
+      done = false;
+    } else if (done || (!finished && now - lastAt < intervalMs)) return;
+    lastAt = now;
+    done = finished;
+    logger.info({ stage: event.stage, processed: event.processed, total: event.total, percent: event.percent }, `fetching the Git remote: ${event.stage} ${event.processed}/${event.total}`);
+  };
 }
 
 /**
@@ -83,6 +106,7 @@ export function createGitWriter(options: GitWriterOptions): GitWriter {
       branch: options.branch,
       env: options.gitEnv,
       timeoutMs: Math.max(remoteTimeoutMs, MIN_COMMAND_TIMEOUT_MS),
+      onProgress: fetchProgressLog(options.logger, options.progressIntervalMs ?? 2000),
     }),
     branch: options.branch,
     author: { name: options.author.name, email: options.author.email },

@@ -19,6 +19,16 @@ export interface RemoteOptions {
   env: Record<string, string> | undefined;
   /** A git command that prints nothing for this long is killed (the remote counts as unreachable). */
   timeoutMs: number;
+  /** Progress of a fetch (a first clone of a large repository takes long), as git reports it. */
+  onProgress?: (event: FetchProgress) => void;
+}
+
+export interface FetchProgress {
+  /** git's stage: counting, compressing, receiving, resolving ... */
+  stage: string;
+  processed: number;
+  total: number;
+  percent: number;
 }
 
 /**
@@ -30,6 +40,7 @@ export class Remote {
   private git: SimpleGit | undefined;
   /** performance.now() when the command in flight started (fetch and push never overlap). */
   private since: number | undefined;
+  private fetchGit: SimpleGit | undefined;
 
   constructor(options: RemoteOptions) {
     this.options = options;
@@ -76,7 +87,8 @@ export class Remote {
     try {
       // --verbose: simple-git waits 50 ms longer for a command that printed nothing.
       // --progress: keeps output flowing during a long transfer, so only a stall hits the timeout.
-      await this.client().raw([
+      // Progress only for fetch: push must not print progress into the `remote:` lines it reads.
+      await this.fetchClient().raw([
         "fetch",
         "--verbose",
         "--progress",
@@ -134,9 +146,33 @@ export class Remote {
     }
   }
 
+  private fetchClient(): SimpleGit {
+    const onProgress = this.options.onProgress;
+    if (!onProgress) return this.client();
+    // git rewrites its progress line with \r; one chunk of stderr may hold many updates (or the
+    // end of one and the start of the next): each complete one is reported.
+    this.fetchGit ??= this.build().outputHandler((_command, _stdout, stderr) => {
+      let rest = "";
+      stderr.on("data", (chunk: Buffer) => {
+        const parts = (rest + chunk.toString("utf8")).split(/[\r\n]/);
+        rest = parts.pop() ?? "";
+        for (const part of parts) {
+          const m = /^(?:remote: )?([A-Za-z ]+?):\s+(\d+)% \((\d+)\/(\d+)\)/.exec(part);
+          if (m) onProgress({ stage: m[1]!.toLowerCase().split(" ", 1)[0]!, percent: Number(m[2]), processed: Number(m[3]), total: Number(m[4]) });
+        }
+      });
+    });
+    return this.fetchGit;
+  }
+
   private client(): SimpleGit {
+    this.git ??= this.build();
+    return this.git;
+  }
+
+  private build(): SimpleGit {
     const { gitdir, env, timeoutMs } = this.options;
-    this.git ??= simpleGit({
+    return simpleGit({
       baseDir: gitdir,
       timeout: { block: timeoutMs },
       // A failure is any non-zero exit; the message keeps stdout too (push --porcelain reports there).
@@ -165,7 +201,6 @@ export class Remote {
       GIT_TERMINAL_PROMPT: "0",
       LC_ALL: "C",
     });
-    return this.git;
   }
 }
 

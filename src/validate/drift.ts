@@ -1,4 +1,5 @@
 import { Buffer } from "node:buffer";
+import { createTwoFilesPatch } from "diff";
 import { parseAllDocuments } from "yaml";
 import { renderInstanceInto, sensitiveFiles } from "../materialize/index.js";
 import type { Catalog, ClusterEntry } from "../catalog/index.js";
@@ -6,7 +7,7 @@ import type { TreeReader } from "../gitwriter/index.js";
 import { CLUSTERS_DIR, instanceManifestDir, instanceRecordPath, keyOf, readLiveBindings, type InstanceRecord } from "../repo/index.js";
 import { isEncryptedValue } from "../sops/index.js";
 import { overlayDraft } from "./overlay-draft.js";
-import { error, type ValidationProblem } from "./problems.js";
+import { error, warning, type ValidationProblem } from "./problems.js";
 import { listFiles } from "./records.js";
 
 /**
@@ -19,6 +20,21 @@ import { listFiles } from "./records.js";
  */
 
 const NAMESPACE_FILE = /^clusters\/[^/]+\/namespace\.yaml$/;
+
+/** Service Fabrik's `spec.autoUpdateInstances`: the broker re-renders the plan's instances when the plan changes. */
+function autoUpdates(raw: Record<string, unknown>): boolean {
+  const spec = raw.spec;
+  return typeof spec === "object" && spec !== null && (spec as Record<string, unknown>).autoUpdateInstances === true;
+}
+
+/** What is in the checkout (a/) against what the broker renders (b/), as a unified diff. */
+function unifiedDiff(path: string, actual: string, expected: string): string {
+  return createTwoFilesPatch(`a/${path}`, `b/${path}`, actual, expected, "in the checkout", "as the broker renders it", { context: 2 })
+    .split("\n")
+    .filter((line) => !line.startsWith("====="))
+    .join("\n")
+    .trimEnd();
+}
 
 /** `clusters/<id>/instances/<ab>/<cd>/<key>` of a path below it, else undefined. */
 function instanceDirOf(path: string): string | undefined {
@@ -74,8 +90,25 @@ export async function driftProblems(
     else if (!actual.has(path)) message = `drift: missing, the broker renders it for ${of}`;
     else if (!expected.has(path)) message = `drift: not rendered by the broker for ${of}`;
     else if (sealed.has(path)) continue;
-    else if (!Buffer.from((await draft.readFile(path))!).equals(Buffer.from((await tree.readFile(path))!))) {
-      message = `drift: differs from what the broker renders for ${of}; change it through the platform or overrides/${keyOf(record!.spec.instanceId)}/`;
+    else {
+      const [rendered, found] = [Buffer.from((await draft.readFile(path))!), Buffer.from((await tree.readFile(path))!)];
+      if (rendered.equals(found)) continue;
+      const detail = unifiedDiff(path, found.toString("utf8"), rendered.toString("utf8"));
+      const plan = record ? view.catalog.planById(record.spec.planId) : undefined;
+      if (record && plan && autoUpdates(plan.raw)) {
+        // A plan change in this pull request: the broker re-renders the instance after the merge.
+        problems.push(warning({
+          file: path,
+          path: "",
+          message: `will be re-rendered: plan ${plan.name} has autoUpdateInstances, so after the merge the broker re-renders ${of} to this (a hand edit here would be overwritten too)`,
+          detail,
+        }));
+        continue;
+      }
+      message = `drift: differs from what the broker renders for ${of}; change it through the platform or overrides/${keyOf(record!.spec.instanceId)}/` +
+        (plan ? ` (after a change of plan ${plan.name}, which has no autoUpdateInstances: gitops-broker update --plan ${plan.id})` : "");
+      problems.push(error({ file: path, path: "", message, detail }));
+      continue;
     }
     if (message) problems.push(error({ file: path, path: "", message }));
   }

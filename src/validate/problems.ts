@@ -7,13 +7,15 @@ import { formatProblem, type Problem } from "../errors/index.js";
  */
 export interface ValidationProblem extends Problem {
   severity: "error" | "warning";
+  /** More lines for a person (a unified diff for drift); the problem line stands without it. */
+  detail?: string;
 }
 
-export function error(p: Problem): ValidationProblem {
+export function error(p: Problem & { detail?: string }): ValidationProblem {
   return { ...p, severity: "error" };
 }
 
-export function warning(p: Problem): ValidationProblem {
+export function warning(p: Problem & { detail?: string }): ValidationProblem {
   return { ...p, severity: "warning" };
 }
 

@@ -128,7 +128,8 @@ describe("manual re-render: POST /admin/rerender and gitops-broker update", () =
     expect(await update(["--instance", "s-1", "--config", configFile, "--url", "http://127.0.0.1:1"], io)).toBe(1);
     expect(err).toEqual([
       "gitops-broker update: the broker answered 404: instance nope does not exist",
-      "gitops-broker update: give exactly one of --plan and --instance",
+      "error: option '--plan <plan-id>' cannot be used with option '--instance <instance-id>'",
+      "(add --help for usage)",
       expect.stringMatching(/^gitops-broker update: cannot reach the broker at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\); is it running\?/),
     ]);
 

@@ -62,7 +62,7 @@ describe("manual overrides by pull request", () => {
     const bind = { service_id: plans.serviceId, plan_id: plans.small.id };
     expect((await h.osb.bind("ov-1", "ov-app", bind)).status).toBe(201);
     pg = await postgresql("ov-1");
-    expect(pg.spec).toMatchObject({ numberOfInstances: 2, volume: { size: "7Gi" }, users: { "ov-app": ["superuser"] } });
+    expect(pg.spec).toMatchObject({ numberOfInstances: 2, volume: { size: "7Gi" }, users: { "ov-app": [] } });
     expect(await headMessage(h.remoteDir)).toMatch(/^bind postgresql\/small instance ov-1 binding ov-app\n[\s\S]*\nOverrides: overrides\/ov-1\/replicas\.yaml\n/);
 
     expect((await h.osb.unbind("ov-1", "ov-app", bind)).status).toBe(200);

@@ -240,7 +240,7 @@ describe("sensitive parameters on a cluster that declares SOPS encryption", () =
     const err = new PassThrough();
     const chunks: Buffer[] = [];
     err.on("data", (c: Buffer) => chunks.push(c));
-    expect(await runMove(["enc-1", "other", "--config", configFile], new PassThrough(), err)).toBe(1);
+    expect(await runMove(["enc-1", "other", "--yes", "--config", configFile], new PassThrough(), err)).toBe(1);
     expect(Buffer.concat(chunks).toString()).toMatch(/instance enc-1 holds sensitive parameters encrypted for cluster local; the broker cannot re-encrypt them for other/);
     expect(await remoteHead(h.remoteDir)).toBe(head);
   });

@@ -68,12 +68,32 @@ describe("gitops-broker move", () => {
     const record = parse((await readRemoteFile(h.remoteDir, "main", instanceRecordPath("m-1"))) ?? "");
     expect(record.spec.clusterId).toBe("east");
     const [from, to] = ["east", "west"];
+    const before = await remoteFiles(h.remoteDir, instanceManifestDir(from, "m-1"));
+    expect(before.length).toBeGreaterThan(0);
+
+    // Without --yes (or --dry-run) nothing runs: the move deletes the objects on the old cluster.
+    const head = await remoteHead(h.remoteDir);
+    const refused = capture();
+    expect(await runMove(["m-1", to, ...configArgs], capture().stream, refused.stream)).toBe(2);
+    expect(refused.text()).toMatch(/the database there is dropped[\s\S]*--dry-run[\s\S]*--yes/);
+
+    // --dry-run lists what the commit would delete and write, and commits nothing.
+    const dry = capture();
+    expect(await runMove(["m-1", to, "--dry-run", ...configArgs], dry.stream, capture().stream)).toBe(0);
+    expect(dry.text()).toMatch(new RegExp(`^dry run: moving instance m-1 from ${from} to ${to} would commit:\n`));
+    for (const file of before) expect(dry.text()).toContain(`  delete ${file}\n`);
+    expect(dry.text()).toContain(`  write  ${instanceRecordPath("m-1")}\n`);
+    expect(dry.text()).toMatch(new RegExp(`  write  ${instanceManifestDir(to, "m-1")}/`));
+    expect(dry.text()).toMatch(/its data there is dropped\); nothing was committed\n$/);
+    expect(await remoteHead(h.remoteDir)).toBe(head);
+
     const out = capture();
     const err = capture();
-    const code = await runMove(["m-1", to, ...configArgs], out.stream, err.stream);
+    const code = await runMove(["m-1", to, "--yes", ...configArgs], out.stream, err.stream);
     expect(err.text()).toBe("");
     expect(code).toBe(0);
     expect(out.text()).toMatch(new RegExp(`moved instance m-1 from ${from} to ${to} in commit [0-9a-f]{40}`));
+    for (const file of before) expect(out.text()).toContain(`  delete ${file}\n`);
     expect(await headMessage(h.remoteDir)).toMatch(new RegExp(`^move postgresql/small instance m-1 from ${from} to ${to}\n`));
     expect(await remoteFiles(h.remoteDir, instanceManifestDir(from, "m-1"))).toEqual([]);
     expect((await remoteFiles(h.remoteDir, instanceManifestDir(to, "m-1"))).length).toBeGreaterThan(0);
@@ -100,7 +120,7 @@ describe("gitops-broker move", () => {
       [["m-2", "nowhere"], /move refused: cluster nowhere is not in the registry/],
     ] as const) {
       const err = capture();
-      expect(await runMove([...args, ...configArgs], capture().stream, err.stream)).toBe(1);
+      expect(await runMove([...args, "--yes", ...configArgs], capture().stream, err.stream)).toBe(1);
       expect(err.text()).toMatch(message);
     }
     expect(await remoteHead(h.remoteDir)).toBe(head);

@@ -13,8 +13,8 @@ const PROJECT = path.resolve(import.meta.dirname, "../..");
 let dir: string;
 
 async function which(): Promise<string> {
-  const { code, stdout, stderr } = await runProcess(process.execPath, [path.join(dir, "bin/gitops-broker.js"), "--version"]);
-  if (code !== 0) throw new Error(`bin/gitops-broker.js --version exited with ${String(code)}: ${stderr}`);
+  const { code, stdout, stderr } = await runProcess(process.execPath, [path.join(dir, "bin/gitops-broker.js"), "clusters"]);
+  if (code !== 0) throw new Error(`bin/gitops-broker.js clusters exited with ${String(code)}: ${stderr}`);
   return stdout.trim();
 }
 
@@ -29,7 +29,7 @@ beforeAll(async () => {
   await mkdir(path.join(dir, "src/cli"), { recursive: true });
   await copyFile(path.join(PROJECT, "bin/gitops-broker.js"), path.join(dir, "bin/gitops-broker.js"));
   await symlink(path.join(PROJECT, "node_modules"), path.join(dir, "node_modules"));
-  await writeFile(path.join(dir, "package.json"), JSON.stringify({ type: "module" }));
+  await writeFile(path.join(dir, "package.json"), JSON.stringify({ type: "module", version: "9.8.7" }));
   const main = (what: string) => `export async function main(args: string[]): Promise<number> { console.log("${what} " + args.join(" ")); return 0; }\n`;
   await writeFile(path.join(dir, "src/cli/main.ts"), main("sources"));
   await writeFile(path.join(dir, "src/cli/other.ts"), "export {};\n");
@@ -39,8 +39,16 @@ afterAll(async () => {
 });
 
 describe("bin/gitops-broker.js", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
+  it("answers --version from package.json without loading the broker", async () => {
+    // Loading main (sources or build) would print "sources --version".
+    for (const flag of ["--version", "-V"]) {
+      const { stdout, stderr } = await runProcess(process.execPath, [path.join(dir, "bin/gitops-broker.js"), flag]);
+      expect({ stdout, stderr }).toEqual({ stdout: "9.8.7\n", stderr: "" });
+    }
+  });
+
   it("runs the sources when there is no build", async () => {
-    expect(await which()).toBe("sources --version");
+    expect(await which()).toBe("sources clusters");
   });
 
   it("runs the build when it is newer than every source file, the sources again once one is edited", async () => {
@@ -49,8 +57,8 @@ describe("bin/gitops-broker.js", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     await age("src/cli/main.ts", 60);
     await age("src/cli/other.ts", 60);
     await age("dist/cli/main.js", 30);
-    expect(await which()).toBe("build --version");
+    expect(await which()).toBe("build clusters");
     await age("src/cli/other.ts", 0); // edited after the build
-    expect(await which()).toBe("sources --version");
+    expect(await which()).toBe("sources clusters");
   });
 });

@@ -34,6 +34,22 @@ async function stop(started: Started): Promise<number | null> {
   return (await started.process.exited).code;
 }
 
+type LogLine = { level: number; msg: string; [k: string]: unknown };
+
+/** The log lines (pino JSON on stdout) the process printed so far. */
+function logs(started: Started): LogLine[] {
+  return started.process
+    .stdout()
+    .split("\n")
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as LogLine];
+      } catch {
+        return []; // not a log line
+      }
+    });
+}
+
 let cwd: string;
 beforeAll(async () => {
   cwd = await trackedTempDir("gitops-broker-cli-");
@@ -57,8 +73,13 @@ describe("gitops-broker serve (embedded default)", { timeout: PROCESS_TEST_TIMEO
     expect((await osb.provision("cli-1", body)).status).toBe(201);
 
     expect(await stop(first)).toBe(0);
+    const generated = /no broker password configured: generated one/;
+    expect(logs(first).filter((l) => generated.test(l.msg)).map((l) => [l.level, l.file])).toEqual([[40, passwordFile]]);
 
     const second = await startCli(cwd, ["--listen", "127.0.0.1:0"]);
+    // The file of the first start is reused: no warning, one info line saying where the password is.
+    expect(logs(second).filter((l) => generated.test(l.msg))).toEqual([]);
+    expect(logs(second).filter((l) => /password generated at the first start/.test(l.msg)).map((l) => [l.level, l.file])).toEqual([[30, passwordFile]]);
     const again = osbClient(second.url, { username: "broker", password });
     expect((await again.provision("cli-1", body)).status).toBe(200);
     expect(await stop(second)).toBe(0);
@@ -72,5 +93,22 @@ describe("gitops-broker serve (embedded default)", { timeout: PROCESS_TEST_TIMEO
     expect(code).toBe(2);
     expect(stderr).toMatch(/--listen/);
     expect(stderr).toMatch(/GITOPS_BROKER_LOG_LEVEL/);
+  });
+
+  it("reports every unreadable secret file in one run, exit 2", async () => {
+    const missing = (name: string) => path.join(cwd, "nowhere", name);
+    const { code, stderr } = await runProcess(process.execPath, [BIN, "serve", "--listen", "127.0.0.1:0", "--data-dir", path.join(cwd, "secrets-data")], {
+      cwd,
+      env: {
+        ...process.env,
+        GITOPS_BROKER_PASSWORD_FILE: missing("password"),
+        GITOPS_BROKER_WEBHOOK_SECRET_FILE: missing("webhook"),
+        GITOPS_BROKER_GIT_TOKEN_FILE: missing("token"),
+      },
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain(`${missing("password")}: password file does not exist`);
+    expect(stderr).toContain(`${missing("webhook")}: webhook secret file does not exist`);
+    expect(stderr).toContain(`${missing("token")}: git token file cannot be read (ENOENT)`);
   });
 });

@@ -51,7 +51,7 @@ function postgresql(): Record<string, unknown> {
       numberOfInstances: 1,
       postgresql: { version: "16" },
       volume: { size: "5Gi" },
-      users: { app_owner: ["createdb"], [`b-${bindingKey.slice(0, 8)}`]: ["superuser"] },
+      users: { app_owner: ["createdb"], [`b-${bindingKey.slice(0, 8)}`]: [] },
     },
   };
 }

@@ -2,7 +2,7 @@ import { rm } from "node:fs/promises";
 import path from "node:path";
 import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR, startBroker, type RunningBroker } from "../../src/cli/serve.js";
 import { prepareEmbedded, type Config } from "../../src/config/index.js";
-import { silentLogger } from "../../src/log/index.js";
+import { silentLogger, type Logger } from "../../src/log/index.js";
 import { createBareRemote, createTempDir } from "./git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "./git-http-server.js";
 import { osbClient, type OsbClient } from "./osb-client.js";
@@ -67,6 +67,8 @@ export interface HarnessOptions {
   scheduler?: Config["scheduler"]["type"];
   /** Changes to the configuration of the brokers (webhook secret, reconcile limits). */
   configure?: (config: Config) => void;
+  /** The first broker's logger (default: silent). */
+  logger?: Logger;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -89,15 +91,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const remoteUrl = git.url(path.basename(remoteDir));
   const started: RunningBroker[] = [];
 
-  async function start(name: string) {
+  async function start(name: string, logger: Logger = silentLogger()) {
     const config = testConfig(root, name, remoteUrl, {}, options.scheduler);
     options.configure?.(config);
-    const broker = await startBroker(config, { version: "test", logger: silentLogger() });
+    const broker = await startBroker(config, { version: "test", logger });
     started.push(broker);
     return { broker, osb: osbClient(broker.url, CREDENTIALS) };
   }
 
-  const first = await start("broker-1");
+  const first = await start("broker-1", options.logger);
   return {
     root,
     remoteDir,
@@ -105,7 +107,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     git,
     broker: first.broker,
     osb: first.osb,
-    startReplica: start,
+    startReplica: (name) => start(name),
     async close() {
       for (const b of started.reverse()) await b.close();
       await git.close();

@@ -7,6 +7,7 @@ import { parse, stringify } from "yaml";
 import { bindingRecordPath, dirTreeReader, instanceManifestDir, instanceRecordPath, keyOf } from "../../src/repo/index.js";
 import { encryptYaml } from "../../src/sops/index.js";
 import { formatValidationProblem, validateRepo } from "../../src/validate/index.js";
+import { runValidate } from "../../src/cli/validate.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { createTempDir, git, pushExternalCommit } from "../support/git-fixtures.js";
 import { PROCESS_TEST_TIMEOUT_MS, runProcess } from "../support/processes.js";
@@ -272,11 +273,79 @@ describe("one fixture per problem class", () => {
     ).toEqual(
       [
         `${extra}: drift: not rendered by the broker for instance db-1`,
-        `${pgFile("db-1")}: drift: differs from what the broker renders for instance db-1; change it through the platform or overrides/db-1/`,
+        `${pgFile("db-1")}: drift: differs from what the broker renders for instance db-1; change it through the platform or overrides/db-1/ (after a change of plan small, which has no autoUpdateInstances: gitops-broker update --plan ${plans.small.id})`,
         `${pgFile("db-2")}: drift: missing, the broker renders it for instance db-2`,
         "clusters/local/notes.yaml: drift: not rendered by the broker for any live instance",
       ].sort(),
     );
+  });
+});
+
+describe("every problem in one run", () => {
+  it("a broken plan file, a template that does not compile and a hand edit: all three, and no 'plan missing'", async () => {
+    const dir = await fixture();
+    const medium = (await read(dir, "catalog/postgresql/plans/medium.yaml")).replace(/^(\s+description:) .*$/m, "$1 42");
+    const edited = (await read(dir, pgFile("db-1"))).replace("numberOfInstances: 2", "numberOfInstances: 5");
+    const found = await lines({
+      "catalog/postgresql/plans/medium.yaml": medium,
+      "catalog/postgresql/plans/broken.yaml": planYaml("broken", [{ action: "provision", type: "handlebars", content: "{{#if}}" }]),
+      [pgFile("db-1")]: edited,
+    });
+    expect(found.some((l) => l.startsWith("catalog/postgresql/plans/medium.yaml: spec.description: must be string"))).toBe(true);
+    expect(found.some((l) => l.startsWith("catalog/postgresql/plans/broken.yaml: spec.templates[0]"))).toBe(true);
+    expect(found.some((l) => l.startsWith(`${pgFile("db-1")}: drift: differs from what the broker renders for instance db-1`))).toBe(true);
+    expect(found).toContain(
+      `catalog/postgresql/plans/medium.yaml: warning: drift of 1 live instance(s) of plan ${plans.medium.id} not checked until this file loads: db-2`,
+    );
+    expect(found.filter((l) => /is missing from the catalog/.test(l))).toEqual([]);
+  });
+});
+
+describe("plan-driven drift", () => {
+  it("with autoUpdateInstances: a warning that the broker will re-render, with the diff; exit 0", async () => {
+    const dir = await fixture();
+    const small = (await read(dir, "catalog/postgresql/plans/small.yaml"))
+      .replace("memory: 1Gi", "memory: 2Gi")
+      .replace(/^(\s+)manager:/m, "$1autoUpdateInstances: true\n$1manager:");
+    await fs.writeFile(path.join(dir, "catalog/postgresql/plans/small.yaml"), small);
+    const problems = await validateRepo(dirTreeReader(dir));
+    expect(problems.map(formatValidationProblem)).toEqual(
+      [pgFile("db-1"), pgFile(LEGACY_ID)].sort().map(
+        (file) =>
+          `${file}: warning: will be re-rendered: plan small has autoUpdateInstances, so after the merge the broker re-renders instance ${file === pgFile("db-1") ? "db-1" : LEGACY_ID} to this (a hand edit here would be overwritten too)`,
+      ),
+    );
+    expect(problems[0]!.detail).toMatch(/^--- a\/clusters\/.*\tin the checkout\n\+\+\+ b\/clusters\/.*\tas the broker renders it\n@@ /);
+    expect(problems[0]!.detail).toMatch(/^-\s+memory: 1Gi$/m);
+    expect(problems[0]!.detail).toMatch(/^\+\s+memory: 2Gi$/m);
+
+    const out: string[] = [];
+    const err: string[] = [];
+    expect(await runValidate([dir], { stdout: (t) => out.push(t), stderr: (t) => err.push(t) })).toBe(0);
+    expect(out.join("")).toMatch(/will be re-rendered[^\n]*\n    --- a\/clusters\/[\s\S]*\n    -\s+memory: 1Gi\n    \+\s+memory: 2Gi\n/);
+    expect(err.join("")).toMatch(/0 error\(s\), 2 warning\(s\)/);
+  });
+});
+
+describe("not a GitOps repository", () => {
+  it("exits 2 for an empty directory, the broker's own source tree and a bare repository", async () => {
+    const empty = await createTempDir("gitops-broker-empty-");
+    try {
+      for (const [dir, message] of [
+        [empty, /is not a GitOps repository of gitops-broker: no catalog\/ and no registry\/clusters\//],
+        [path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../.."), /is not a GitOps repository of gitops-broker/],
+        [h.remoteDir, /is a bare Git repository: validate a checkout of it/],
+        [path.join(empty, "nope"), /is not a directory/],
+      ] as const) {
+        const out: string[] = [];
+        const err: string[] = [];
+        expect(await runValidate([dir], { stdout: (t) => out.push(t), stderr: (t) => err.push(t) })).toBe(2);
+        expect(out).toEqual([]);
+        expect(err.join("")).toMatch(message);
+      }
+    } finally {
+      await fs.rm(empty, { recursive: true, force: true });
+    }
   });
 });
 
@@ -304,6 +373,6 @@ describe("gitops-broker validate as a process", { timeout: PROCESS_TEST_TIMEOUT_
     ]);
 
     expect(unknownFlag).toMatchObject({ code: 2, stdout: "" });
-    expect(unknownFlag.stderr).toMatch(/--strict: unknown flag/);
-  });
+    expect(unknownFlag.stderr).toMatch(/unknown option '--strict'/);
+  }, 240_000); // four processes starting from the TypeScript sources on a busy machine
 });

@@ -1,0 +1,145 @@
+import { execFile, execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
+import { loadConfig } from "../../src/config/index.js";
+import { createTempDir } from "../support/git-fixtures.js";
+import { validateManifest } from "../support/kube-validate.js";
+
+/**
+ * deploy/chart rendered by Go's own text/template with sprig (what Helm uses), through a small
+ * renderer built here (test/deploy/chart-render/main.go: .Values, .Release, .Chart, include,
+ * toYaml), until this project's Helm engine renders charts. Every object is validated with
+ * kubernetes-models, and the ConfigMap's configuration with the broker's own loadConfig.
+ * Needs `go` and Debian's golang-github-masterminds-sprig-dev (GOPATH=/usr/share/gocode).
+ */
+
+const PROJECT = path.resolve(import.meta.dirname, "../..");
+const CHART = path.join(PROJECT, "deploy/chart");
+const GOPATH = "/usr/share/gocode";
+const run = promisify(execFile);
+
+function goMissing(): string | null {
+  try {
+    execFileSync("go", ["version"], { stdio: "ignore" });
+  } catch {
+    return "go is not installed (apt-get install golang-go golang-github-masterminds-sprig-dev)";
+  }
+  for (const pkg of ["github.com/Masterminds/sprig", "sigs.k8s.io/yaml"]) {
+    if (!existsSync(path.join(GOPATH, "src", pkg))) return `${pkg} is not in ${GOPATH} (apt-get install golang-github-masterminds-sprig-dev)`;
+  }
+  return null;
+}
+const missing = goMissing();
+if (missing) console.warn(`deploy/chart tests skipped: ${missing}`);
+
+type Obj = { apiVersion: string; kind: string; metadata: { name: string }; [k: string]: unknown };
+
+let tmp: string;
+let renderer: string;
+
+async function render(values: Record<string, unknown>): Promise<Obj[]> {
+  const file = path.join(tmp, `values-${Math.random().toString(36).slice(2)}.json`);
+  await writeFile(file, JSON.stringify(values));
+  const { stdout } = await run(renderer, [CHART, file, "prod"]);
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJS() as Obj | null)
+    .filter((o): o is Obj => o !== null);
+}
+
+const REMOTE = { config: { git: { remote: "https://git.example.com/acme/gitops.git" } } };
+
+beforeAll(async () => {
+  if (missing) return;
+  tmp = await createTempDir("gitops-broker-chart-");
+  renderer = path.join(tmp, "chart-render");
+  await run("go", ["build", "-o", renderer, path.join(import.meta.dirname, "chart-render/main.go")], {
+    env: { ...process.env, GOPATH, GO111MODULE: "off", GOCACHE: path.join(tmp, "gocache"), GOFLAGS: "" },
+  });
+}, 300_000);
+afterAll(async () => {
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+describe.skipIf(missing !== null)("deploy/chart", () => {
+  it("renders valid objects by default: Deployment, Service, ConfigMap, ServiceAccount, PodDisruptionBudget", async () => {
+    const objects = await render({ ...REMOTE, auth: { existingSecret: "broker-auth" } });
+    expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"]);
+    for (const o of objects) expect(validateManifest(o), `${o.kind} has a model`).toBe(true);
+
+    const deployment = objects.find((o) => o.kind === "Deployment") as Obj & { spec: any };
+    expect(deployment.metadata.name).toBe("prod-gitops-broker");
+    expect(deployment.spec.replicas).toBe(2);
+    const pod = deployment.spec.template.spec;
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001 });
+    const [broker] = pod.containers;
+    expect(broker.args).toEqual(["serve", "--config", "/etc/gitops-broker/config.yaml"]);
+    expect(broker.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "http" });
+    expect(broker.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
+    expect(broker.resources).toEqual({ requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "1Gi" } });
+    expect(broker.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
+    // The password comes from the Secret, never from values.
+    expect(broker.env).toContainEqual({ name: "GITOPS_BROKER_PASSWORD", valueFrom: { secretKeyRef: { name: "broker-auth", key: "password" } } });
+    expect(pod.initContainers).toBeUndefined();
+
+    const service = objects.find((o) => o.kind === "Service") as Obj & { spec: any };
+    expect(service.spec.ports).toEqual([{ name: "http", port: 8080, targetPort: "http", protocol: "TCP" }]);
+    expect(service.spec.selector).toEqual(deployment.spec.selector.matchLabels);
+  });
+
+  it("its ConfigMap and the Deployment's environment are a configuration the broker loads", async () => {
+    const objects = await render({ ...REMOTE, auth: { existingSecret: "broker-auth" }, webhook: { existingSecret: "hook" }, git: { tokenSecret: "git-token" } });
+    const configMap = objects.find((o) => o.kind === "ConfigMap") as Obj & { data: Record<string, string> };
+    const file = path.join(tmp, "config.yaml");
+    await writeFile(file, configMap.data["config.yaml"]!);
+    const deployment = objects.find((o) => o.kind === "Deployment") as Obj & { spec: any };
+    const env: Record<string, string> = {};
+    for (const e of deployment.spec.template.spec.containers[0].env as { name: string; value?: string }[]) {
+      env[e.name] = e.value ?? `from-secret-${e.name}`; // secretKeyRef: the kubelet puts the Secret's value there
+    }
+    const config = await loadConfig({ argv: ["--config", file], env, cwd: tmp });
+    expect(config.git.remote).toBe(REMOTE.config.git.remote);
+    expect(config.listen).toEqual({ host: "0.0.0.0", port: 8080 });
+    expect(config.dataDir).toBe("/var/lib/gitops-broker");
+    expect(config.auth.password).toBe("from-secret-GITOPS_BROKER_PASSWORD");
+    expect(config.webhook.secret).toBe("from-secret-GITOPS_BROKER_WEBHOOK_SECRET");
+    expect(config.git.tokenFile).toBe("/etc/gitops-broker/git/token");
+  });
+
+  it("with everything on: Ingress, ServiceMonitor on the metrics port, an ssh key copied to a private volume", async () => {
+    const objects = await render({
+      ...REMOTE,
+      replicaCount: 3,
+      git: { sshSecret: "deploy-key" },
+      metrics: { enabled: true, serviceMonitor: { enabled: true } },
+      ingress: { enabled: true, className: "nginx", host: "broker.acme.example", tls: [{ secretName: "broker-tls", hosts: ["broker.acme.example"] }] },
+      podDisruptionBudget: { enabled: true, minAvailable: 2 },
+    });
+    expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "Ingress", "PodDisruptionBudget", "Service", "ServiceAccount", "ServiceMonitor"]);
+    for (const o of objects.filter((o) => o.kind !== "ServiceMonitor")) expect(validateManifest(o), `${o.kind} has a model`).toBe(true);
+
+    const monitor = objects.find((o) => o.kind === "ServiceMonitor") as Obj & { spec: any };
+    expect(monitor.apiVersion).toBe("monitoring.coreos.com/v1");
+    expect(monitor.spec.endpoints).toEqual([{ port: "metrics", path: "/metrics", interval: "30s" }]);
+    const service = objects.find((o) => o.kind === "Service") as Obj & { spec: any };
+    expect(service.spec.ports.map((p: { name: string; port: number }) => [p.name, p.port])).toEqual([["http", 8080], ["metrics", 9090]]);
+    expect(monitor.spec.selector.matchLabels).toEqual(service.spec.selector);
+
+    const deployment = objects.find((o) => o.kind === "Deployment") as Obj & { spec: any };
+    const pod = deployment.spec.template.spec;
+    expect(deployment.spec.replicas).toBe(3);
+    expect(pod.initContainers[0].command.join(" ")).toContain("install -m 0400 /secrets/ssh/identity /ssh/identity");
+    expect(pod.volumes).toContainEqual({ name: "ssh-secret", secret: { secretName: "deploy-key", defaultMode: 0o440 } });
+    expect(pod.containers[0].env).toContainEqual({
+      name: "GITOPS_BROKER_GIT_SSH_COMMAND",
+      value: "ssh -i /ssh/identity -o IdentitiesOnly=yes -o UserKnownHostsFile=/ssh/known_hosts -o StrictHostKeyChecking=yes",
+    });
+    const ingress = objects.find((o) => o.kind === "Ingress") as Obj & { spec: any };
+    expect(ingress.spec.rules[0].http.paths[0].backend.service).toEqual({ name: "prod-gitops-broker", port: { name: "http" } });
+    const pdb = objects.find((o) => o.kind === "PodDisruptionBudget") as Obj & { spec: any };
+    expect(pdb.spec.minAvailable).toBe(2);
+  });
+});
