@@ -87,7 +87,7 @@ async function main(): Promise<void> {
   const sfProvision = ((sfPlan.spec as { templates: { action: string; type: string; content: string }[] }).templates).find((t) => t.action === "provision")!;
   const sf: Plan = { ...small, name: "v9.6-xxsmall", templates: [{ ...sfProvision, source: "sf" }], raw: sfPlan };
 
-  let t = performance.now();
+  const t = performance.now();
   const objects = (await request(helmPlan, { service: service.raw, plan: helmPlan.raw, instance, bindings: [] })()).length;
   const firstMs = performance.now() - t;
   const helm = await time(request(helmPlan, { service: service.raw, plan: helmPlan.raw, instance, bindings: [] }));

@@ -137,7 +137,9 @@ async function measureMetricsCost(instances: number, dataDir: string, remoteUrl:
     const scraper = setInterval(() => {
       fetch(url)
         .then((r) => r.text())
-        .then(() => void scrapes++)
+        .then(() => {
+          scrapes++;
+        })
         .catch((e: unknown) => log(`scrape failed: ${String(e)}`));
     }, SCRAPE_MS);
     try {

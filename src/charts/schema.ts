@@ -25,7 +25,7 @@ function compile(schema: unknown): ValidateFunction | string {
   const key = JSON.stringify(schema);
   const hit = compiled.get(key);
   if (hit !== undefined) return hit;
-  const old = typeof schema === "object" && schema !== null && OLD_DRAFT.test(String((schema as { $schema?: unknown }).$schema ?? ""));
+  const old = typeof schema === "object" && schema !== null && OLD_DRAFT.test((schema as { $schema?: string }).$schema ?? "");
   let out: ValidateFunction | string;
   try {
     if (old) {

@@ -135,7 +135,7 @@ export async function runRenderChart(args: string[], deps: RenderChartDeps): Pro
       if (f.trim() === "-") valueFiles.push(deps.readStdin ? await deps.readStdin() : "");
       else valueFiles.push(await readFile(f, "utf8").catch((e: unknown) => Promise.reject(new Error(`open ${f}: no such file or directory`, { cause: e }))));
     }
-    const chart = await chartFromPath(chartPath as string);
+    const chart = await chartFromPath(chartPath);
     const result = await helmRender(deps.call, { chart, valueFiles, set: p.set, options: p.options });
     deps.stdout(result.output);
     return 0;

@@ -136,7 +136,7 @@ export async function readStartSecrets({ dataDir, config }: { dataDir: string; c
   const failed = [credentials, webhookSecret, gitToken].flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
   if (failed.length > 0) {
     const other = failed.find((e) => !(e instanceof ConfigError));
-    if (other !== undefined) throw other;
+    if (other !== undefined) throw other as Error;
     const problems = failed.flatMap((e) => (e as ConfigError).problems);
     throw new ConfigError(problems, { cause: failed.length > 1 ? new AggregateError(failed) : failed[0] });
   }

@@ -194,7 +194,7 @@ export function createNudger(options: NudgerOptions): Nudger {
         state.cancelTimer = undefined;
         state.pending = undefined;
       }
-      await Promise.all([...states.values()].map((s) => s.inFlight));
+      for (const s of states.values()) await s.inFlight;
       settleIdle();
     },
   };

@@ -31,7 +31,7 @@ const field = (o: unknown, ...path: string[]): unknown =>
  */
 export function helmReleaseName(values: RenderValues, action: string): string {
   const id = action === "bind" && values.binding !== undefined ? field(values.binding, "spec", "bindingId") : field(values.instance, "spec", "instanceId");
-  return releaseName(serviceFabrikName(String(id ?? "")));
+  return releaseName(serviceFabrikName(typeof id === "string" ? id : ""));
 }
 
 function describe(e: unknown): Error {
@@ -65,7 +65,8 @@ export const helmEngine: TemplateEngine = {
     const name = helmReleaseName(values, t.action);
     // SF rendered `content` under the release name, with the SF objects as values.
     const valuesYaml = t.content === "" ? "" : await renderGoTemplateJson(name, t.content, JSON.stringify(serviceFabrikValues(values)));
-    const namespace = String(field(values.instance, "metadata", "namespace") ?? "") || undefined;
+    const ns = field(values.instance, "metadata", "namespace");
+    const namespace = typeof ns === "string" && ns !== "" ? ns : undefined;
     try {
       const result = await helmRender(call, {
         chart: t.chart,

@@ -103,7 +103,7 @@ async function objectsIn(dir: string): Promise<Record<string, unknown>[]> {
   return out.sort((a, b) => key(a).localeCompare(key(b)));
 }
 
-const key = (o: Record<string, unknown>) => `${String(o.kind)}/${String((o.metadata as { name: string }).name)}`;
+const key = (o: Record<string, unknown>) => `${String(o.kind)}/${(o.metadata as { name: string }).name}`;
 
 /** `helm template` documents with the broker's labels and the instance namespace (not on the CRD). */
 function expected(helmOutput: string, labels: Record<string, string>): Record<string, unknown>[] {

@@ -240,7 +240,7 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
   function markHandled(ref: ObjectRef): void {
     const object = syncServer.store.get(ref);
     if (!object) return;
-    syncServer.store.upsert({ ...object, status: { ...((object.status ?? {}) as object), lastHandledReconcileAt: requestOf(object) } });
+    syncServer.store.upsert({ ...object, status: { ...((object.status ?? {})), lastHandledReconcileAt: requestOf(object) } });
   }
 
   /** One look at Git, as the trigger says. */
@@ -578,7 +578,10 @@ function refreshPaths(app: KubeObject, sourcePath: string): string[] {
     if (item.startsWith("/")) return item.slice(1);
     const joined = `${sourcePath}/${item}`.split("/").filter((p) => p !== "" && p !== ".");
     const out: string[] = [];
-    for (const part of joined) part === ".." ? out.pop() : out.push(part);
+    for (const part of joined) {
+      if (part === "..") out.pop();
+      else out.push(part);
+    }
     return out.join("/");
   });
 }

@@ -322,7 +322,7 @@ describe("plan-driven drift", () => {
     const out: string[] = [];
     const err: string[] = [];
     expect(await runValidate([dir], { stdout: (t) => out.push(t), stderr: (t) => err.push(t) })).toBe(0);
-    expect(out.join("")).toMatch(/will be re-rendered[^\n]*\n    --- a\/clusters\/[\s\S]*\n    -\s+memory: 1Gi\n    \+\s+memory: 2Gi\n/);
+    expect(out.join("")).toMatch(/will be re-rendered[^\n]*\n {4}--- a\/clusters\/[\s\S]*\n {4}-\s+memory: 1Gi\n {4}\+\s+memory: 2Gi\n/);
     expect(err.join("")).toMatch(/0 error\(s\), 2 warning\(s\)/);
   });
 });
