@@ -283,7 +283,7 @@ export async function bindingLastOperation(
   const { instance, binding } = await readConfirmed(ctx, (tree) => readPair(tree, instanceId, bindingId), (p) => !p.instance || !p.binding);
   const op = binding ? pickOperation(binding.status.operations, operation) : undefined;
   if (!instance || !binding || !op) {
-    ctx.deps.metrics.lastOperations.inc({ resource: "binding", state: "gone" });
+    ctx.deps.metrics.lastOperations.inc({ resource: "binding", state: "missing" });
     throw pollingMissing(apiVersion, `binding ${bindingId} of instance ${instanceId} does not exist`);
   }
   await settled(ctx, instance, binding, op);

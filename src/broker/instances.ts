@@ -449,7 +449,7 @@ export async function instanceLastOperation(
   const record = await readConfirmed(ctx, (tree) => readInstance(tree, instanceId), (r) => !r || !pickOperation(r.status.operations, operation));
   const op = record ? pickOperation(record.status.operations, operation) : undefined;
   if (!record || !op) {
-    ctx.deps.metrics.lastOperations.inc({ resource: "instance", state: "gone" });
+    ctx.deps.metrics.lastOperations.inc({ resource: "instance", state: "missing" });
     throw pollingMissing(apiVersion, `instance ${instanceId} does not exist`);
   }
   await settled(ctx, record, undefined, op);

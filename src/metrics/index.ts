@@ -31,7 +31,7 @@ export interface BrokerInstruments {
   operations: Counter;
   /** Time from an OSB write's arrival to its acknowledgement (its commit on the remote), by kind. */
   ackSeconds: Histogram;
-  /** last_operation answers, by resource (instance, binding) and state (succeeded, failed, in progress, gone). */
+  /** last_operation answers, by resource (instance, binding) and state (succeeded, failed, in progress, missing: 404 or 410 for what does not exist). */
   lastOperations: Counter;
 }
 

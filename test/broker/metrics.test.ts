@@ -54,7 +54,7 @@ beforeAll(async () => {
   await expectStatus(h.osb.bind("m-1", "app-1", ids), 201);
   await expectStatus(h.osb.lastOperation("m-1"), 200);
   await expectStatus(h.osb.bindingLastOperation("m-1", "app-1"), 200);
-  await expectStatus(h.osb.lastOperation("m-unknown"), 410);
+  await expectStatus(h.osb.lastOperation("m-unknown"), 404); // never existed: 404 from OSB 2.16 on
   await expectStatus(h.osb.provision("m-2", provisionBody(plans.serviceId, plans.small.id)), 201);
   await expectStatus(h.osb.unbind("m-1", "app-1", ids), 200);
   await expectStatus(h.osb.deprovision("m-1", ids), 200);
@@ -92,7 +92,7 @@ describe("GET /metrics", () => {
   it("counts last_operation answers by resource and state", () => {
     expect(value("gitops_broker_last_operation_answers_total", { resource: "instance", state: "succeeded" })).toBe(1);
     expect(value("gitops_broker_last_operation_answers_total", { resource: "binding", state: "succeeded" })).toBe(1);
-    expect(value("gitops_broker_last_operation_answers_total", { resource: "instance", state: "gone" })).toBe(1);
+    expect(value("gitops_broker_last_operation_answers_total", { resource: "instance", state: "missing" })).toBe(1);
   });
 
   it("shows pushes, their duration and size, the write queue and the age of the last contact with the remote", () => {
