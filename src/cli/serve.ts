@@ -9,7 +9,7 @@ import { createRepoView, fillRepoInstruments } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { createReconciler, type Reconciler } from "../reconcile/index.js";
 import { ensureDataDir, loadConfig, lockDataDir, prepareEmbedded, readStartSecrets, type Config } from "../config/index.js";
-import { DataDirLockedError, GitRemoteError, isNegativeAnswer } from "../errors/index.js";
+import { ConfigError, DataDirLockedError, GitRemoteError, isNegativeAnswer } from "../errors/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, createPrometheusMetrics, noopMetrics, type Metrics, type PrometheusMetrics } from "../metrics/index.js";
@@ -335,6 +335,9 @@ export async function serve(argv: string[], options: { version: string }): Promi
   try {
     broker = await startBroker(config, { ...options, logger });
   } catch (error) {
+    // Configuration problems (secret files included) are the command line's: all of them on
+    // stderr, exit 2 (see cli/args.ts).
+    if (error instanceof ConfigError) throw error;
     const failure = startFailure(error);
     if (failure === undefined) {
       logger.fatal({ err: error }, "gitops-broker failed to start");

@@ -118,7 +118,7 @@ describe("one process per data directory", () => {
     // This test process plays the other command.
     const held = await lockDataDir(dataDir, "cli");
     try {
-      const move = await runCli(["move", "some-instance", "local"], serveEnv(dataDir, remote.url));
+      const move = await runCli(["move", "some-instance", "local", "--yes"], serveEnv(dataDir, remote.url));
       expect(move.code).toBe(2);
       expect(move.stderr.trim().split("\n")).toEqual([`data directory ${dataDir} is in use by a gitops-broker command: PID ${process.pid} on ${(await import("node:os")).hostname()}`]);
     } finally {
