@@ -18,7 +18,7 @@ afterEach(async () => {
 });
 
 /**
- * Runs crash-child until it acknowledged `acks` operations, then kill -9s it.
+ * Runs crash-child until it acknowledged `acks` operations, then kill -9s it with its children.
  * Resolves with the acknowledged operations: file written -> commit.
  */
 async function runAndKill(gitdir: string, remoteUrl: string, run: string, acks: number): Promise<Map<string, string>> {
@@ -27,7 +27,9 @@ async function runAndKill(gitdir: string, remoteUrl: string, run: string, acks: 
   child.onLine((line) => {
     const [, n, commit] = line.split(" ");
     acked.set(`crash/${run}-${n}.txt`, commit ?? "");
-    if (acked.size >= acks) child.signal("SIGKILL");
+    // The whole process group, as when a container dies: a git push the writer started must not
+    // outlive it and move the remote under the next writer's start (a race, not a crash).
+    if (acked.size >= acks) void child.killGroup();
   });
   const { code, signal } = await child.exited;
   if (signal !== "SIGKILL") throw new Error(`crash-child exited with ${String(code)} before it was killed: ${child.stderr()}`);
