@@ -173,7 +173,7 @@ async function moveOperation(
     ...b,
     metadata: { ...b.metadata, namespace: target.namespace },
   }));
-  const placed = { service, plan, instance: moved, bindings, namespace: target.namespace };
+  const placed = { service, plan, instance: moved, bindings, namespace: target.namespace, capabilities: target.capabilities };
   const rendered = [await writeInstanceManifests(recording, placed, "update")];
   for (const binding of bindings) {
     rendered.push(await writeBindingManifests(recording, placed, binding));

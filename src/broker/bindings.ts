@@ -56,7 +56,8 @@ function liveBinding(record: BindingRecord | null): record is BindingRecord {
 
 function placed(ctx: Ctx, instance: InstanceRecord) {
   const { service, plan } = recordedPlan(ctx.deps.view, instance);
-  return { service, plan, namespace: recordedCluster(ctx.deps.view, instance).namespace };
+  const cluster = recordedCluster(ctx.deps.view, instance);
+  return { service, plan, namespace: cluster.namespace, capabilities: cluster.capabilities };
 }
 
 function bindingBody(result: BindingResult): Record<string, unknown> {

@@ -144,7 +144,7 @@ export async function provision(
     const refs = await sealSensitiveValues(draft, sealTarget(record, operationId, at), sensitive);
     if (refs) record.spec.sensitiveParameters = refs;
     // A re-provision of a deprovisioned id starts a new record; its old bindings stay deleted.
-    const placed = { service, plan, instance: record, bindings: [], namespace: cluster.namespace };
+    const placed = { service, plan, instance: record, bindings: [], namespace: cluster.namespace, capabilities: cluster.capabilities };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "provision"));
     writeInstance(draft, record);
     held = { record, op };
@@ -312,7 +312,7 @@ export async function update(
     };
     const cluster = recordedCluster(ctx.deps.view, record);
     const bindings = await readLiveBindings(draft, instanceId);
-    const placed = { ...target, instance: next, bindings, namespace: cluster.namespace };
+    const placed = { ...target, instance: next, bindings, namespace: cluster.namespace, capabilities: cluster.capabilities };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "update"));
     writeInstance(draft, next);
     held = { record: next, op };

@@ -111,6 +111,25 @@ describe("loadClusters", () => {
     expect(clusters.map((c) => [c.id, c.kubeconfig])).toEqual([["ok", { path: "/etc/gitops-broker/ok.kubeconfig" }]]);
   });
 
+  it("reads the helm capabilities a Cluster declares (kubeVersion, apiVersions) and rejects a malformed version", async () => {
+    await repo.write({
+      "registry/clusters/both.yaml": cluster("both", { kubeVersion: "v1.30.2", apiVersions: ["monitoring.coreos.com/v1", "x.io/v1/Thing"] }),
+      "registry/clusters/version.yaml": cluster("version", { kubeVersion: "1.29" }),
+      "registry/clusters/none.yaml": cluster("none"),
+      "registry/clusters/bad.yaml": cluster("bad", { kubeVersion: "latest", apiVersions: [""] }),
+    });
+    const { clusters, problems } = await loadClusters(repo.tree);
+    expect(clusters.map((c) => [c.id, c.capabilities])).toEqual([
+      ["both", { kubeVersion: "v1.30.2", apiVersions: ["monitoring.coreos.com/v1", "x.io/v1/Thing"] }],
+      ["none", undefined],
+      ["version", { kubeVersion: "1.29" }],
+    ]);
+    expect(problems).toEqual([
+      { file: "registry/clusters/bad.yaml", path: "spec.kubeVersion", message: "must be a Kubernetes version (major.minor at least, e.g. v1.30.2)" },
+      { file: "registry/clusters/bad.yaml", path: "spec.apiVersions[0]", message: "must be a non-empty string" },
+    ]);
+  });
+
   it("reads the encryption declaration (SOPS age recipients) and rejects a malformed recipient", async () => {
     const recipient = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p";
     await repo.write({

@@ -46,6 +46,12 @@ export interface EncryptionDecl {
   sops: { age: string[] };
 }
 
+/** What a cluster declares of itself for helm charts' `.Capabilities`. */
+export interface ClusterCapabilities {
+  kubeVersion?: string;
+  apiVersions?: string[];
+}
+
 /** One cluster of the registry (registry/clusters/<id>.yaml). */
 export interface ClusterEntry {
   /** metadata.name: a DNS-1123 label, also the file name and the clusters/<id>/ directory. */
@@ -64,6 +70,11 @@ export interface ClusterEntry {
   sync?: SyncRef;
   /** How sensitive parameters are encrypted for this cluster; none: they are refused (ADR 0007). */
   encryption?: EncryptionDecl;
+  /**
+   * `spec.kubeVersion` / `spec.apiVersions`: the helm engine's `.Capabilities` for this cluster
+   * (as `helm template --kube-version/--api-versions`); undefined: Helm's defaults.
+   */
+  capabilities?: ClusterCapabilities;
   /** Repo-relative file it was loaded from. */
   file: string;
   /** The document as written. */
@@ -148,6 +159,8 @@ interface ClusterDoc {
     sync?: { kind: "argocd" | "flux"; name: string; namespace?: string; kubeconfig?: KubeconfigDoc; nudge?: NudgeDoc };
     encryption?: EncryptionDecl;
     secretRef?: string;
+    kubeVersion?: string;
+    apiVersions?: string[];
   };
 }
 
@@ -165,6 +178,12 @@ function fromCluster(doc: YamlDocument, file: string): ClusterEntry {
   const kubeconfig = kubeconfigRef(spec.kubeconfig);
   if (kubeconfig) entry.kubeconfig = kubeconfig;
   if (spec.status?.mode) entry.statusMode = spec.status.mode;
+  if (spec.kubeVersion !== undefined || spec.apiVersions !== undefined) {
+    entry.capabilities = {
+      ...(spec.kubeVersion !== undefined ? { kubeVersion: spec.kubeVersion } : {}),
+      ...(spec.apiVersions !== undefined ? { apiVersions: [...spec.apiVersions] } : {}),
+    };
+  }
   if (spec.encryption) entry.encryption = { sops: { age: [...spec.encryption.sops.age] } };
   if (spec.sync) {
     const { kind, name, namespace } = spec.sync;

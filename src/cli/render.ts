@@ -174,14 +174,17 @@ export async function runRender(argv: readonly string[], io: Io = processIo): Pr
     io.stderr(`render: plan ${plan.name} has no ${action} template\n`);
     return 1;
   }
+  // The helm engine's .Capabilities: the registry entry of the cluster the instance is on.
+  const capabilities = clusters.find((c) => c.id === instance.spec.clusterId)?.capabilities;
+  const caps = capabilities === undefined ? {} : { capabilities };
   try {
     if (MANIFEST_ACTIONS.has(action)) {
       const labels: Record<string, string> = { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: keyOf(instanceId) };
       if (binding) labels[LABEL_BINDING] = keyOf(binding.spec.bindingId);
-      const manifests = await render({ action, templates: plan.templates, values, defaultNamespace: instance.metadata.namespace, labels, planName: plan.name });
+      const manifests = await render({ action, templates: plan.templates, values, defaultNamespace: instance.metadata.namespace, labels, planName: plan.name, ...caps });
       io.stdout(manifests.map((m) => `# ${m.fileName}\n${m.yaml}`).join("---\n"));
     } else {
-      io.stdout(await renderText({ action, templates: plan.templates, values, planName: plan.name }));
+      io.stdout(await renderText({ action, templates: plan.templates, values, planName: plan.name, ...caps }));
     }
     return 0;
   } catch (e) {

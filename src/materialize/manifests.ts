@@ -2,7 +2,7 @@ import type { Plan, Service } from "../catalog/index.js";
 import type { Problem } from "../errors/index.js";
 import type { Draft } from "../gitwriter/index.js";
 import { parse } from "yaml";
-import { hasTemplate, render, renderText, type Manifest } from "../render/index.js";
+import { hasTemplate, render, renderText, type Manifest, type RenderCapabilities } from "../render/index.js";
 import {
   bindingManifestDir,
   clusterNamespacePath,
@@ -42,6 +42,8 @@ export interface PlacedInstance {
   /** Live bindings of the instance after this operation. */
   bindings: BindingRecord[];
   namespace: string;
+  /** The cluster's registry entry's `.Capabilities` for helm templates; undefined: Helm's defaults. */
+  capabilities: RenderCapabilities | undefined;
 }
 
 /**
@@ -52,6 +54,8 @@ export interface PlacedInstance {
 function sensitiveRefs(refs: SensitiveParameterRefs | undefined): Record<string, { name: string; key: string }> {
   return Object.fromEntries(Object.entries(refs ?? {}).map(([key, name]) => [key, { name, key }]));
 }
+
+const caps = (p: PlacedInstance): { capabilities?: RenderCapabilities } => (p.capabilities === undefined ? {} : { capabilities: p.capabilities });
 
 function values(p: PlacedInstance, binding?: BindingRecord) {
   return {
@@ -84,7 +88,7 @@ export async function writeInstanceManifests(draft: Draft, p: PlacedInstance, ac
   const templateAction = action === "update" && hasTemplate(p.plan.templates, "update") ? "update" : "provision";
   const instanceId = p.instance.spec.instanceId;
   const defaults = { defaultNamespace: p.namespace, labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: keyOf(instanceId) } };
-  const rendered = await render({ action: templateAction, templates: p.plan.templates, values: values(p), ...defaults, planName: p.plan.name });
+  const rendered = await render({ action: templateAction, templates: p.plan.templates, values: values(p), ...defaults, planName: p.plan.name, ...caps(p) });
   const { overrides, problems } = await readOverrides(draft, instanceId);
   const own = overrides.filter((o) => o.binding === undefined);
   const out = applyOverrides(rendered, own, defaults, `instance ${instanceId}`);
@@ -106,7 +110,7 @@ export async function writeBindingManifests(draft: Draft, p: PlacedInstance, bin
     labels: { [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_INSTANCE]: keyOf(instanceId), [LABEL_BINDING]: bindingKey },
   };
   const bindValues = { ...(await committedSources(draft, p, binding)), ...values(p, binding) };
-  const rendered = await render({ action: "bind", templates: p.plan.templates, values: bindValues, ...defaults, planName: p.plan.name });
+  const rendered = await render({ action: "bind", templates: p.plan.templates, values: bindValues, ...defaults, planName: p.plan.name, ...caps(p) });
   const { overrides } = await readOverrides(draft, instanceId);
   const own = overrides.filter((o) => o.binding !== undefined && keyOf(o.binding) === bindingKey);
   const out = applyOverrides(rendered, own, defaults, `binding ${binding.spec.bindingId} of instance ${instanceId}`);

@@ -44,7 +44,7 @@ export async function renderInstanceInto(
   }
   const all = await readBindings(draft, instanceId);
   const bindings = all.filter((b) => !b.status.deleted);
-  const placed = { ...found, instance, bindings, namespace: cluster.namespace };
+  const placed = { ...found, instance, bindings, namespace: cluster.namespace, capabilities: cluster.capabilities };
 
   await clearInstanceManifests(draft, instance, bindings);
   const results = [await writeInstanceManifests(draft, placed, lastRenderAction(instance, all))];

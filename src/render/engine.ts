@@ -1,5 +1,5 @@
 import type { PlanTemplate } from "../catalog/index.js";
-import type { RenderValues } from "./types.js";
+import type { RenderCapabilities, RenderValues } from "./types.js";
 
 /**
  * The template engines, by the `type` a plan's template names. An engine is one module that
@@ -30,6 +30,8 @@ export interface TemplateEngine {
 export interface TemplateContext {
   /** Name of the template in the engine's messages: Service Fabrik's `<instance-id>/<action>`. */
   name: string;
+  /** The target cluster's Kubernetes version and API versions (helm's `.Capabilities`); undefined: Helm's defaults. */
+  capabilities?: RenderCapabilities;
 }
 
 /** An engine's failure, already described for the user. */

@@ -60,7 +60,7 @@ export const helmEngine: TemplateEngine = {
     const { gotemplateEngine } = await import("./gotemplate.js");
     return gotemplateEngine.compile(t, context);
   },
-  async render(t: PlanTemplate, values: RenderValues, _context: TemplateContext): Promise<string> {
+  async render(t: PlanTemplate, values: RenderValues, context: TemplateContext): Promise<string> {
     if (t.chart === undefined) throw new TemplateFailure(`helm: no chart (url ${JSON.stringify(t.url ?? "")})`);
     const name = helmReleaseName(values, t.action);
     // SF rendered `content` under the release name, with the SF objects as values.
@@ -71,7 +71,16 @@ export const helmEngine: TemplateEngine = {
       const result = await helmRender(call, {
         chart: t.chart,
         valueFiles: [valuesYaml],
-        options: { releaseName: name, namespace, includeCrds: true, skipTests: true, isUpgrade: t.action === "update" },
+        options: {
+          releaseName: name,
+          namespace,
+          includeCrds: true,
+          skipTests: true,
+          isUpgrade: t.action === "update",
+          // The cluster's registry entry, as `helm template --kube-version/--api-versions`.
+          ...(context.capabilities?.kubeVersion !== undefined ? { kubeVersion: context.capabilities.kubeVersion } : {}),
+          ...(context.capabilities?.apiVersions !== undefined ? { apiVersions: context.capabilities.apiVersions } : {}),
+        },
       });
       return result.documents.map((d) => d.content).join("\n---\n");
     } catch (e) {

@@ -9,9 +9,9 @@ import { engineFor, engineProblem, TemplateFailure, type TemplateContext } from 
 import "./engines.js";
 import { isDns1123Label, isLabelValue, qualifiedNameProblem } from "./kubernetes.js";
 import { splitDocuments, toManifests } from "./manifests.js";
-import type { Manifest, RenderRequest, RenderValues } from "./types.js";
+import type { Manifest, RenderCapabilities, RenderRequest, RenderValues } from "./types.js";
 
-export type { RenderRequest, RenderValues, Manifest } from "./types.js";
+export type { RenderCapabilities, RenderRequest, RenderValues, Manifest } from "./types.js";
 export { engineFor, engineProblem, engineTypes, TemplateFailure, type TemplateEngine } from "./engine.js";
 export { DEFAULT_GOTEMPLATE_LIMITS, renderGoTemplateJson, renderGoTemplateRequest, setGotemplateLimits, type GotemplateLimits } from "./gotemplate.js";
 export { serviceFabrikValues, sfServiceBinding, sfServiceInstance } from "./service-fabrik.js";
@@ -37,13 +37,19 @@ export function templateName(values: Partial<RenderValues>, action: string): str
  * One template's text, by its engine. Throws RenderError naming the plan, the action and the
  * template's source, with the engine's description of the failure.
  */
-export async function renderTemplateText(t: PlanTemplate, values: RenderValues, planName: string, name = templateName(values, t.action)): Promise<string> {
+export async function renderTemplateText(
+  t: PlanTemplate,
+  values: RenderValues,
+  planName: string,
+  name = templateName(values, t.action),
+  capabilities?: RenderCapabilities,
+): Promise<string> {
   const where = `plan ${planName}: template ${t.action} (${t.source})`;
   const data = { plan: planName, action: t.action, source: t.source };
   const unsupported = engineProblem(t.type, t.action);
   if (unsupported !== undefined) throw new RenderError(`${where}: ${unsupported}`, { data });
   try {
-    return await engineFor(t.type)!.render(t, values, { name });
+    return await engineFor(t.type)!.render(t, values, capabilities === undefined ? { name } : { name, capabilities });
   } catch (e) {
     if (e instanceof TemplateFailure) throw new RenderError(`${where}: ${e.message}`, { cause: e, data: { ...data, ...e.data } });
     throw e;
@@ -76,7 +82,7 @@ export function renderTextNow(req: Omit<RenderRequest, "defaultNamespace" | "lab
     const name = templateName(req.values, t.action);
     if (engine?.renderSync !== undefined) {
       try {
-        parts.push(engine.renderSync(t, req.values, { name }));
+        parts.push(engine.renderSync(t, req.values, req.capabilities === undefined ? { name } : { name, capabilities: req.capabilities }));
       } catch (e) {
         const where = `plan ${req.planName}: template ${t.action} (${t.source})`;
         if (e instanceof TemplateFailure) throw new RenderError(`${where}: ${e.message}`, { cause: e, data: { plan: req.planName, action: t.action, source: t.source } });
@@ -84,10 +90,10 @@ export function renderTextNow(req: Omit<RenderRequest, "defaultNamespace" | "lab
       }
       continue;
     }
-    const key = JSON.stringify([t.type, t.content, name, req.planName, t.source, req.values]);
+    const key = JSON.stringify([t.type, t.content, name, req.planName, t.source, req.values, req.capabilities ?? null]);
     let outcome = outcomes.get(key);
     if (outcome === undefined) {
-      const pending = renderTemplateText(t, req.values, req.planName, name).then(
+      const pending = renderTemplateText(t, req.values, req.planName, name, req.capabilities).then(
         (text) => void outcomes.set(key, { text }),
         (error: unknown) => void outcomes.set(key, { error }),
       );
@@ -125,7 +131,9 @@ export function hasTemplate(templates: PlanTemplate[], action: string): boolean 
 export async function render(req: RenderRequest): Promise<Manifest[]> {
   assertManifestRequest(req);
   const texts: [PlanTemplate, string][] = [];
-  for (const t of req.templates.filter((x) => x.action === req.action)) texts.push([t, await renderTemplateText(t, req.values, req.planName)]);
+  for (const t of req.templates.filter((x) => x.action === req.action)) {
+    texts.push([t, await renderTemplateText(t, req.values, req.planName, templateName(req.values, t.action), req.capabilities)]);
+  }
   return manifestsOf(req, texts);
 }
 
@@ -184,7 +192,9 @@ export function checkObjects(
 export async function renderText(req: Omit<RenderRequest, "defaultNamespace" | "labels">): Promise<string> {
   assertRequest(req);
   const parts: string[] = [];
-  for (const t of req.templates.filter((x) => x.action === req.action)) parts.push(await renderTemplateText(t, req.values, req.planName));
+  for (const t of req.templates.filter((x) => x.action === req.action)) {
+    parts.push(await renderTemplateText(t, req.values, req.planName, templateName(req.values, t.action), req.capabilities));
+  }
   return joinTexts(parts);
 }
 

@@ -30,6 +30,14 @@ export interface RenderRequest {
   labels: Record<string, string>;
   /** Plan name, for error messages. */
   planName: string;
+  /** The target cluster's `.Capabilities` for helm templates; undefined: Helm's defaults. */
+  capabilities?: RenderCapabilities;
+}
+
+/** `helm template --kube-version` and `--api-versions`, from the cluster's registry entry. */
+export interface RenderCapabilities {
+  kubeVersion?: string;
+  apiVersions?: string[];
 }
 
 /** One rendered Kubernetes object, ready to be written. */
