@@ -34,6 +34,7 @@ import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
 import {
+  dashboardUrl,
   keptRefs,
   lookupPlan,
   recordedCluster,
@@ -140,6 +141,8 @@ export async function provision(
     });
     record.spec.clusterId = cluster.id;
     record.metadata.namespace = cluster.namespace;
+    // Rendered once the cluster is known, as Service Fabrik waited for clusterId; a bad URL is a 422.
+    const dashboard = dashboardUrl(plan, record);
     const sensitive = sensitiveValues(ctx.deps.view.clusters(), plan, "service_instance.create", body.parameters, cluster.id);
     const refs = await sealSensitiveValues(draft, sealTarget(record, operationId, at), sensitive);
     if (refs) record.spec.sensitiveParameters = refs;
@@ -151,8 +154,8 @@ export async function provision(
     return {
       commit: commitSpec(ctx, { action: "provision", service, plan, instanceId, operationId, osb, overrides }),
       result: plan.async
-        ? { status: 202, body: { operation: operationId } }
-        : { status: 201, body: {} },
+        ? { status: 202, body: { ...withDashboard(dashboard), operation: operationId } }
+        : { status: 201, body: withDashboard(dashboard) },
     };
   });
   return plan.async || !held ? result : answerSynchronous(ctx, held, result, accepts);
@@ -415,6 +418,11 @@ function resentDeprovision(
 }
 
 // ---------------------------------------------------------------------------
+/** OSB `dashboard_url` in a provision answer, only when there is one. */
+function withDashboard(url: string | undefined): Record<string, unknown> {
+  return url === undefined ? {} : { dashboard_url: url };
+}
+
 // Reads: last_operation and GET instance (from the last pushed tip).
 // ---------------------------------------------------------------------------
 
@@ -475,6 +483,11 @@ export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbRe
     // A plan may mark a parameter sensitive after it was stored: such values are never served.
     parameters: withoutSensitiveParameters(plan, ["service_instance.create", "service_instance.update"], record.spec.parameters ?? {}),
   };
+  // The status template's dashboardUrl, which Service Fabrik stored but never returned (its issue
+  // #1493), before the plan's dashboard_url_template.
+  const latest = latestOperation(record.status.operations);
+  const dashboard = (latest && statusOf(ctx, record, latest).dashboardUrl) ?? dashboardUrl(plan, record);
+  if (dashboard) body.dashboard_url = dashboard;
   if (record.spec.maintenanceInfo) body.maintenance_info = record.spec.maintenanceInfo;
   return { status: 200, body };
 }

@@ -158,7 +158,11 @@ async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problem
   const spec = specOf(doc);
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- as pick
   const get = <T>(...names: string[]) => pick<T>(spec, names, `${doc.at}spec.`, file, problems);
-  const manager = (spec.manager ?? {}) as { async?: boolean; asyncBinding?: boolean };
+  const manager = (spec.manager ?? {}) as { async?: boolean; asyncBinding?: boolean; settings?: { dashboard_url_template?: unknown } };
+  const dashboardUrlTemplate = manager.settings?.dashboard_url_template;
+  if (dashboardUrlTemplate !== undefined && typeof dashboardUrlTemplate !== "string") {
+    problems.push({ file, path: `${doc.at}spec.manager.settings.dashboard_url_template`, message: "must be a base64 string" });
+  }
   const schemas = spec.schemas as Record<string, unknown> | undefined;
   for (const key of PARAMETERS_SCHEMA_KEYS) {
     const schema = parametersSchemaOf(schemas, key);
@@ -182,6 +186,7 @@ async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problem
     maximumPollingDuration: get<number>("maximumPollingDuration", "maximum_polling_duration"),
     async: manager.async ?? false,
     asyncBinding: manager.asyncBinding ?? false,
+    ...(typeof dashboardUrlTemplate === "string" ? { dashboardUrlTemplate } : {}),
     context: (spec.context ?? {}) as Record<string, unknown>,
     templates: await resolveTemplates(tree, spec.templates as RawTemplate[], doc, file, problems, options),
     file,

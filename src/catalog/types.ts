@@ -51,6 +51,8 @@ export interface Plan {
   async: boolean;
   /** Service Fabrik `manager.asyncBinding`: bind/unbind are asynchronous. */
   asyncBinding: boolean;
+  /** Service Fabrik `manager.settings.dashboard_url_template` (base64 lodash-style template). */
+  dashboardUrlTemplate?: string;
   /** Service Fabrik `context` (free-form, for templates). */
   context: Record<string, unknown>;
   templates: PlanTemplate[];

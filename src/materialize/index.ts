@@ -13,5 +13,6 @@ export {
   writeInstanceManifests,
 } from "./manifests.js";
 export type { Rendered } from "./manifests.js";
+export { dashboardUrl } from "./dashboard-url.js";
 export { renderInstanceInto } from "./render-instance.js";
 export { keptRefs, sealSensitiveValues, sensitiveKeys, sensitiveValues } from "./sensitive.js";

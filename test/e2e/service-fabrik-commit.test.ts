@@ -5,6 +5,8 @@
  * under clusters/1/ -> succeeded -> bind (the bind template reads the committed postgresql) ->
  * unbind -> deprovision; and a template that fails: OSB 400 naming `<instance-id>/provision`
  * with Go's line and column, nothing committed.
+ * Plans with `manager.settings.dashboard_url_template`: dashboard_url on provision and GET
+ * instance, and 422 with nothing committed for a template that renders no URL.
  */
 import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
@@ -45,6 +47,36 @@ spec:
         name: {{ index .instance.spec.parameters.sizes 3 }}
 `;
 
+/**
+ * Plans of the same service with Service Fabrik's `manager.settings.dashboard_url_template`
+ * (base64 of a lodash-style `${...}` template): one good, one that renders no URL.
+ */
+const DASHBOARD_TEMPLATE = "https://dash.example.com/manage/${plan.name}/instances/${instance_id}?space=${space_guid}&on=${context.platform}";
+const dashboardPlan = (id: string, template: string) => `apiVersion: osb.servicefabrik.io/v1alpha1
+kind: SFPlan
+metadata:
+  name: ${id}
+spec:
+  name: ${id}
+  id: ${id}
+  serviceId: ${SERVICE_ID}
+  description: with a dashboard
+  free: true
+  bindable: true
+  manager:
+    async: true
+    settings:
+      dashboard_url_template: ${Buffer.from(template, "utf8").toString("base64")}
+  templates:
+  - action: provision
+    type: gotemplate
+    content: |
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: dash-{{ .instance.metadata.name }}
+`;
+
 let h: Harness;
 const show = async (path: string) => (await run("git", ["show", `main:${path}`], { cwd: h.remoteDir })).stdout;
 
@@ -55,6 +87,8 @@ beforeAll(async () => {
       "catalog/sfservice-postgresql.yaml": await file("sfservice-postgresql.yaml"),
       "catalog/sfplan-postgresql-v9.6-xxsmall.yaml": await file("sfplan-postgresql-v9.6-xxsmall.yaml"),
       "catalog/broken.yaml": BROKEN_PLAN,
+      "catalog/dashboard.yaml": dashboardPlan("dash-plan", DASHBOARD_TEMPLATE),
+      "catalog/bad-dashboard.yaml": dashboardPlan("bad-dash-plan", "dashboard of ${instance_id}"),
       "registry/clusters/1.yaml": await file("sfcluster-1.yaml"),
     },
   });
@@ -117,6 +151,26 @@ describe("the sample Service Fabrik plan, commit mode", () => {
       400,
       /gotemplate renderer - can't render template for bad-1\/provision\. template: bad-1\/provision:4:11: executing "bad-1\/provision" at <index \.instance\.spec\.parameters\.sizes 3>: error calling index: index out of range: 3/,
     );
+    expect(await remoteHead(h.remoteDir)).toBe(before);
+  }, 60_000);
+
+  it("answers dashboard_url from the plan's dashboard_url_template on provision and GET instance", async () => {
+    const provision = await h.osb.provision("dash-1", provisionBody(SERVICE_ID, "dash-plan"), { query: ASYNC });
+    expect(provision.status).toBe(202);
+    // plan.name is the SFPlan's spec.name; space_guid and context.platform come from provisionBody.
+    const url = "https://dash.example.com/manage/dash-plan/instances/dash-1?space=space-guid&on=cloudfoundry";
+    expect(provision.body).toEqual({ dashboard_url: url, operation: expect.any(String) as unknown });
+    const last = await h.osb.lastOperation("dash-1", { operation: String(provision.body.operation) });
+    expect(last.body.state).toBe("succeeded");
+    const fetched = await h.osb.getInstance("dash-1");
+    expect(fetched.status).toBe(200);
+    expect(fetched.body.dashboard_url).toBe(url);
+  }, 60_000);
+
+  it("refuses a dashboard_url_template that renders no URL with 422, and commits nothing", async () => {
+    const before = await remoteHead(h.remoteDir);
+    const res = await h.osb.provision("dash-2", provisionBody(SERVICE_ID, "bad-dash-plan"), { query: ASYNC });
+    expectOsbError(res, 422, /dashboard_url_template renders "dashboard of dash-2", which is not a valid URL/);
     expect(await remoteHead(h.remoteDir)).toBe(before);
   }, 60_000);
 });
