@@ -2,7 +2,7 @@ import { ChartError, helmCheck, helmRender, releaseName, type ModuleCall } from 
 import type { PlanTemplate } from "../catalog/types.js";
 import { TemplateFailure, type TemplateContext, type TemplateEngine } from "./engine.js";
 import { renderGoTemplateJson } from "./gotemplate.js";
-import { serviceFabrikName, serviceFabrikValues } from "./service-fabrik.js";
+import { field, serviceFabrikName, serviceFabrikValues, str } from "./service-fabrik.js";
 import type { RenderValues } from "./types.js";
 import { WasmCallError, wasmHost } from "./wasm-module.js";
 
@@ -20,9 +20,6 @@ const TIMEOUT_MS = 20_000;
 export const helmModuleCall: ModuleCall = (method, request) => wasmHost().call(method, request, { timeoutMs: TIMEOUT_MS });
 const call = helmModuleCall;
 
-type Loose = Record<string, unknown>;
-const field = (o: unknown, ...path: string[]): unknown =>
-  path.reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Loose)[k] : undefined), o);
 
 /**
  * Service Fabrik's release name: `in-<adler32>` of the instance's Kubernetes name (of the
@@ -31,7 +28,7 @@ const field = (o: unknown, ...path: string[]): unknown =>
  */
 export function helmReleaseName(values: RenderValues, action: string): string {
   const id = action === "bind" && values.binding !== undefined ? field(values.binding, "spec", "bindingId") : field(values.instance, "spec", "instanceId");
-  return releaseName(serviceFabrikName(typeof id === "string" ? id : ""));
+  return releaseName(serviceFabrikName(str(id) ?? ""));
 }
 
 function describe(e: unknown): Error {
@@ -65,8 +62,7 @@ export const helmEngine: TemplateEngine = {
     const name = helmReleaseName(values, t.action);
     // SF rendered `content` under the release name, with the SF objects as values.
     const valuesYaml = t.content === "" ? "" : await renderGoTemplateJson(name, t.content, JSON.stringify(serviceFabrikValues(values)));
-    const ns = field(values.instance, "metadata", "namespace");
-    const namespace = typeof ns === "string" && ns !== "" ? ns : undefined;
+    const namespace = str(field(values.instance, "metadata", "namespace"));
     try {
       const result = await helmRender(call, {
         chart: t.chart,

@@ -9,6 +9,7 @@ import { engineFor, engineProblem, TemplateFailure, type TemplateContext } from 
 import "./engines.js";
 import { isDns1123Label, isLabelValue, qualifiedNameProblem } from "./kubernetes.js";
 import { splitDocuments, toManifests } from "./manifests.js";
+import { field, str } from "./service-fabrik.js";
 import type { Manifest, RenderCapabilities, RenderRequest, RenderValues } from "./types.js";
 
 export type { RenderCapabilities, RenderRequest, RenderValues, Manifest } from "./types.js";
@@ -17,19 +18,15 @@ export { DEFAULT_GOTEMPLATE_LIMITS, renderGoTemplateJson, renderGoTemplateReques
 export { serviceFabrikValues, sfServiceBinding, sfServiceInstance } from "./service-fabrik.js";
 export { helmModuleCall, helmReleaseName } from "./helm.js";
 
-type Loose = Record<string, unknown>;
-const field = (o: unknown, ...path: string[]): unknown =>
-  path.reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Loose)[k] : undefined), o);
 
 /**
  * The template's name in engine messages, as Service Fabrik named it: `<instance-id>/<action>`,
  * `<binding-id>/bind` for the bind template (its renderTemplate named bind by the binding).
  */
 export function templateName(values: Partial<RenderValues>, action: string): string {
-  const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
   const id = (record: unknown) =>
-    text(field(record, "spec", "instanceId")) ?? text(field(record, "spec", "bindingId")) ?? text(field(record, "metadata", "name")) ?? "";
-  const owner = action === "bind" && values.binding !== undefined ? (text(field(values.binding, "spec", "bindingId")) ?? id(values.binding)) : id(values.instance);
+    str(field(record, "spec", "instanceId")) ?? str(field(record, "spec", "bindingId")) ?? str(field(record, "metadata", "name")) ?? "";
+  const owner = action === "bind" && values.binding !== undefined ? (str(field(values.binding, "spec", "bindingId")) ?? id(values.binding)) : id(values.instance);
   return `${owner}/${action}`;
 }
 

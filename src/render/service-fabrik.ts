@@ -29,7 +29,12 @@ export const SF_API_VERSION = "osb.servicefabrik.io/v1alpha1";
 const CONTEXT_LABELS = ["platform", "organization_guid", "space_guid", "origin", "subaccount_id"];
 
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
-const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+/** `v` when it is a non-empty string, else undefined. */
+export const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+
+/** The value at `path` in a loosely typed record (a parsed record or SF object); undefined past a non-object. */
+export const field = (o: unknown, ...path: string[]): unknown =>
+  path.reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined), o);
 
 /** SF's getKubernetesName: the id itself when it is a valid name, else its sha224 in hex. */
 export function serviceFabrikName(id: string): string {
