@@ -9,6 +9,14 @@ import { gunzipSync } from "node:zlib";
  * limit, after which the worker is terminated (a Go program cannot be interrupted from inside)
  * and the next call starts a fresh one from the module compiled once per process.
  *
+ * The limit is CPU time, not the wall clock: on a machine loaded many times over, a render that
+ * needs 50 ms of CPU can wait seconds for a core, and answering 400 "time limit" then would
+ * blame the plan for the machine. When the wall-clock limit passes, the call fails only if the
+ * process has spent the limit in CPU time since the call started (process-wide, so never less
+ * than the worker spent: a runaway is never given more than the limit); otherwise the check is
+ * re-armed for the CPU time still missing, up to a wall-clock ceiling of
+ * `WALL_CEILING_FACTOR` times the limit.
+ *
  * Nothing is read or compiled until the first call: a broker without gotemplate plans never
  * loads the module.
  */
@@ -50,6 +58,17 @@ interface Reply {
   exited?: string | boolean;
 }
 
+/** A call is stopped after this many times its limit in wall-clock time, whatever the CPU says. */
+export const WALL_CEILING_FACTOR = 6;
+
+/** The process's CPU time so far, in milliseconds (every thread, the workers' included). */
+export type CpuClock = () => number;
+
+const processCpuMs: CpuClock = () => {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+};
+
 /** A worker whose Go heap grew past this is replaced after its call (wasm memory never shrinks). */
 const MEMORY_RECYCLE_BYTES = 512 * 1024 * 1024;
 
@@ -79,6 +98,12 @@ export class WasmHost {
   private current: { call: Pending; timer: NodeJS.Timeout; worker: Worker } | undefined;
   private nextId = 1;
   private closed = false;
+
+  /** Injected for tests: the CPU clock (the process's by default) and the wall-clock ceiling. */
+  constructor(
+    private readonly cpuMs: CpuClock = processCpuMs,
+    private readonly wallCeilingFactor = WALL_CEILING_FACTOR,
+  ) {}
 
   call(method: string, request: Uint8Array, options: WasmCallOptions): Promise<Uint8Array> {
     if (this.closed) return Promise.reject(new WasmCallError("the module host is closed", "exited"));
@@ -113,8 +138,7 @@ export class WasmHost {
           return;
         }
         worker.ref();
-        const timer = setTimeout(() => this.fail(worker, new WasmCallError(`did not finish within ${call.timeoutMs} ms`, "timeout")), call.timeoutMs);
-        this.current = { call, timer, worker };
+        this.current = { call, timer: this.limit(worker, call), worker };
         // The request is copied: the caller may reuse its buffer.
         worker.postMessage({ id: call.id, method: call.method, request: call.request });
       },
@@ -123,6 +147,26 @@ export class WasmHost {
         this.pump();
       },
     );
+  }
+
+  /** The timer that stops `call` once it has had its CPU time (or the wall-clock ceiling passed). */
+  private limit(worker: Worker, call: Pending): NodeJS.Timeout {
+    const startCpu = this.cpuMs();
+    const startWall = performance.now();
+    const ceiling = call.timeoutMs * this.wallCeilingFactor;
+    const check = (): void => {
+      const current = this.current;
+      if (current === undefined || current.call !== call) return;
+      const cpu = this.cpuMs() - startCpu;
+      const wall = performance.now() - startWall;
+      if (cpu >= call.timeoutMs || wall >= ceiling) {
+        this.fail(worker, new WasmCallError(`did not finish within ${call.timeoutMs} ms`, "timeout"));
+        return;
+      }
+      // The machine gave the call less CPU than its limit so far: wait for the rest.
+      current.timer = setTimeout(check, Math.min(Math.max(call.timeoutMs - cpu, 25), ceiling - wall));
+    };
+    return setTimeout(check, call.timeoutMs);
   }
 
   private start(): Promise<Worker> {
