@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -9,6 +10,10 @@ export default defineConfig({
     testTimeout: 180_000,
     hookTimeout: 180_000,
     pool: "forks",
+    // One more file at a time than there are cores (vitest's default is one fewer): most files
+    // spend their time waiting on git processes, servers and timers, so on 2 cores the default
+    // of one file at a time left a core idle (see docs/benchmarks.md, "The test suite").
+    maxWorkers: availableParallelism() + 1,
     // After each file: every process it started is killed, every temp directory removed.
     setupFiles: ["test/support/setup.ts"],
   },
