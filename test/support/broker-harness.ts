@@ -57,6 +57,7 @@ export function testConfig(
     scheduler: { type: scheduler },
     webhook: { secret: null, secretFile: null },
     reconcile: { maxPerSecond: 1000, batchSize: 4, retrySeconds: 30 },
+    records: { retentionDays: 90, gcIntervalSeconds: 60, gcBatchSize: 100 },
     metrics: { listen: null },
   };
 }
