@@ -133,8 +133,12 @@ describe("loadConfig", () => {
     await write("records.yaml", "records:\n  gcIntervalSeconds: 5\n  gcBatchSize: 10\n");
     const fromFile = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_RECORDS_RETENTION_DAYS: "0" }, argv: ["--config", "records.yaml"] });
     expect(fromFile.records).toEqual({ retentionDays: 0, gcIntervalSeconds: 5, gcBatchSize: 10 });
-    expect(await problemsOf(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_RECORDS_RETENTION_DAYS: "-1" } }))).toEqual<Problem[]>([
-      { file: "env", path: "GITOPS_BROKER_RECORDS_RETENTION_DAYS", message: "must be >= 0" },
+    await write("negative.yaml", "records:\n  retentionDays: -1\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "negative.yaml"] }))).toEqual<Problem[]>([
+      { file: "negative.yaml", path: "records.retentionDays", message: "must be >= 0" },
+    ]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_RECORDS_RETENTION_DAYS: "1.5" } }))).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_RECORDS_RETENTION_DAYS", message: "must be integer" },
     ]);
   });
 
