@@ -120,10 +120,10 @@ export async function submitOp<R>(ctx: Ctx, op: Operation<R>): Promise<SubmitRes
     return outcome;
   });
   const trailers = (spec as CommitSpec | null)?.trailers;
-  // The platform counts maximum_polling_duration from the answer about to be given.
-  if (submitted.commit && trailers?.Operation) ctx.deps.status.acknowledged?.(trailers.Operation);
   if (submitted.commit && trailers) {
     const { operation, instanceId, bindingId, requestIdentity } = readBrokerTrailers(trailers);
+    // The platform counts maximum_polling_duration from the answer about to be given.
+    if (operation) ctx.deps.status.acknowledged?.(operation);
     ctx.deps.logger.info(
       { commit: submitted.commit, operation, instanceId, bindingId, requestIdentity },
       (spec as CommitSpec | null)?.subject ?? "committed",

@@ -31,7 +31,7 @@ export interface HistoryEntry {
   subject: string;
   /** `broker`: a commit of the broker (it carries Broker-Version); `human`: anyone else's. */
   by: "broker" | "human";
-  /** The broker's operation (provision, update, bind, unbind, deprovision, move, re-render ...); `change` for a human's commit. */
+  /** The broker's operation (provision, update, bind, unbind, deprovision, move, re-render, gc ...); `change` for a human's commit. */
   action: string;
   operation?: string;
   bindingId?: string;
@@ -42,8 +42,8 @@ export interface HistoryEntry {
   overrides?: string[];
   /** The operation's state now, from the status watcher (unknown for operations of an earlier record of the id). */
   state?: OperationState;
-  /** Every trailer of the commit, as written. */
-  trailers: Record<string, string>;
+  /** Every trailer of the commit, as written (a repeated one, such as a records GC's Instance-Id, as the list of its values). */
+  trailers: Record<string, string | string[]>;
 }
 
 export interface InstanceHistory {
@@ -75,7 +75,8 @@ function toEntry({ commit, authorDate, author, subject, trailers }: CommitInfo):
     author,
     subject,
     by: byBroker ? "broker" : "human",
-    action: byBroker ? (subject.split(" ", 1)[0] ?? "") : "change",
+    // The subject's first word: `provision`, `re-render`, `gc:` (records GC) read as `gc`.
+    action: byBroker ? (subject.split(" ", 1)[0] ?? "").replace(/:$/, "") : "change",
     trailers,
   };
   if (decoded.operation) entry.operation = decoded.operation;

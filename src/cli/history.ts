@@ -15,7 +15,8 @@ import { openRepo } from "./repo-access.js";
 function who(e: HistoryEntry): string {
   if (e.by === "human") return `${e.author.name} <${e.author.email}>`;
   const oi = e.originatingIdentity;
-  return oi ? `${oi.platform} ${JSON.stringify(oi.value)}` : e.trailers["Originating-Identity"] ?? "(no originating identity)";
+  const raw = e.trailers["Originating-Identity"];
+  return oi ? `${oi.platform} ${JSON.stringify(oi.value)}` : typeof raw === "string" ? raw : "(no originating identity)";
 }
 
 function text(h: InstanceHistory): string {
@@ -23,7 +24,7 @@ function text(h: InstanceHistory): string {
   const head = c
     ? `instance ${h.instanceId} (key ${h.key}): ${c.deleted ? "deprovisioned" : "live"} on cluster ${c.clusterId}, plan ${c.planId}` +
       (c.lastOperation ? `; last operation ${c.lastOperation.action} ${c.lastOperation.id}: ${c.lastOperation.state}` : "")
-    : `instance ${h.instanceId} (key ${h.key}): no record at the tip`;
+    : `instance ${h.instanceId} (key ${h.key}): no record at the tip` + (h.entries.at(-1)?.action === "gc" ? " (removed by records GC)" : "");
   const lines = h.entries.map((e) => {
     const parts = [e.at, e.commit.slice(0, 12), e.action + (e.bindingId ? ` binding ${e.bindingId}` : ""), `by ${who(e)}`];
     if (e.state) parts.push(`[${e.state}]`);

@@ -7,7 +7,7 @@ import { createApp, createHttpServer } from "../broker/index.js";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createRepoView, fillRepoInstruments } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
-import { createReconciler, type Reconciler } from "../reconcile/index.js";
+import { createReconciler, createRecordsCollector, type Reconciler, type RecordsCollector, type RecordsCollectorOptions } from "../reconcile/index.js";
 import { ensureDataDir, loadConfig, lockDataDir, prepareEmbedded, readStartSecrets, type Config } from "../config/index.js";
 import { ConfigError, DataDirLockedError, GitRemoteError, isNegativeAnswer } from "../errors/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
@@ -31,6 +31,8 @@ export interface RunningBroker {
   reconciler: Reconciler;
   /** Tells Argo CD / Flux about pushes (tests await `nudger.idle()`). */
   nudger: Nudger;
+  /** Records GC of deprovisioned instances (ADR 0018), started with the reconciler. */
+  collector: RecordsCollector;
   /** Stop accepting requests, finish in-flight pushes, close. */
   close(): Promise<void>;
 }
@@ -54,7 +56,17 @@ export type StatusWatcherOverrides = Partial<Omit<StatusWatcherOptions, "view" |
 /** Test and embedding hooks of the nudger (secret reading, HTTP, timers). */
 export type NudgerOverrides = Partial<Pick<NudgerOptions, "readSecret" | "fetch" | "timers" | "now" | "timeoutMs">>;
 
-type StartOptions = { version: string; logger?: Logger; metrics?: Metrics; status?: StatusWatcherOverrides; nudge?: NudgerOverrides };
+/** Test and embedding hooks of records GC (its wall clock, its waits between passes). */
+export type RecordsCollectorOverrides = Partial<Pick<RecordsCollectorOptions, "now" | "delay">>;
+
+type StartOptions = {
+  version: string;
+  logger?: Logger;
+  metrics?: Metrics;
+  status?: StatusWatcherOverrides;
+  nudge?: NudgerOverrides;
+  records?: RecordsCollectorOverrides;
+};
 
 /**
  * Start a broker from a loaded configuration. The data directory is locked first (a second
@@ -194,6 +206,19 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     retryMs: config.reconcile.retrySeconds * 1000,
   });
   undo.push(() => reconciler.close());
+  const collector = createRecordsCollector({
+    writer,
+    status,
+    logger: logger.child({ component: "records-gc" }),
+    metrics: instruments.records,
+    brokerVersion,
+    retentionDays: config.records.retentionDays,
+    intervalMs: config.records.gcIntervalSeconds * 1000,
+    batchSize: config.records.gcBatchSize,
+    ...options.records,
+  });
+  collector.start();
+  undo.push(() => collector.close());
   const stopReconciling = writer.onTip((tip, previous) => reconciler.tipChanged(tip, previous));
   metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, instruments.repo));
   undo.push(stopReconciling);
@@ -241,12 +266,15 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     writer,
     reconciler,
     nudger,
+    collector,
     async close() {
       clearInterval(poll);
       await metricsServer?.close();
       stopReconciling();
       // Re-renders in flight finish; queued ones are dropped (a manual trigger redoes them).
       await reconciler.close();
+      // A GC pass in flight finishes (its commit is small); the next one would start over anyway.
+      await collector.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Queued operations are pushed before the writer resolves; their HTTP responses go out then.
       await writer.close();

@@ -15,6 +15,7 @@ export type {
   ListenAddress,
   LogLevel,
   ReconcileConfig,
+  RecordsConfig,
   TlsConfig,
   WebhookConfig,
 } from "./types.js";

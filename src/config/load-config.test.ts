@@ -51,6 +51,7 @@ describe("loadConfig", () => {
       scheduler: { type: "single" },
       webhook: { secret: null, secretFile: null },
       reconcile: { maxPerSecond: 10, batchSize: 4, retrySeconds: 30 },
+      records: { retentionDays: 90, gcIntervalSeconds: 60, gcBatchSize: 100 },
       metrics: { listen: null },
     });
   });
@@ -126,6 +127,19 @@ describe("loadConfig", () => {
     expect(a.auth).toEqual({ username: "broker", password: "from-env", passwordFile: null });
     const b = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_PASSWORD_FILE: "pw" }, argv: ["--config", "b.yaml"] });
     expect(b.auth).toEqual({ username: "broker", password: null, passwordFile: path.join(tmp, "pw") });
+  });
+
+  it("takes the records retention from file and env, and refuses a negative one", async () => {
+    await write("records.yaml", "records:\n  gcIntervalSeconds: 5\n  gcBatchSize: 10\n");
+    const fromFile = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_RECORDS_RETENTION_DAYS: "0" }, argv: ["--config", "records.yaml"] });
+    expect(fromFile.records).toEqual({ retentionDays: 0, gcIntervalSeconds: 5, gcBatchSize: 10 });
+    await write("negative.yaml", "records:\n  retentionDays: -1\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "negative.yaml"] }))).toEqual<Problem[]>([
+      { file: "negative.yaml", path: "records.retentionDays", message: "must be >= 0" },
+    ]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_RECORDS_RETENTION_DAYS: "1.5" } }))).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_RECORDS_RETENTION_DAYS", message: "must be integer" },
+    ]);
   });
 
   it("takes the webhook secret and reconcile limits from file and env, secretFile resolved against the file", async () => {

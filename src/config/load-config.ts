@@ -37,6 +37,7 @@ function defaults(cwd: string): Config {
     scheduler: { type: "single" },
     webhook: { secret: null, secretFile: null },
     reconcile: { maxPerSecond: 10, batchSize: 4, retrySeconds: 30 },
+    records: { retentionDays: 90, gcIntervalSeconds: 60, gcBatchSize: 100 },
     metrics: { listen: null },
   };
 }

@@ -131,6 +131,7 @@ const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
   GITOPS_BROKER_SCHEDULER: { key: ["scheduler", "type"], kind: "string" },
   GITOPS_BROKER_RECONCILE_MAX_PER_SECOND: { key: ["reconcile", "maxPerSecond"], kind: "number" },
   GITOPS_BROKER_RECONCILE_BATCH_SIZE: { key: ["reconcile", "batchSize"], kind: "number" },
+  GITOPS_BROKER_RECORDS_RETENTION_DAYS: { key: ["records", "retentionDays"], kind: "number" },
 };
 
 /** Numbers are converted when they look like one; anything else goes through as a string so the schema reports it. */

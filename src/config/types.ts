@@ -57,6 +57,16 @@ export interface ReconcileConfig {
   retrySeconds: number;
 }
 
+/** Records GC (ADR 0018). */
+export interface RecordsConfig {
+  /** Days a deprovisioned instance's record stays on the tip; 0: forever (no GC). */
+  retentionDays: number;
+  /** Time between two GC passes (one commit at most each). */
+  gcIntervalSeconds: number;
+  /** Records one GC commit removes at most. */
+  gcBatchSize: number;
+}
+
 export interface MetricsConfig {
   /** Address of the Prometheus /metrics server, apart from the OSB port; null: no metrics served. */
   listen: ListenAddress | null;
@@ -87,5 +97,6 @@ export interface Config {
   scheduler: { type: "single" | "round-robin" | "least-utilized" | "label-selector" };
   webhook: WebhookConfig;
   reconcile: ReconcileConfig;
+  records: RecordsConfig;
   metrics: MetricsConfig;
 }

@@ -11,10 +11,13 @@ export function formatCommitMessage(spec: CommitSpec): string {
   const paragraphs = [subject];
   const body = spec.body?.trim() ?? "";
   if (body !== "") paragraphs.push(body);
-  const trailers = Object.entries(spec.trailers).map(([key, value]) => {
+  const trailers = Object.entries(spec.trailers).flatMap(([key, values]) => {
     if (!TRAILER_KEY.test(key)) throw new TypeError(`invalid commit trailer key ${JSON.stringify(key)}`);
-    if (/[\r\n]/.test(value)) throw new TypeError(`commit trailer ${key} must be one line`);
-    return `${key}: ${value}`;
+    // A list is the key repeated, one line per value, in order.
+    return (typeof values === "string" ? [values] : values).map((value) => {
+      if (/[\r\n]/.test(value)) throw new TypeError(`commit trailer ${key} must be one line`);
+      return `${key}: ${value}`;
+    });
   });
   if (trailers.length > 0) paragraphs.push(trailers.join("\n"));
   return `${paragraphs.join("\n\n")}\n`;
@@ -22,13 +25,18 @@ export function formatCommitMessage(spec: CommitSpec): string {
 
 /**
  * The trailers of a message's trailer block as `git log --format=%(trailers:only,unfold)` prints
- * them (one `Key: value` per line): the inverse of formatCommitMessage's last paragraph.
+ * them (one `Key: value` per line): the inverse of formatCommitMessage's last paragraph. A key
+ * that occurs once maps to its value, a repeated one to its values in order.
  */
-export function parseTrailers(text: string): Record<string, string> {
-  const trailers: Record<string, string> = {};
+export function parseTrailers(text: string): Record<string, string | string[]> {
+  const trailers: Record<string, string | string[]> = {};
   for (const line of text.split("\n")) {
     const colon = line.indexOf(": ");
-    if (colon > 0) trailers[line.slice(0, colon)] = line.slice(colon + 2);
+    if (colon <= 0) continue;
+    const key = line.slice(0, colon);
+    const value = line.slice(colon + 2);
+    const before = trailers[key];
+    trailers[key] = before === undefined ? value : typeof before === "string" ? [before, value] : [...before, value];
   }
   return trailers;
 }

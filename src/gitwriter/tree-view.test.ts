@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBareRemote, createTempDir, fsck, git, revParse } from "../../test/support/git-fixtures.js";
-import { formatCommitMessage } from "./commit-message.js";
+import { formatCommitMessage, parseTrailers } from "./commit-message.js";
 import { blobOid, ObjectStore, type Tip } from "./object-store.js";
 import { DraftTree, TreeView } from "./tree-view.js";
 
@@ -230,6 +230,13 @@ describe("formatCommitMessage", () => {
       "s\n\nb1\n\nb2\n\nInstance-Id: i\nX: y\n",
     );
     expect(formatCommitMessage({ subject: "only", trailers: {} })).toBe("only\n");
+  });
+
+  it("repeats the key of a list, and parseTrailers reads it back as that list", () => {
+    const message = formatCommitMessage({ subject: "s", trailers: { Reason: "r", "Instance-Id": ["a", "b"], One: ["c"], X: "y" } });
+    expect(message).toBe("s\n\nReason: r\nInstance-Id: a\nInstance-Id: b\nOne: c\nX: y\n");
+    expect(parseTrailers(message.split("\n\n")[1]!)).toEqual({ Reason: "r", "Instance-Id": ["a", "b"], One: "c", X: "y" });
+    expect(() => formatCommitMessage({ subject: "s", trailers: { Key: ["ok", "two\nlines"] } })).toThrow(TypeError);
   });
 
   it("refuses a multi-line subject and malformed trailers", () => {

@@ -65,8 +65,8 @@ export interface CommitSpec {
   subject: string;
   /** Optional body paragraphs. */
   body?: string;
-  /** Git trailers, written in insertion order as `Key: value` after a blank line. */
-  trailers: Record<string, string>;
+  /** Git trailers, written in insertion order as `Key: value` after a blank line; a list repeats its key. */
+  trailers: Readonly<Record<string, string | readonly string[]>>;
 }
 
 export interface OperationOutcome<R> {
@@ -96,8 +96,8 @@ export interface CommitInfo {
   authorDate: string;
   author: GitAuthor;
   subject: string;
-  /** The message's trailers (`Key: value`, unfolded), in order; a repeated key keeps its last value. */
-  trailers: Record<string, string>;
+  /** The message's trailers (`Key: value`, unfolded), in order; a repeated key has its values in order. */
+  trailers: Record<string, string | string[]>;
 }
 
 /**

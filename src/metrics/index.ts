@@ -88,6 +88,14 @@ export interface ReconcileInstruments {
   queued: Gauge;
 }
 
+/** Records GC of deprovisioned instances (ADR 0018). */
+export interface RecordsInstruments {
+  /** Records removed from the tip. */
+  collected: Counter;
+  /** Records of deprovisioned instances on the tip, by cluster, as of the last GC pass. */
+  deleted: Gauge;
+}
+
 /** The nudge of Argo CD / Flux after a push. */
 export interface NudgeInstruments {
   /** Nudges, by cluster, way (annotation, webhook) and result (sent, failed, folded into the next). */
@@ -99,6 +107,7 @@ export interface Instruments {
   gitwriter: GitWriterInstruments;
   statusWatcher: StatusWatcherInstruments;
   reconcile: ReconcileInstruments;
+  records: RecordsInstruments;
   nudge: NudgeInstruments;
   repo: RepoInstruments;
 }
@@ -147,6 +156,10 @@ export function createInstruments(metrics: Metrics = noopMetrics, now: () => num
     reconcile: {
       rerenders: metrics.counter("gitops_broker_rerenders_total", "Re-renders of instances", ["reason", "result"]),
       queued: metrics.gauge("gitops_broker_rerenders_queued", "Re-render requests waiting"),
+    },
+    records: {
+      collected: metrics.counter("gitops_broker_records_collected_total", "Records of deprovisioned instances removed by records GC"),
+      deleted: metrics.gauge("gitops_broker_deleted_records", "Records of deprovisioned instances on the tip, as of the last GC pass", ["cluster"]),
     },
     nudge: {
       nudges: metrics.counter("gitops_broker_nudges_total", "Nudges of a cluster's Argo CD / Flux after a push", ["cluster", "via", "result"]),

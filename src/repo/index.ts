@@ -58,5 +58,5 @@ export { mergePatch, readOverrides } from "./overrides.js";
 export type { Override, OverrideTarget } from "./overrides.js";
 export { documentProblems } from "./schemas.js";
 export type { RepoDocumentKind } from "./schemas.js";
-export { brokerTrailers, readBrokerTrailers, TRAILER } from "./trailers.js";
-export type { BrokerTrailers } from "./trailers.js";
+export { brokerTrailers, readBrokerTrailers, RECORDS_GC_REASON, TRAILER } from "./trailers.js";
+export type { BrokerTrailers, TrailerValues } from "./trailers.js";

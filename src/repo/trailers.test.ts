@@ -52,4 +52,26 @@ describe("broker commit trailers", () => {
     expect(readBrokerTrailers({ "Originating-Identity": "cloudfoundry not-json", Other: "x" })).toEqual({});
     expect(readBrokerTrailers({ "Originating-Identity": "cloudfoundry [1]" })).toEqual({});
   });
+
+  it("writes a records GC commit's reason, retention and one Instance-Id per record, and reads them back as a list", () => {
+    const written = { reason: "records-gc", retentionDays: 90, instanceIds: ["i-1", "i-2"], brokerVersion: "v" };
+    const trailers = brokerTrailers(written);
+    expect(Object.entries(trailers)).toEqual([
+      ["Reason", "records-gc"],
+      ["Retention-Days", "90"],
+      ["Instance-Id", ["i-1", "i-2"]],
+      ["Broker-Version", "v"],
+    ]);
+    expect(readBrokerTrailers(trailers)).toEqual(written);
+    // One record: one Instance-Id, still read back as the list of what the GC removed.
+    expect(readBrokerTrailers({ Reason: "records-gc", "Retention-Days": "7", "Instance-Id": "i-1" })).toEqual({
+      reason: "records-gc",
+      retentionDays: 7,
+      instanceIds: ["i-1"],
+    });
+  });
+
+  it("reads a repeated trailer of any other commit by its last value, as git does", () => {
+    expect(readBrokerTrailers({ "Instance-Id": ["a", "b"], Operation: ["o-1", "o-2"] })).toEqual({ instanceId: "b", operation: "o-2" });
+  });
 });

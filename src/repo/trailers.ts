@@ -2,14 +2,21 @@ import type { OriginatingIdentity } from "./records.js";
 
 /**
  * The audit trailers of the broker's commits: the one place that names them, builds them (OSB
- * operations, re-renders, moves) and reads them back (history). A commit carrying Broker-Version
- * is the broker's; anything else is a human's.
+ * operations, re-renders, moves, records GC) and reads them back (history). A commit carrying
+ * Broker-Version is the broker's; anything else is a human's.
  */
+
+/** The Reason of a records GC commit (ADR 0018). */
+export const RECORDS_GC_REASON = "records-gc";
+
+/** Trailers as a commit carries them: a repeated key has its values in order. */
+export type TrailerValues = Readonly<Record<string, string | readonly string[]>>;
 
 export const TRAILER = {
   reason: "Reason",
   planCommit: "Plan-Commit",
   overrideCommit: "Override-Commit",
+  retentionDays: "Retention-Days",
   operation: "Operation",
   instanceId: "Instance-Id",
   bindingId: "Binding-Id",
@@ -22,15 +29,19 @@ export const TRAILER = {
 } as const;
 
 export interface BrokerTrailers {
-  /** Why a re-render happened (plan-changed, override-changed, manual). */
+  /** Why a re-render happened (plan-changed, override-changed, manual), or records-gc. */
   reason?: string;
   /** The commit that changed the plan (re-render). */
   planCommit?: string;
   /** The commit that changed the overrides (re-render). */
   overrideCommit?: string;
+  /** The retention period a records GC removed records after (`records.retentionDays`). */
+  retentionDays?: number;
   /** The OSB operation id. */
   operation?: string;
   instanceId?: string;
+  /** The instances of a records GC commit: one Instance-Id trailer each (`git log --grep` finds every one). */
+  instanceIds?: readonly string[];
   bindingId?: string;
   movedFrom?: string;
   movedTo?: string;
@@ -42,17 +53,22 @@ export interface BrokerTrailers {
   brokerVersion?: string;
 }
 
-/** The trailers of a broker commit, in a fixed order; empty and absent fields are left out. */
-export function brokerTrailers(t: BrokerTrailers): Record<string, string> {
-  const out: Record<string, string> = {};
+/**
+ * The trailers of a broker commit, in a fixed order; empty and absent fields are left out.
+ * `instanceIds` (records GC) repeats Instance-Id after an `instanceId`'s.
+ */
+export function brokerTrailers(t: BrokerTrailers): Record<string, string | readonly string[]> {
+  const out: Record<string, string | readonly string[]> = {};
   const set = (key: string, value: string | undefined) => {
     if (value) out[key] = value;
   };
   set(TRAILER.reason, t.reason);
   set(TRAILER.planCommit, t.planCommit);
   set(TRAILER.overrideCommit, t.overrideCommit);
+  if (t.retentionDays !== undefined) set(TRAILER.retentionDays, String(t.retentionDays));
   set(TRAILER.operation, t.operation);
-  set(TRAILER.instanceId, t.instanceId);
+  const instanceIds = [...(t.instanceId ? [t.instanceId] : []), ...(t.instanceIds ?? []).filter((id) => id !== "")];
+  if (instanceIds.length > 0) out[TRAILER.instanceId] = t.instanceIds ? instanceIds : instanceIds[0]!;
   set(TRAILER.bindingId, t.bindingId);
   set(TRAILER.movedFrom, t.movedFrom);
   set(TRAILER.movedTo, t.movedTo);
@@ -79,16 +95,25 @@ function decodeIdentity(trailer: string | undefined): OriginatingIdentity | unde
   return undefined;
 }
 
-/** The inverse of brokerTrailers, for any commit's trailers (a human's may carry none or odd ones). */
-export function readBrokerTrailers(trailers: Readonly<Record<string, string>>): BrokerTrailers {
+/**
+ * The inverse of brokerTrailers, for any commit's trailers (a human's may carry none or odd ones).
+ * A repeated trailer counts by its last value, as git's trailer rules have it; except Instance-Id
+ * in a records GC commit, which names every instance it removed (`instanceIds`, even just one).
+ */
+export function readBrokerTrailers(trailers: TrailerValues): BrokerTrailers {
   const out: BrokerTrailers = {};
-  const get = (key: string) => (trailers[key] ? trailers[key] : undefined);
+  const get = (key: string) => {
+    const value = trailers[key];
+    const last = typeof value === "string" ? value : value?.at(-1);
+    return last ? last : undefined;
+  };
+  const gc = get(TRAILER.reason) === RECORDS_GC_REASON;
   const fields = [
     ["reason", TRAILER.reason],
     ["planCommit", TRAILER.planCommit],
     ["overrideCommit", TRAILER.overrideCommit],
     ["operation", TRAILER.operation],
-    ["instanceId", TRAILER.instanceId],
+    ...(gc ? [] : ([["instanceId", TRAILER.instanceId]] as const)),
     ["bindingId", TRAILER.bindingId],
     ["movedFrom", TRAILER.movedFrom],
     ["movedTo", TRAILER.movedTo],
@@ -98,6 +123,12 @@ export function readBrokerTrailers(trailers: Readonly<Record<string, string>>): 
   for (const [field, key] of fields) {
     const value = get(key);
     if (value !== undefined) out[field] = value;
+  }
+  if (gc) {
+    const ids = trailers[TRAILER.instanceId];
+    out.instanceIds = (typeof ids === "string" ? [ids] : [...(ids ?? [])]).filter((id) => id !== "");
+    const days = Number(get(TRAILER.retentionDays));
+    if (Number.isInteger(days) && days > 0) out.retentionDays = days;
   }
   const identity = decodeIdentity(get(TRAILER.originatingIdentity));
   if (identity) out.originatingIdentity = identity;

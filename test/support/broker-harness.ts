@@ -1,6 +1,6 @@
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR, startBroker, type RunningBroker } from "../../src/cli/serve.js";
+import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR, startBroker, type RecordsCollectorOverrides, type RunningBroker } from "../../src/cli/serve.js";
 import { prepareEmbedded, type Config } from "../../src/config/index.js";
 import { silentLogger, type Logger } from "../../src/log/index.js";
 import { createBareRemote, createTempDir } from "./git-fixtures.js";
@@ -57,6 +57,7 @@ export function testConfig(
     scheduler: { type: scheduler },
     webhook: { secret: null, secretFile: null },
     reconcile: { maxPerSecond: 1000, batchSize: 4, retrySeconds: 30 },
+    records: { retentionDays: 90, gcIntervalSeconds: 60, gcBatchSize: 100 },
     metrics: { listen: null },
   };
 }
@@ -69,6 +70,8 @@ export interface HarnessOptions {
   configure?: (config: Config) => void;
   /** The first broker's logger (default: silent). */
   logger?: Logger;
+  /** The first broker's records GC clock and waits (default: the system's). */
+  records?: RecordsCollectorOverrides;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -91,15 +94,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const remoteUrl = git.url(path.basename(remoteDir));
   const started: RunningBroker[] = [];
 
-  async function start(name: string, logger: Logger = silentLogger()) {
+  async function start(name: string, logger: Logger = silentLogger(), records?: RecordsCollectorOverrides) {
     const config = testConfig(root, name, remoteUrl, {}, options.scheduler);
     options.configure?.(config);
-    const broker = await startBroker(config, { version: "test", logger });
+    const broker = await startBroker(config, { version: "test", logger, ...(records ? { records } : {}) });
     started.push(broker);
     return { broker, osb: osbClient(broker.url, CREDENTIALS) };
   }
 
-  const first = await start("broker-1", options.logger);
+  const first = await start("broker-1", options.logger, options.records);
   return {
     root,
     remoteDir,
