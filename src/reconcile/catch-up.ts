@@ -1,7 +1,7 @@
-import { catalogHistory, type Catalog, type CatalogVersion } from "../catalog/index.js";
+import { catalogHistory, CATALOG_HISTORY_DEPTH, type Catalog, type CatalogVersion } from "../catalog/index.js";
 import type { GitReader, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
-import { instanceManifestDir, readInstance } from "../repo/index.js";
+import { instanceManifestDir, OVERRIDES_DIR, readInstance } from "../repo/index.js";
 import { liveInstancesOfPlan, type PlanInstancesCache } from "./plan-instances.js";
 import { autoUpdates, fingerprint } from "./tip-changes.js";
 
@@ -12,13 +12,16 @@ import { autoUpdates, fingerprint } from "./tip-changes.js";
  * Git says the same without any field of our own (ADR 0012): the commit that brought the plan's
  * current version in is found in the branch's first-parent history, and an instance whose own
  * objects are the same blobs at that commit and at the tip has not been rendered since: it is
- * re-rendered, through the reconciler's queue like any plan change.
+ * re-rendered, through the reconciler's queue like any plan change. Overrides (`overrides/<key>/`)
+ * merged meanwhile are caught up the same way, from the commit that last changed them.
  */
 
 export interface StaleInstance {
+  /** The instance id, or its key for an override. */
   instance: string;
-  /** The commit that brought the plan's current version in (cited as Plan-Commit). */
-  planCommit: string;
+  reason: "plan-changed" | "override-changed";
+  /** The commit that brought the plan's current version (the override) in: Plan-Commit / Override-Commit. */
+  cause: string;
 }
 
 /** For each plan of `plans`, the commit its current version came in with; undefined when not found within the walk. */
@@ -101,7 +104,7 @@ export async function staleInstances(deps: {
       const before = await ownFiles(intro.tree, dir);
       // Not there at the change: provisioned (or moved) since, so rendered from the current version.
       if (before === "" || before !== (await ownFiles(tip, dir))) continue;
-      stale.push({ instance: id, planCommit: intro.commit });
+      stale.push({ instance: id, reason: "plan-changed", cause: intro.commit });
       count++;
     }
     logger.info(
@@ -109,5 +112,53 @@ export async function staleInstances(deps: {
       count > 0 ? "catching up: re-rendering the instances not rendered since the plan changed" : "catching up: every instance of the plan is rendered from its current version",
     );
   }
+  return stale;
+}
+
+/** `overrides/` of a commit: key -> tree oid. */
+async function overrideKeys(reader: Pick<GitReader, "readerAt">, commit: string): Promise<Map<string, string | undefined>> {
+  const tree = await reader.readerAt(commit);
+  const entries = (await tree?.list(OVERRIDES_DIR)) ?? [];
+  return new Map(entries.filter((e) => e.type === "tree").map((e) => [e.name, e.oid]));
+}
+
+/**
+ * Live instances whose `overrides/<key>/` changed (added, edited, removed) after their objects
+ * were last rendered. Consecutive commits of `git log --first-parent -- overrides/` are
+ * consecutive states of the directory, so each one's changed keys are a diff with the next older.
+ */
+export async function staleByOverrides(deps: {
+  reader: Pick<GitReader, "log" | "readerAt">;
+  tip: TreeReader;
+  logger: Logger;
+  depth?: number;
+}): Promise<StaleInstance[]> {
+  const { tip, reader } = deps;
+  if (tip.commit === null) return [];
+  const depth = deps.depth ?? CATALOG_HISTORY_DEPTH;
+  const commits = await reader.log(tip.commit, [OVERRIDES_DIR], { firstParent: true, max: depth + 1 });
+  /** Key -> the newest commit that changed it. */
+  const changed = new Map<string, string>();
+  let newer = commits[0] ? await overrideKeys(reader, commits[0].commit) : new Map<string, string | undefined>();
+  for (const [i, info] of commits.slice(0, depth).entries()) {
+    const next = commits[i + 1];
+    const older = next ? await overrideKeys(reader, next.commit) : new Map<string, string | undefined>();
+    for (const key of new Set([...newer.keys(), ...older.keys()])) {
+      if (newer.get(key) !== older.get(key) && !changed.has(key)) changed.set(key, info.commit);
+    }
+    newer = older;
+  }
+  const stale: StaleInstance[] = [];
+  for (const [key, commit] of changed) {
+    const record = await readInstance(tip, key);
+    if (!record || record.status.deleted) continue;
+    const at = await reader.readerAt(commit);
+    if (!at) continue;
+    const dir = instanceManifestDir(record.spec.clusterId, record.spec.instanceId);
+    const before = await ownFiles(at, dir);
+    if (before === "" || before !== (await ownFiles(tip, dir))) continue;
+    stale.push({ instance: key, reason: "override-changed", cause: commit });
+  }
+  if (stale.length > 0) deps.logger.info({ instances: stale.length }, "catching up: re-rendering the instances not rendered since their overrides changed");
   return stale;
 }

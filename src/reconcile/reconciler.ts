@@ -4,7 +4,7 @@ import { noopInstruments, type ReconcileInstruments } from "../metrics/index.js"
 import { keyOf, readInstance } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import type { RepoView } from "../catalog/index.js";
-import { staleInstances } from "./catch-up.js";
+import { staleByOverrides, staleInstances } from "./catch-up.js";
 import { createPlanInstancesCache, liveInstancesOfPlan } from "./plan-instances.js";
 import { rerenderOperation, type RerenderReason, type RerenderRequest } from "./rerender.js";
 import { tipChanges } from "./tip-changes.js";
@@ -45,7 +45,8 @@ export interface Reconciler {
   /**
    * After a start: queue a re-render of the live instances of `autoUpdateInstances` plans that
    * changed while no broker applied the change (their objects predate the plan's current
-   * version, see catch-up.ts); resolves with their number. idle() waits for it too.
+   * version, see catch-up.ts), and of those whose overrides changed so; resolves with their
+   * number. idle() waits for it too.
    */
   catchUp(): Promise<number>;
   /** The writer's onTip listener: diff the two tips and queue what they call for. */
@@ -163,15 +164,14 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   }
 
   async function catchUp(): Promise<number> {
-    const stale = await staleInstances({
-      reader: writer,
-      tip: writer.snapshot(),
-      catalog: options.view.catalog(),
-      planIds,
-      logger,
-      ...(options.catchUpDepth === undefined ? {} : { depth: options.catchUpDepth }),
-    });
-    for (const s of stale) enqueue({ instance: s.instance, reason: "plan-changed", cause: s.planCommit });
+    const tip = writer.snapshot();
+    const depth = options.catchUpDepth === undefined ? {} : { depth: options.catchUpDepth };
+    const byPlan = await staleInstances({ reader: writer, tip, catalog: options.view.catalog(), planIds, logger, ...depth });
+    const byOverrides = await staleByOverrides({ reader: writer, tip, logger, ...depth });
+    // One request per instance (the queue is keyed by instance): a plan change and an override alike re-render it all.
+    const seen = new Set(byPlan.map((s) => keyOf(s.instance)));
+    const stale = [...byPlan, ...byOverrides.filter((s) => !seen.has(keyOf(s.instance)))];
+    for (const s of stale) enqueue({ instance: s.instance, reason: s.reason, cause: s.cause });
     return stale.length;
   }
 

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
 import { pushExternalCommit } from "../support/git-fixtures.js";
 import { provisionBody, remoteHead, samplePlans } from "./helpers.js";
 import { commitsIn, editedPlan, filesWith, MEDIUM, postgresql, provisionTemplate, SMALL } from "./reconcile-support.js";
@@ -93,5 +94,39 @@ describe("plan changes merged while the broker was down (issue 14, case 11)", ()
     expect(all.map((c) => c.trailers["Instance-Id"]).sort()).toEqual(["q-1", "q-2"]);
     expect(all.every((c) => c.trailers["Plan-Commit"] === change)).toBe(true);
     for (const id of ["q-1", "q-2"]) expect((await postgresql(r.remoteDir, id)).spec.numberOfInstances).toBe(3);
+  });
+
+  it("overrides merged or removed while the broker was down are applied after the restart", async () => {
+    const started = await r.start();
+    const plans = await samplePlans(started.osb);
+    for (const id of ["o-1", "o-2", "o-3"]) expect((await started.osb.provision(id, provisionBody(plans.serviceId, plans.small.id))).status).toBe(201);
+    const override = (n: number) =>
+      stringify({
+        apiVersion: "gitops-broker.io/v1alpha1",
+        kind: "Override",
+        target: { apiVersion: "acid.zalan.do/v1", kind: "postgresql", name: "pg-o-2" },
+        patch: { spec: { numberOfInstances: n } },
+      });
+    // o-2's override is applied while the broker runs.
+    await pushExternalCommit(r.remoteDir, { "overrides/o-2/replicas.yaml": override(4) }, "o-2: four servers");
+    await started.broker.writer.refresh();
+    await started.broker.reconciler.idle();
+    expect((await postgresql(r.remoteDir, "o-2")).spec.numberOfInstances).toBe(4);
+    await r.stop();
+
+    // While it is down: o-1 gets an override, o-2's is removed.
+    const added = await pushExternalCommit(r.remoteDir, { "overrides/o-1/replicas.yaml": override(3).replace("pg-o-2", "pg-o-1") }, "o-1: three servers");
+    const removed = await pushExternalCommit(r.remoteDir, { "overrides/o-2": null }, "o-2: back to one");
+
+    const restarted = await r.start();
+    await restarted.broker.reconciler.idle();
+    const after = await commitsIn(r.remoteDir, `${removed}..main`);
+    expect(after.map((c) => [c.trailers["Instance-Id"], c.trailers.Reason, c.trailers["Override-Commit"]]).sort()).toEqual([
+      ["o-1", "override-changed", added],
+      ["o-2", "override-changed", removed],
+    ]);
+    expect((await postgresql(r.remoteDir, "o-1")).spec.numberOfInstances).toBe(3);
+    expect((await postgresql(r.remoteDir, "o-2")).spec.numberOfInstances).toBe(1);
+    expect((await postgresql(r.remoteDir, "o-3")).spec.numberOfInstances).toBe(1);
   });
 });
