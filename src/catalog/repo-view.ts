@@ -133,22 +133,27 @@ export function createRepoView(
    */
   async function restoreLastGood(tree: TreeReader, partial: Catalog, summary: InstanceSummary, clusterIds: Set<string>): Promise<void> {
     let bounded = false;
-    if (tree.commit !== null) {
-      const history = await catalogHistory(writer, tree.commit, { catalogOptions, depth: historyDepth });
-      bounded = history.bounded;
-      for await (const version of history.versions) {
-        if (version.problems.length > 0) continue;
-        const planIds = new Set(version.catalog.services.flatMap((s) => s.plans.map((p) => p.id)));
-        if (offboardingProblems(summary, { clusterIds, planIds }).some((p) => p.file === "catalog/")) continue;
-        catalog = version.catalog;
-        servedGood = true;
-        source = { state: "last-good", commit: version.commit, back: version.back };
-        logger.error(
-          { commit: tree.commit, catalogCommit: version.commit, subject: version.subject, back: version.back },
-          `catalog has problems: serving the last good catalog, of commit ${version.commit.slice(0, 12)} (${version.back} catalog change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
-        );
-        return;
+    try {
+      if (tree.commit !== null) {
+        const history = await catalogHistory(writer, tree.commit, { catalogOptions, depth: historyDepth });
+        bounded = history.bounded;
+        for await (const version of history.versions) {
+          if (version.problems.length > 0) continue;
+          const planIds = new Set(version.catalog.services.flatMap((s) => s.plans.map((p) => p.id)));
+          if (offboardingProblems(summary, { clusterIds, planIds }).some((p) => p.file === "catalog/")) continue;
+          catalog = version.catalog;
+          servedGood = true;
+          source = { state: "last-good", commit: version.commit, back: version.back };
+          logger.error(
+            { commit: tree.commit, catalogCommit: version.commit, subject: version.subject, back: version.back },
+            `catalog has problems: serving the last good catalog, of commit ${version.commit.slice(0, 12)} (${version.back} catalog change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
+          );
+          return;
+        }
       }
+    } catch (e) {
+      // Reading history failed (a git error): the start goes on with what the tip offers.
+      logger.error({ err: e, commit: tree.commit }, "looking for the last good catalog in the branch's history failed");
     }
     catalog = partial;
     servedGood = false;
