@@ -15,4 +15,6 @@ export type { SensitiveParameter } from "./sensitive-parameters.js";
 export type { Catalog, Service, Plan, PlanTemplate, ApiVersion, MaintenanceInfo } from "./types.js";
 export { createRepoView } from "./repo-view.js";
 export { fillRepoInstruments } from "./repo-metrics.js";
-export type { LiveRepoView, ReadinessCheck, RepoView } from "./repo-view.js";
+export type { CatalogSource, LiveRepoView, ReadinessCheck, RepoView } from "./repo-view.js";
+export { catalogHistory, CATALOG_HISTORY_DEPTH } from "./catalog-history.js";
+export type { CatalogHistory, CatalogVersion } from "./catalog-history.js";

@@ -22,4 +22,6 @@ export async function fillRepoInstruments(
   m.catalogProblems.set(problems);
   m.catalogLoaded.set(problems === 0 && view.catalog().services.length > 0 ? 1 : 0);
   m.catalogPlans.set(view.catalog().services.reduce((n, s) => n + s.plans.length, 0));
+  const { state } = view.catalogSource();
+  for (const s of ["tip", "last-good", "partial"] as const) m.catalogState.set(s === state ? 1 : 0, { state: s });
 }

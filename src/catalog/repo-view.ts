@@ -1,3 +1,4 @@
+import { catalogHistory, CATALOG_HISTORY_DEPTH } from "./catalog-history.js";
 import { loadCatalog, type LoadCatalogOptions } from "./load-catalog.js";
 import { loadClusters, type ClusterEntry } from "./load-clusters.js";
 import type { Catalog } from "./types.js";
@@ -8,6 +9,7 @@ import {
   createInstanceSummaryCache,
   offboardingProblems,
   summarizeInstances,
+  type InstanceSummary,
   type InstanceSummaryCache,
 } from "../repo/index.js";
 
@@ -32,13 +34,30 @@ export interface ReadinessCheck {
 }
 
 /**
+ * Where the catalog served comes from. `tip`: the last load, which had no problems.
+ * `last-good`: the last load had problems, so an earlier catalog without any is served: the one
+ * loaded before, or after a restart the newest one in the branch's history (ADR 0012).
+ * `partial`: no good catalog is known (none within the history bound): the last load's, without
+ * the files that failed.
+ */
+export interface CatalogSource {
+  state: "tip" | "last-good" | "partial";
+  /** The commit the catalog served was loaded from (null: an empty repository). */
+  commit: string | null;
+  /** A last good catalog found in history at start: how many catalog changes back it is. */
+  back?: number;
+}
+
+/**
  * Catalog and cluster registry, loaded from the last pushed tip and reloaded whenever the tip
  * moves. A load with problems is reported (logs, /readyz) and the last good catalog keeps being
- * served; on the very first load, whatever loaded cleanly is served. A registry (catalog) that
- * drops a cluster (plan) that still has live instances counts as a problem (offboarding
- * protection): the last good one stays.
+ * served. On the very first load (a start), the last good catalog is looked for in the branch's
+ * first-parent history, at most CATALOG_HISTORY_DEPTH catalog changes back; only when there is
+ * none is whatever loaded cleanly served. A registry (catalog) that drops a cluster (plan) that
+ * still has live instances counts as a problem (offboarding protection): the last good one stays.
  */
 export interface LiveRepoView extends RepoView {
+  catalogSource(): CatalogSource;
   /** Load from the writer's current snapshot. */
   reload(): Promise<void>;
   problems(): readonly Problem[];
@@ -61,14 +80,19 @@ async function sourceKey(tree: TreeReader): Promise<string> {
 let editedCounter = 0;
 
 export function createRepoView(
-  writer: Pick<GitReader, "snapshot" | "onTip">,
+  writer: Pick<GitReader, "snapshot" | "onTip" | "log" | "readerAt">,
   logger: Logger,
   summaries: InstanceSummaryCache = createInstanceSummaryCache(),
   catalogOptions: LoadCatalogOptions = {},
+  /** How many catalog changes back a start looks for the last good catalog. */
+  historyDepth = CATALOG_HISTORY_DEPTH,
 ): LiveRepoView {
   let catalog: Catalog = EMPTY_CATALOG;
   let clusters: readonly ClusterEntry[] = [];
   let problems: readonly Problem[] = [];
+  let source: CatalogSource = { state: "partial", commit: null };
+  /** Whether the catalog served loaded without problems (where it came from). */
+  let servedGood = false;
   let loadedKey: string | undefined;
   let chain: Promise<void> = Promise.resolve();
 
@@ -83,14 +107,62 @@ export function createRepoView(
     const first = loadedKey === undefined;
     problems = [...c.problems, ...r.problems, ...stranded];
     for (const p of problems) logger.error({ file: p.file, path: p.path, commit: tree.commit }, formatProblem(p));
-    if (first || catalogOk) catalog = c.catalog;
-    else logger.warn({ commit: tree.commit }, "catalog has problems: keeping the last good catalog");
+    if (catalogOk) {
+      catalog = c.catalog;
+      servedGood = true;
+      source = { state: "tip", commit: tree.commit };
+    } else if (first) {
+      await restoreLastGood(tree, c.catalog, summary, new Set(r.clusters.map((x) => x.id)));
+    } else {
+      logger.warn({ commit: tree.commit, catalogCommit: source.commit }, "catalog has problems: keeping the last good catalog");
+      if (servedGood) source = { ...source, state: "last-good" };
+    }
     if (first || registryOk) clusters = r.clusters;
     else logger.warn({ commit: tree.commit }, "cluster registry has problems: keeping the last good registry");
     loadedKey = key;
     logger.info(
       { commit: tree.commit, services: catalog.services.length, clusters: clusters.length, problems: problems.length },
       "repository view loaded",
+    );
+  }
+
+  /**
+   * A start on a catalog with problems: serve the newest catalog of the branch's first-parent
+   * history that loads without problems and strands no live instance of `tree`, as a broker that
+   * had been running would have kept it; failing that, what loaded cleanly at `tree`.
+   */
+  async function restoreLastGood(tree: TreeReader, partial: Catalog, summary: InstanceSummary, clusterIds: Set<string>): Promise<void> {
+    let bounded = false;
+    try {
+      if (tree.commit !== null) {
+        const history = await catalogHistory(writer, tree.commit, { catalogOptions, depth: historyDepth });
+        bounded = history.bounded;
+        for await (const version of history.versions) {
+          if (version.problems.length > 0) continue;
+          const planIds = new Set(version.catalog.services.flatMap((s) => s.plans.map((p) => p.id)));
+          if (offboardingProblems(summary, { clusterIds, planIds }).some((p) => p.file === "catalog/")) continue;
+          catalog = version.catalog;
+          servedGood = true;
+          source = { state: "last-good", commit: version.commit, back: version.back };
+          logger.error(
+            { commit: tree.commit, catalogCommit: version.commit, subject: version.subject, back: version.back },
+            `catalog has problems: serving the last good catalog, of commit ${version.commit.slice(0, 12)} (${version.back} catalog change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
+          );
+          return;
+        }
+      }
+    } catch (e) {
+      // Reading history failed (a git error): the start goes on with what the tip offers.
+      logger.error({ err: e, commit: tree.commit }, "looking for the last good catalog in the branch's history failed");
+    }
+    catalog = partial;
+    servedGood = false;
+    source = { state: "partial", commit: tree.commit };
+    logger.error(
+      { commit: tree.commit, depth: historyDepth, bounded },
+      bounded
+        ? `catalog has problems and none of the last ${historyDepth} catalog changes loads without any: serving only what loads (the plans that fail are missing)`
+        : "catalog has problems and no earlier catalog loads without any: serving only what loads (the plans that fail are missing)",
     );
   }
 
@@ -110,20 +182,30 @@ export function createRepoView(
 
   return {
     catalog: () => catalog,
+    catalogSource: () => source,
     clusters: () => clusters,
     problems: () => problems,
     sync,
     reload: () => sync(writer.snapshot()),
     async readiness() {
       await chain.catch(() => undefined); // report on the latest load, including one under way
-      return [
+      const checks: ReadinessCheck[] = [
         {
           name: "repository",
           ok: problems.length === 0,
           ...(problems.length ? { message: problems.map(formatProblem).join("; ") } : {}),
         },
       ];
+      if (source.state !== "tip") checks.push({ name: "catalog-source", ok: false, severity: "warning", message: describeSource(source) });
+      return checks;
     },
     close: unsubscribe,
   };
+}
+
+/** The /readyz line of a catalog that is not the tip's. */
+export function describeSource(source: CatalogSource): string {
+  if (source.state === "partial") return `serving the catalog of ${source.commit ?? "the empty repository"} without the files that have problems (no earlier catalog without problems is known)`;
+  const where = source.back === undefined ? "" : `, found ${source.back} catalog change(s) back in the branch's history at start`;
+  return `serving the last good catalog, of commit ${source.commit ?? "?"}${where}: the tip's has problems`;
 }

@@ -220,6 +220,8 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
   collector.start();
   undo.push(() => collector.close());
   const stopReconciling = writer.onTip((tip, previous) => reconciler.tipChanged(tip, previous));
+  // Plan changes merged while no broker ran: re-render what they left behind (rate-limited, in the background).
+  reconciler.catchUp().catch(() => undefined); // logged by the reconciler
   metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, instruments.repo));
   undo.push(stopReconciling);
 

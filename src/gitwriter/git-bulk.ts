@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { parseTrailers } from "./commit-message.js";
-import type { CommitInfo, WalkEntry } from "./types.js";
+import type { CommitInfo, LogOptions, WalkEntry } from "./types.js";
 
 /**
  * Whole-subtree reads through the git CLI, for folds over every file of a large directory (the
@@ -107,8 +107,9 @@ export async function catFileBatch(
 const LOG_FIELDS = ["%H", "%an", "%ae", "%aI", "%s", "%(trailers:only,unfold)"];
 
 /** `git log <from> -- <paths>`, newest first, each commit with its trailers parsed. */
-export async function gitLog(gitdir: string, from: string, paths: readonly string[]): Promise<CommitInfo[]> {
-  const child = git(gitdir, ["log", `--format=${LOG_FIELDS.join("%x1f")}%x1e`, from, "--", ...paths]);
+export async function gitLog(gitdir: string, from: string, paths: readonly string[], options: LogOptions = {}): Promise<CommitInfo[]> {
+  const flags = [...(options.firstParent ? ["--first-parent"] : []), ...(options.max !== undefined ? [`--max-count=${options.max}`] : [])];
+  const child = git(gitdir, ["log", `--format=${LOG_FIELDS.join("%x1f")}%x1e`, ...flags, from, "--", ...paths]);
   const done = finished(child, `git log ${from}`);
   child.stdin.end();
   const chunks: Buffer[] = [];

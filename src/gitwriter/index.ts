@@ -21,6 +21,7 @@ export type {
   GitReader,
   GitWriter,
   HistoryRewrite,
+  LogOptions,
   Operation,
   OperationOutcome,
   PushedCommit,

@@ -21,7 +21,7 @@ import { catFileBatch, gitLog, lsTreeRecursive } from "./git-bulk.js";
 import { readRef, writeRef } from "./refs.js";
 import { GenerationCache, PackFile, createDeltaBaseCache, exactCopy, writePack, type GitObject } from "./pack.js";
 
-import type { BulkReader, CommitInfo, WalkEntry } from "./types.js";
+import type { BulkReader, CommitInfo, LogOptions, WalkEntry } from "./types.js";
 
 export { blobOid, EMPTY_TREE_OID, type Tree, type TreeEntry } from "./git-objects.js";
 
@@ -232,8 +232,8 @@ export class ObjectStore {
   }
 
   /** History of `paths` from `from` (only commits on disk: every commit pushed or fetched is). */
-  log(from: string, paths: readonly string[]): Promise<CommitInfo[]> {
-    return gitLog(this.gitdir, from, paths);
+  log(from: string, paths: readonly string[], options: LogOptions = {}): Promise<CommitInfo[]> {
+    return gitLog(this.gitdir, from, paths, options);
   }
 
   close(): void {

@@ -89,6 +89,13 @@ export interface SubmitResult<R> {
   commit: string | null;
 }
 
+/** See GitReader.log. */
+export interface LogOptions {
+  firstParent?: boolean;
+  /** At most this many commits (a positive integer). */
+  max?: number;
+}
+
 /** One commit of a history (see GitReader.log). */
 export interface CommitInfo {
   commit: string;
@@ -115,9 +122,10 @@ export interface GitReader {
   onTip(listener: (tip: string | null, previous: string | null) => void): () => void;
   /**
    * The commits reachable from `from` that touch any of `paths` (git pathspecs, `:(glob)` magic
-   * allowed), newest first, like `git log <from> -- <paths>`.
+   * allowed), newest first, like `git log <from> -- <paths>`; `firstParent` follows only the first
+   * parent of merges (a merge counts when it differs from its first parent), `max` stops early.
    */
-  log(from: string, paths: readonly string[]): Promise<CommitInfo[]>;
+  log(from: string, paths: readonly string[], options?: LogOptions): Promise<CommitInfo[]>;
 }
 
 export interface GitWriter extends GitReader {

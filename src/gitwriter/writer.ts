@@ -6,7 +6,7 @@ import { formatCommitMessage } from "./commit-message.js";
 import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
 import type { Remote } from "./remote.js";
 import { DraftTree, TreeView } from "./tree-view.js";
-import type { CommitInfo, GitAuthor, GitWriter, HistoryRewrite, Operation, OperationOutcome, PushEvent, SubmitResult, TreeReader } from "./types.js";
+import type { CommitInfo, GitAuthor, LogOptions, GitWriter, HistoryRewrite, Operation, OperationOutcome, PushEvent, SubmitResult, TreeReader } from "./types.js";
 
 /** The logger the writer needs (a pino logger fits). */
 export interface GitWriterLogger {
@@ -199,9 +199,12 @@ export class Writer implements GitWriter {
     return () => this.listeners.delete(listener);
   }
 
-  log(from: string, paths: readonly string[]): Promise<CommitInfo[]> {
+  log(from: string, paths: readonly string[], options: LogOptions = {}): Promise<CommitInfo[]> {
     if (!/^[0-9a-f]{40}$/.test(from)) return Promise.reject(new TypeError(`log needs a commit id, got ${JSON.stringify(from)}`));
-    return this.deps.store.log(from, paths);
+    if (options.max !== undefined && !(Number.isInteger(options.max) && options.max > 0)) {
+      return Promise.reject(new TypeError(`log: max must be a positive integer, got ${options.max}`));
+    }
+    return this.deps.store.log(from, paths, options);
   }
 
   onPushed(listener: (event: PushEvent) => void): () => void {

@@ -78,6 +78,8 @@ export interface RepoInstruments {
   catalogProblems: Gauge;
   /** Services and plans served. */
   catalogPlans: Gauge;
+  /** 1 for where the catalog served comes from (tip, last-good, partial), 0 for the others, by state. */
+  catalogState: Gauge;
 }
 
 /** The reconciler. */
@@ -170,6 +172,11 @@ export function createInstruments(metrics: Metrics = noopMetrics, now: () => num
       catalogLoaded: metrics.gauge("gitops_broker_catalog_loaded", "1 when the catalog and cluster registry loaded without problems"),
       catalogProblems: metrics.gauge("gitops_broker_catalog_problems", "Problems of the last catalog and registry load"),
       catalogPlans: metrics.gauge("gitops_broker_catalog_plans", "Plans served in the catalog"),
+      catalogState: metrics.gauge(
+        "gitops_broker_catalog_state",
+        "1 for where the catalog served comes from: tip, last-good (the tip's has problems) or partial (the tip's without its bad files)",
+        ["state"],
+      ),
     },
   };
 }

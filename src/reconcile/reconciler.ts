@@ -4,6 +4,7 @@ import { noopInstruments, type ReconcileInstruments } from "../metrics/index.js"
 import { keyOf, readInstance } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import type { RepoView } from "../catalog/index.js";
+import { staleByOverrides, staleInstances } from "./catch-up.js";
 import { createPlanInstancesCache, liveInstancesOfPlan } from "./plan-instances.js";
 import { rerenderOperation, type RerenderReason, type RerenderRequest } from "./rerender.js";
 import { tipChanges } from "./tip-changes.js";
@@ -29,6 +30,8 @@ export interface ReconcilerOptions {
   batchSize: number;
   /** Wait before retrying an instance that had an operation in progress. */
   retryMs: number;
+  /** How many catalog changes back catchUp looks for a plan's current version (default CATALOG_HISTORY_DEPTH). */
+  catchUpDepth?: number;
   /** Monotonic milliseconds (default performance.now). */
   clock?: () => number;
   delay?: (ms: number) => Promise<void>;
@@ -39,6 +42,13 @@ export interface Reconciler {
   rerenderPlan(planId: string, reason: RerenderReason, cause?: string): Promise<number>;
   /** Queue a re-render of one instance (id or key); false when there is no such live instance. */
   rerenderInstance(instance: string, reason: RerenderReason, cause?: string): Promise<boolean>;
+  /**
+   * After a start: queue a re-render of the live instances of `autoUpdateInstances` plans that
+   * changed while no broker applied the change (their objects predate the plan's current
+   * version, see catch-up.ts), and of those whose overrides changed so; resolves with their
+   * number. idle() waits for it too.
+   */
+  catchUp(): Promise<number>;
   /** The writer's onTip listener: diff the two tips and queue what they call for. */
   tipChanged(tip: string | null, previous: string | null): void;
   /** Resolves once no diff, re-render or retry is pending. */
@@ -153,8 +163,29 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     }
   }
 
+  async function catchUp(): Promise<number> {
+    const tip = writer.snapshot();
+    const depth = options.catchUpDepth === undefined ? {} : { depth: options.catchUpDepth };
+    const byPlan = await staleInstances({ reader: writer, tip, catalog: options.view.catalog(), planIds, logger, ...depth });
+    const byOverrides = await staleByOverrides({ reader: writer, tip, logger, ...depth });
+    // One request per instance (the queue is keyed by instance): a plan change and an override alike re-render it all.
+    const seen = new Set(byPlan.map((s) => keyOf(s.instance)));
+    const stale = [...byPlan, ...byOverrides.filter((s) => !seen.has(keyOf(s.instance)))];
+    for (const s of stale) enqueue({ instance: s.instance, reason: s.reason, cause: s.cause });
+    return stale.length;
+  }
+
   return {
     rerenderPlan,
+    catchUp() {
+      // In the chain of tip diffs: idle() waits for it, and a tip seen meanwhile is diffed after.
+      const run = diffs.then(catchUp);
+      diffs = run.then(
+        () => undefined,
+        (e: unknown) => logger.error({ err: e }, "catching up after the start failed"),
+      );
+      return run;
+    },
     async rerenderInstance(instance, reason, cause) {
       const record = await readInstance(writer.snapshot(), instance);
       if (!record || record.status.deleted) return false;

@@ -24,7 +24,7 @@ export function autoUpdates(plan: Plan): boolean {
 }
 
 /** What a render of the plan depends on: its document and its templates (inline or by path). */
-function fingerprint(plan: Plan): string {
+export function fingerprint(plan: Plan): string {
   return JSON.stringify([plan.raw, plan.templates.map((t) => [t.action, t.type, t.content])]);
 }
 
