@@ -155,7 +155,8 @@ function appliedGate(s: Subject, sync: SyncObservation, index: AppliedIndex): { 
  */
 function ownObjectsApplied(s: Subject, sync: SyncObservation, index: AppliedIndex): true | string | undefined {
   const resources = sync.resources;
-  if (resources === undefined || resources.revision === sync.appliedRevision) return undefined;
+  // Only after a failed sync: otherwise the application's applied revision says it, at no read.
+  if (resources === undefined || sync.error === undefined || resources.revision === sync.appliedRevision) return undefined;
   const record = { instanceId: s.instance.spec.instanceId, ...(s.binding ? { bindingId: s.binding.spec.bindingId } : {}) };
   const inRevision = index.answer(resources.revision, record, s.operation.id);
   if ("pending" in inRevision || !inRevision.applied) return undefined;
