@@ -340,7 +340,7 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
   async function compare(revision: string): Promise<void> {
     if (lastCompared?.revision !== revision) lastCompared = { revision, desired: await desiredAt(revision) };
   }
-  function refresh(revision: string, condition?: { type: string; message: string }): void {
+  function refresh(revision: string, condition?: { type: string; message: string }, afterOperation = false): void {
     if (options.kind !== "argocd" || lastCompared?.revision !== revision) return;
     const desired = lastCompared.desired;
     const resources: Array<Record<string, unknown>> = [];
@@ -372,7 +372,8 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
     else delete status.conditions;
     const { reconciledAt: _r, ...before } = previous;
     const { reconciledAt: _n, ...after } = status;
-    if (canonical(before) === canonical(after) && previous.reconciledAt !== undefined) return;
+    // The refresh a completed operation requests compares with the latest: reconciledAt moves.
+    if (!afterOperation && canonical(before) === canonical(after) && previous.reconciledAt !== undefined) return;
     syncServer.store.upsert({ ...object, status: { ...status, reconciledAt: rfc3339(now()) } });
   }
 
@@ -452,7 +453,7 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
       failedAttempt = target;
     }
     // A completed operation requests a refresh.
-    refresh(target);
+    refresh(target, undefined, true);
   }
 
   function writeFluxStatus(commit: string, error: string | undefined): void {
