@@ -229,6 +229,8 @@ export async function unbind(
   return runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     const instanceRecord = await readInstance(draft, instanceId);
     const existing = await readBinding(draft, instanceId, bindingId);
+    const resent = instanceRecord && existing && resentUnbind(ctx, instanceRecord, existing, ids, accepts);
+    if (resent) return { commit: null, result: resent };
     if (!instanceRecord || instanceRecord.status.deleted || !liveBinding(existing)) {
       throw new GoneError(`binding ${bindingId} of instance ${instanceId} does not exist`);
     }
@@ -264,6 +266,27 @@ export async function unbind(
       result: plan.asyncBinding ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
   });
+}
+
+/**
+ * OSB: a re-sent DELETE whose unbinding has not completed MUST answer 202 with its operation (a
+ * plan with asynchronous bindings; a synchronous unbind answered 200 and is complete for the
+ * platform). Without accepts_incomplete such a plan still answers 422 AsyncRequired.
+ */
+function resentUnbind(
+  ctx: Ctx,
+  instance: InstanceRecord,
+  binding: BindingRecord,
+  ids: { serviceId: string; planId: string },
+  accepts: boolean,
+): OsbResponse | undefined {
+  if (!binding.status.deleted) return undefined;
+  const latest = latestOperation(binding.status.operations);
+  if (latest?.action !== "unbind" || binding.spec.serviceId !== ids.serviceId || binding.spec.planId !== ids.planId) return undefined;
+  const plan = ctx.deps.view.catalog().planById(binding.spec.planId);
+  if (!plan?.asyncBinding || ctx.deps.status.bindingStatus(instance, binding, latest).state !== "in progress") return undefined;
+  if (!accepts) throw new AsyncRequiredError("This service plan requires client support for asynchronous binding operations.");
+  return { status: 202, body: { operation: latest.id } };
 }
 
 // ---------------------------------------------------------------------------

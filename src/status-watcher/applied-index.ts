@@ -1,6 +1,8 @@
 import type { TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
-import { readBinding, readInstance } from "../repo/index.js";
+import { parse } from "yaml";
+import { instanceManifestDir, readBinding, readInstance } from "../repo/index.js";
+import { resourceKey } from "./sync-state.js";
 import type { StatusWriter } from "./types.js";
 
 /**
@@ -18,8 +20,16 @@ export interface RecordRef {
 
 export type AppliedAnswer = { applied: boolean } | { pending: string };
 
+export type ObjectsAnswer = { keys: readonly string[] } | { pending: string };
+
 export interface AppliedIndex {
   answer(revision: string, record: RecordRef, operationId: string): AppliedAnswer;
+  /**
+   * The objects (`resourceKey`s) of an instance's manifest directory (its bindings' included) at
+   * `revision`: what a sync of that revision applies for it. Read like the records, in the
+   * background; asked for only when a sync failed on some of the objects it applied.
+   */
+  objects(revision: string, clusterId: string, instanceId: string): ObjectsAnswer;
   /** Starts reading `record` at `revision` unless known or under way. */
   prefetch(revision: string, record: RecordRef): void;
 }
@@ -71,6 +81,54 @@ export function createAppliedIndex(deps: { writer: StatusWriter; logger: Logger;
     return reader;
   }
 
+  /** `${revision} objects ${dir}` -> the keys of the objects under dir at that revision. */
+  const objectEntries = new Map<string, readonly string[]>();
+
+  async function keysUnder(tree: TreeReader, dir: string, into: string[]): Promise<void> {
+    for (const entry of (await tree.list(dir)) ?? []) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.type === "tree") {
+        await keysUnder(tree, path, into);
+        continue;
+      }
+      if (!/\.ya?ml$/.test(entry.name)) continue;
+      const doc = parse((await tree.readText(path)) ?? "") as { apiVersion?: unknown; kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } } | null;
+      const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+      into.push(resourceKey({ apiVersion: str(doc?.apiVersion) ?? "", kind: str(doc?.kind), namespace: str(doc?.metadata?.namespace), name: str(doc?.metadata?.name) }));
+    }
+  }
+
+  async function loadObjects(revision: string, dir: string, key: string): Promise<void> {
+    const keys: string[] = [];
+    await keysUnder(await readerFor(revision), dir, keys);
+    if (objectEntries.size >= READER_LIMIT * 64) objectEntries.delete(objectEntries.keys().next().value as string);
+    objectEntries.set(key, keys.sort());
+  }
+
+  function startLoading(revision: string, key: string, run: () => Promise<void>): void {
+    const failed = unreadable.get(revision);
+    if (failed !== undefined && performance.now() - failed.at < RETRY_UNREADABLE_MS) return;
+    if (loading.has(key)) return;
+    unreadable.delete(revision);
+    loading.add(key);
+    run()
+      .catch((error: unknown) => {
+        const reason = error instanceof Error ? error.message : String(error);
+        unreadable.set(revision, { reason, at: performance.now() });
+        logger.warn({ err: error, revision }, "cannot read the applied revision");
+      })
+      .finally(() => {
+        loading.delete(key);
+        deps.onLoaded();
+      });
+  }
+
+  const pendingAt = (revision: string): { pending: string } => {
+    const failed = unreadable.get(revision);
+    if (failed !== undefined) return { pending: failed.reason };
+    return { pending: fetching.has(revision) ? `fetching revision ${revision.slice(0, 7)} from the Git remote` : `reading revision ${revision.slice(0, 7)}` };
+  };
+
   async function load(revision: string, record: RecordRef, key: string): Promise<void> {
     const tree = await readerFor(revision);
     const found =
@@ -83,21 +141,8 @@ export function createAppliedIndex(deps: { writer: StatusWriter; logger: Logger;
 
   function prefetch(revision: string, record: RecordRef): void {
     const key = keyOf(revision, record);
-    const failed = unreadable.get(revision);
-    if (failed !== undefined && performance.now() - failed.at < RETRY_UNREADABLE_MS) return;
-    if (entries.has(key) || loading.has(key)) return;
-    unreadable.delete(revision);
-    loading.add(key);
-    load(revision, record, key)
-      .catch((error: unknown) => {
-        const reason = error instanceof Error ? error.message : String(error);
-        unreadable.set(revision, { reason, at: performance.now() });
-        logger.warn({ err: error, revision }, "cannot read the applied revision");
-      })
-      .finally(() => {
-        loading.delete(key);
-        deps.onLoaded();
-      });
+    if (entries.has(key)) return;
+    startLoading(revision, key, () => load(revision, record, key));
   }
 
   return {
@@ -106,9 +151,15 @@ export function createAppliedIndex(deps: { writer: StatusWriter; logger: Logger;
       const ops = entries.get(keyOf(revision, record));
       if (ops !== undefined) return { applied: ops.has(operationId) };
       prefetch(revision, record);
-      const failed = unreadable.get(revision);
-      if (failed !== undefined) return { pending: failed.reason };
-      return { pending: fetching.has(revision) ? `fetching revision ${revision.slice(0, 7)} from the Git remote` : `reading revision ${revision.slice(0, 7)}` };
+      return pendingAt(revision);
+    },
+    objects(revision, clusterId, instanceId) {
+      const dir = instanceManifestDir(clusterId, instanceId);
+      const key = `${revision} objects ${dir}`;
+      const keys = objectEntries.get(key);
+      if (keys !== undefined) return { keys };
+      startLoading(revision, key, () => loadObjects(revision, dir, key));
+      return pendingAt(revision);
     },
   };
 }

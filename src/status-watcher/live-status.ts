@@ -93,7 +93,8 @@ export function evaluate(s: Subject, prepared: () => Prepared, index: AppliedInd
   if (problem) return inProgress(problem);
   const sync = cluster.sync();
   if (typeof sync === "string") return gathering(sync);
-  const gate = appliedGate(s, sync, index) ?? (sync.settling && `waiting for ${sync.subject}: ${sync.settling}`);
+  const applied = appliedGate(s, sync, index);
+  const gate = "waiting" in applied ? applied.waiting : sync.settling && `waiting for ${sync.subject}: ${sync.settling}`;
   if (gate) return gathering(gate);
   const rendered = prepared();
   const waiting = cluster.watch("owned", rendered.kinds);
@@ -102,20 +103,24 @@ export function evaluate(s: Subject, prepared: () => Prepared, index: AppliedInd
   const judged = statusSection(s, rendered, op.action as StatusAction);
   if ("pending" in judged) return rendering(s);
   if ("waiting" in judged) return gathering(judged.waiting);
-  const applied = `${op.action} applied by ${sync.subject} at ${sha7(sync.appliedRevision ?? "")}`;
+  const at = "at" in applied ? applied.at : "";
+  const appliedBy = `${op.action} applied by ${sync.subject} at ${sha7(at)}`;
   if (op.action === "deprovision" || op.action === "unbind") {
     const left = leftovers(s);
     if (left.length > 0) {
       const names = left.slice(0, 3).map((o) => `${o.kind}/${o.metadata?.name}`).join(", ");
-      return inProgress(`${applied}; waiting for ${left.length} object(s) to be deleted from cluster ${cluster.entry.id}: ${names}`);
+      return inProgress(`${appliedBy}; waiting for ${left.length} object(s) to be deleted from cluster ${cluster.entry.id}: ${names}`);
     }
     if (judged.section && judged.section.state !== "succeeded") return fromSection(judged.section);
-    return { state: "succeeded", description: judged.section?.description ?? `${applied}; its objects are gone from cluster ${cluster.entry.id}` };
+    return { state: "succeeded", description: judged.section?.description ?? `${appliedBy}; its objects are gone from cluster ${cluster.entry.id}` };
   }
-  if (judged.section) return fromSection(judged.section, applied);
-  return sync.healthy
-    ? { state: "succeeded", description: `${applied}${sync.health ? `, ${sync.health}` : ""}` }
-    : inProgress(`${applied}; waiting for it to report healthy (${sync.health ?? "no health reported yet"})`);
+  if (judged.section) return fromSection(judged.section, appliedBy);
+  const own = ownHealth(s, sync, index, at);
+  if (own !== undefined && "pending" in own) return gathering(`checking whether its objects are healthy: ${own.pending}`);
+  const health = own ?? { healthy: sync.healthy, health: sync.health };
+  return health.healthy
+    ? { state: "succeeded", description: `${appliedBy}${health.health ? `, ${health.health}` : ""}` }
+    : inProgress(`${appliedBy}; waiting for it to report healthy (${health.health ?? "no health reported yet"})`);
 }
 
 /** The bind credentials, when the status template says the bind succeeded (from the caches alone). */
@@ -124,16 +129,58 @@ export function bindResponse(s: Subject, prepared: Prepared): BindingResult {
   return "section" in judged && judged.section?.state === "succeeded" ? (judged.section.response ?? {}) : {};
 }
 
-/** Why the operation's commit is not known to be applied yet, or undefined when it is. */
-function appliedGate(s: Subject, sync: SyncObservation, index: AppliedIndex): string | undefined {
+/** The revision at which the operation's commit is applied, or why it is not known to be yet. */
+function appliedGate(s: Subject, sync: SyncObservation, index: AppliedIndex): { at: string } | { waiting: string } {
   const { operation: op } = s;
   const failed = sync.error ? `; the last sync failed: ${sync.error}` : "";
   const revision = sync.appliedRevision;
-  if (revision === undefined) return `waiting for ${sync.subject} to apply operation ${op.id} (nothing applied yet)${failed}`;
   const record = { instanceId: s.instance.spec.instanceId, ...(s.binding ? { bindingId: s.binding.spec.bindingId } : {}) };
-  const answer = index.answer(revision, record, op.id);
-  if ("pending" in answer) return `checking whether ${sync.subject} applied operation ${op.id}: ${answer.pending}`;
-  return answer.applied ? undefined : `waiting for ${sync.subject} to apply operation ${op.id} (applied: ${sha7(revision)})${failed}`;
+  if (revision !== undefined) {
+    const answer = index.answer(revision, record, op.id);
+    if ("pending" in answer) return { waiting: `checking whether ${sync.subject} applied operation ${op.id}: ${answer.pending}` };
+    if (answer.applied) return { at: revision };
+  }
+  const own = ownObjectsApplied(s, sync, index);
+  if (own === true) return { at: sync.resources!.revision };
+  const applied = revision === undefined ? "nothing applied yet" : `applied: ${sha7(revision)}`;
+  return { waiting: `waiting for ${sync.subject} to apply operation ${op.id} (${applied})${own ? `: ${own}` : ""}${failed}` };
+}
+
+/**
+ * Argo CD applies every resource of a sync it can: one that fails (an admission webhook, a quota)
+ * fails the sync but not the others, and status.resources[] says which match the compared
+ * revision. An operation in that revision whose instance has all its objects there Synced is
+ * applied, whatever its neighbours' objects do (each instance is judged by its own objects).
+ * Undefined: not known (nothing to compare, still reading); a string: what is not synced yet.
+ */
+function ownObjectsApplied(s: Subject, sync: SyncObservation, index: AppliedIndex): true | string | undefined {
+  const resources = sync.resources;
+  // Only after a failed sync: otherwise the application's applied revision says it, at no read.
+  if (resources === undefined || sync.error === undefined || resources.revision === sync.appliedRevision) return undefined;
+  const record = { instanceId: s.instance.spec.instanceId, ...(s.binding ? { bindingId: s.binding.spec.bindingId } : {}) };
+  const inRevision = index.answer(resources.revision, record, s.operation.id);
+  if ("pending" in inRevision || !inRevision.applied) return undefined;
+  const objects = index.objects(resources.revision, s.instance.spec.clusterId, s.instance.spec.instanceId);
+  if ("pending" in objects) return undefined;
+  const behind = objects.keys.filter((key) => !resources.synced.has(key));
+  if (behind.length === 0) return true;
+  const names = behind.slice(0, 3).map((key) => key.split("/").filter((part, i) => i !== 2 && part !== "").join("/"));
+  return `${names.join(", ")} not synced to ${sha7(resources.revision)}`;
+}
+
+/**
+ * Argo CD's health of the instance's own objects (those of its directory at the applied
+ * revision), when the Application carries it per resource (`controller.resource.health.persist`);
+ * undefined: only the application's aggregate, the worst of every instance's, is known.
+ */
+function ownHealth(s: Subject, sync: SyncObservation, index: AppliedIndex, at: string): { healthy: boolean; health: string } | { pending: string } | undefined {
+  const health = sync.resources?.health;
+  if (health === undefined) return undefined;
+  const objects = index.objects(at, s.instance.spec.clusterId, s.instance.spec.instanceId);
+  if ("pending" in objects) return objects;
+  const states = objects.keys.map((key) => health.get(key)).filter((h): h is string => h !== undefined);
+  const worst = ["Unknown", "Degraded", "Missing", "Progressing", "Suspended"].find((h) => states.includes(h));
+  return { healthy: worst === undefined, health: `health of its objects ${worst ?? "Healthy"}` };
 }
 
 type Judged = { waiting: string } | { pending: true } | { section?: StatusSection };

@@ -72,6 +72,41 @@ describe("Argo CD Application", () => {
   it("is settling while a sync runs", () => {
     expect(observeSync(ARGO, app({ operationState: { phase: "Running" } })).settling).toBe("a sync is running");
   });
+
+  it("keeps a failure while the next operation runs (operationState replaced: Running, no message), until a sync succeeds", () => {
+    const history = [{ id: 0, revision: SHA_A, deployedAt: "2026-01-01T00:00:10Z" }];
+    const failed = observeSync(ARGO, app({
+      sync: { status: "OutOfSync", revision: SHA_B },
+      history,
+      reconciledAt: "2026-01-01T00:00:20Z",
+      operationState: { phase: "Failed", finishedAt: "2026-01-01T00:00:20Z", message: "one or more objects failed to apply, reason: denied", syncResult: { revision: SHA_B } },
+    }));
+    const next = { sync: { status: "OutOfSync", revision: "c".repeat(40) }, history, reconciledAt: "2026-01-01T00:00:30Z", operationState: { phase: "Running", startedAt: "2026-01-01T00:00:30Z" } };
+    const running = observeSync(ARGO, app(next), failed);
+    expect(running).toMatchObject({ appliedRevision: SHA_A, error: "one or more objects failed to apply, reason: denied", settling: "a sync is running" });
+    // Without what came before (a restart) there is nothing to keep.
+    expect(observeSync(ARGO, app(next)).error).toBeUndefined();
+    const done = observeSync(ARGO, app({ ...next, sync: { status: "Synced", revision: "c".repeat(40) }, operationState: succeeded("c".repeat(40), "2026-01-01T00:00:30Z") }), running);
+    expect(done.error).toBeUndefined();
+  });
+
+  it("reports the reason of a failed attempt that will be retried (Running with finishedAt)", () => {
+    const observed = observeSync(ARGO, app({
+      operationState: { phase: "Running", finishedAt: "2026-01-01T00:00:20Z", retryCount: 1, message: "one or more objects failed to apply, reason: denied. Retrying attempt #1 at 12:00AM." },
+    }));
+    expect(observed).toMatchObject({ error: "one or more objects failed to apply, reason: denied. Retrying attempt #1 at 12:00AM.", settling: "a sync is running" });
+  });
+
+  it("reads status.resources[]: which match the compared revision, and their health only when persisted inline", () => {
+    const resources = [
+      { group: "acid.zalan.do", version: "v1", kind: "postgresql", namespace: "ns", name: "pg-a", status: "Synced", health: { status: "Degraded", message: "CreateFailed" } },
+      { version: "v1", kind: "Secret", namespace: "ns", name: "s", status: "OutOfSync" },
+    ];
+    const inline = observeSync(ARGO, app({ sync: { status: "OutOfSync", revision: SHA_B }, resources }));
+    expect(inline.resources).toEqual({ revision: SHA_B, synced: new Set(["acid.zalan.do/postgresql/ns/pg-a"]), health: new Map([["acid.zalan.do/postgresql/ns/pg-a", "Degraded"]]) });
+    const tree = observeSync(ARGO, app({ sync: { status: "OutOfSync", revision: SHA_B }, resources, resourceHealthSource: "appTree" }));
+    expect(tree.resources).toEqual({ revision: SHA_B, synced: new Set(["acid.zalan.do/postgresql/ns/pg-a"]) });
+  });
 });
 
 describe("Flux Kustomization", () => {

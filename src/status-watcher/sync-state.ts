@@ -24,6 +24,27 @@ export interface SyncObservation {
    * advance lastAppliedRevision then; the broker judges each instance by its own objects.
    */
   appliedUnhealthy?: string;
+  /**
+   * Argo CD: the sync status of each resource against `revision` (status.resources[] of the last
+   * comparison, at status.sync.revision), and its health when Argo CD persists it in the
+   * Application (`resourceHealthSource` inline; since 3.0 the default keeps it in the app tree).
+   * A sync that failed on one resource still applied the others: Argo CD says which.
+   */
+  resources?: ResourceStates;
+}
+
+export interface ResourceStates {
+  revision: string;
+  /** Keys (`resourceKey`) of the resources whose live state matches `revision`. */
+  synced: ReadonlySet<string>;
+  /** Health by key; undefined when Argo CD does not persist it in the Application. */
+  health?: ReadonlyMap<string, string>;
+}
+
+/** `group/kind/namespace/name` ("" for the core group and cluster-scoped objects). */
+export function resourceKey(ref: { apiVersion?: string; group?: string; kind?: string; namespace?: string; name?: string }): string {
+  const group = ref.group ?? (ref.apiVersion?.includes("/") ? ref.apiVersion.slice(0, ref.apiVersion.lastIndexOf("/")) : "");
+  return `${group}/${ref.kind ?? ""}/${ref.namespace ?? ""}/${ref.name ?? ""}`;
 }
 
 export const SYNC_RESOURCES = {
@@ -43,7 +64,7 @@ export function syncCollectionPath(ref: SyncRef): string {
 
 /** `previous`: the observation of the sync object before this change (a Flux failure outlives Ready=Unknown). */
 export function observeSync(ref: SyncRef, object: KubernetesObject, previous?: SyncObservation): SyncObservation {
-  return ref.kind === "argocd" ? observeArgoCd(syncSubject(ref), object) : observeFlux(syncSubject(ref), object, previous);
+  return ref.kind === "argocd" ? observeArgoCd(syncSubject(ref), object, previous) : observeFlux(syncSubject(ref), object, previous);
 }
 
 type Loose = Record<string, unknown>;
@@ -51,7 +72,7 @@ const field = (value: unknown, key: string): unknown => (typeof value === "objec
 const text = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined);
 const SHA = /^[0-9a-f]{40}$/;
 
-function observeArgoCd(subject: string, app: KubernetesObject): SyncObservation {
+function observeArgoCd(subject: string, app: KubernetesObject, previous: SyncObservation | undefined): SyncObservation {
   const status = field(app, "status");
   const sync = field(status, "sync");
   const op = field(status, "operationState");
@@ -68,15 +89,26 @@ function observeArgoCd(subject: string, app: KubernetesObject): SyncObservation 
   const applied = synced ?? (phase === "Succeeded" ? text(field(field(op, "syncResult"), "revision")) : deployed);
   if (applied !== undefined && SHA.test(applied)) observation.appliedRevision = applied;
 
-  if (phase === "Failed" || phase === "Error") {
+  const finishedAt = Date.parse(text(field(op, "finishedAt")) ?? "");
+  // The application controller keeps a failed attempt that will be retried as Running with its
+  // finishedAt set and the reason in the message ("<reason>. Retrying attempt #1 at 3:04PM.").
+  const retrying = phase === "Running" && Number.isFinite(finishedAt);
+  if (phase === "Failed" || phase === "Error" || retrying) {
     observation.error = text(field(op, "message")) ?? `sync phase ${phase}`;
   } else {
     const conditions = field(status, "conditions");
     const failing = Array.isArray(conditions) ? (conditions as unknown[]).find((c) => /Error$/.test(text(field(c, "type")) ?? "")) : undefined;
     if (failing !== undefined) observation.error = withMessage(String(field(failing, "type")), field(failing, "message"));
+    // A new operation (the next commit, a retry starting) replaces operationState whole: Running,
+    // no message, no result. The failure it follows stands until a sync succeeds or applies.
+    else if ((phase === "Running" || phase === "Terminating") && previous?.error !== undefined && previous.appliedRevision === observation.appliedRevision) {
+      observation.error = previous.error;
+    }
   }
 
-  const finishedAt = Date.parse(text(field(op, "finishedAt")) ?? "");
+  const resources = resourceStates(status, text(field(sync, "revision")));
+  if (resources !== undefined) observation.resources = resources;
+
   const reconciledAt = Date.parse(text(field(status, "reconciledAt")) ?? "");
   if (phase === "Running" || phase === "Terminating") {
     observation.settling = `a sync is ${phase.toLowerCase()}`;
@@ -85,6 +117,22 @@ function observeArgoCd(subject: string, app: KubernetesObject): SyncObservation 
     observation.settling = `health not assessed since the sync finished at ${text(field(op, "finishedAt"))}`;
   }
   return observation;
+}
+
+/** status.resources[] against status.sync.revision (undefined without a commit to compare with). */
+function resourceStates(status: unknown, revision: string | undefined): ResourceStates | undefined {
+  const list = field(status, "resources");
+  if (revision === undefined || !SHA.test(revision) || !Array.isArray(list)) return undefined;
+  const persisted = text(field(status, "resourceHealthSource")) !== "appTree";
+  const synced = new Set<string>();
+  const health = new Map<string, string>();
+  for (const r of list as unknown[]) {
+    const key = resourceKey({ group: text(field(r, "group")) ?? "", kind: text(field(r, "kind")), namespace: text(field(r, "namespace")), name: text(field(r, "name")) });
+    if (text(field(r, "status")) === "Synced") synced.add(key);
+    const h = text(field(field(r, "health"), "status"));
+    if (h !== undefined) health.set(key, h);
+  }
+  return persisted ? { revision, synced, health } : { revision, synced };
 }
 
 function observeFlux(subject: string, kustomization: KubernetesObject, previous: SyncObservation | undefined): SyncObservation {

@@ -36,7 +36,7 @@ export async function startSisterCluster(options: {
   fluxRevisionFormat?: "sha1" | "slash";
   now?: () => Date;
   /** Passed to the sync agent double (poll wait, repoURL, webhook secret, Flux Receiver). */
-  agent?: Pick<SyncAgentOptions, "delay" | "repoURL" | "webhookSecret" | "receiver" | "manifestGeneratePaths">;
+  agent?: Pick<SyncAgentOptions, "delay" | "repoURL" | "webhookSecret" | "receiver" | "manifestGeneratePaths" | "persistResourceHealth">;
   /** The postgres-operator double's bootstrap time. */
   operatorReadyAfterMs?: number;
 }): Promise<SisterCluster> {

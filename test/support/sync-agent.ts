@@ -4,10 +4,22 @@
  * of the bare remote to a test Kubernetes API server, prunes the broker's objects that left Git,
  * and writes the sync object's status the way the real controllers do:
  *
- * - Argo CD: status.sync {status, revision}, status.health.status (Progressing until every
- *   applied postgresql is Running, else Healthy), status.reconciledAt, status.operationState
- *   {phase, message, startedAt, finishedAt, operation.sync.revision, syncResult.revision},
- *   status.history (the last ten successful deployments).
+ * - Argo CD (controller/appcontroller.go, controller/sync.go, gitops-engine pkg/sync): a sync is an
+ *   operation: the Application's `operation` is set, status.operationState is replaced whole by
+ *   {phase Running, operation, startedAt} (NewOperationState), then by the result {phase
+ *   Succeeded / Failed, message, finishedAt, syncResult {revision, resources[]}} and `operation`
+ *   is cleared. Every resource is applied that can be: one refused at apply time (`rejectWith`,
+ *   e.g. an admission webhook) is SyncFailed and fails the operation ("one or more objects failed
+ *   to apply, reason: ...") while the others are Synced; a sync refused as a whole (`failWith`,
+ *   e.g. the dry run) applies nothing. Then the refresh (CompareAppState): status.sync {status,
+ *   revision}, status.resources[] (Synced / OutOfSync against that revision, requiresPruning, and
+ *   the health of each only with `persistResourceHealth`; resourceHealthSource appTree otherwise,
+ *   the default since 3.0), status.health.status (the worst of the resources', postgresql judged by
+ *   Argo CD's acid.zalan.do/postgresql health.lua: Running Healthy, Creating/Updating or no status
+ *   Progressing, anything else Degraded), status.reconciledAt, status.history (the last ten
+ *   successful syncs only). Auto-sync does not try a revision whose sync failed again: it sets
+ *   the SyncError condition "Failed last sync attempt to [<rev>]: <message>" instead. The
+ *   Application's syncPolicy.retry.limit is 0 (retries are not modelled).
  * - Flux: status.lastAppliedRevision (`main@sha1:<sha>`, or `main/<sha>` as before Flux 2.1),
  *   lastAttemptedRevision, observedGeneration, and the Ready condition.
  *
@@ -88,6 +100,8 @@ export interface SyncAgentOptions {
   receiver?: { type: "generic" | "generic-hmac" | "github"; token: string; name?: string; events?: string[] };
   /** Application metadata.annotations[argocd.argoproj.io/manifest-generate-paths]. */
   manifestGeneratePaths?: string;
+  /** Argo CD's controller.resource.health.persist: the health of each resource in status.resources[] (default false, as since 3.0). */
+  persistResourceHealth?: boolean;
 }
 
 export interface SyncAgent {
@@ -95,6 +109,16 @@ export interface SyncAgent {
   sync(commit?: string): Promise<string>;
   /** Every sync from now on fails with `message` (nothing applied) until called with undefined. */
   failWith(message: string | undefined): void;
+  /**
+   * Argo CD: from now on the objects `reject` returns a message for are refused at apply time
+   * (as an admission webhook would): the others are applied, the sync fails (undefined: none).
+   */
+  rejectWith(reject: ((object: KubeObject) => string | undefined) | undefined): void;
+  /**
+   * Argo CD: syncs from now on stop after writing their Running operation state until the
+   * returned function is called (what the controller shows while a sync runs).
+   */
+  hold(): () => void;
   /** The commit applied last (undefined before the first successful sync). */
   readonly applied: string | undefined;
   /** Syncs the branch tip whenever it differs from what is applied, and re-assesses health, every `intervalMs`; honours the annotations meanwhile. */
@@ -164,6 +188,10 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
   /** Flux: the revision the GitRepository fetched last (its artifact). */
   let artifact: string | undefined;
   let failure: string | undefined;
+  let reject: ((object: KubeObject) => string | undefined) | undefined;
+  let held: Promise<void> | undefined;
+  /** Argo CD: the revision of the last sync attempt, when it failed (auto-sync does not try it again). */
+  let failedAttempt: string | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
   const triggers: SyncTrigger[] = [];
@@ -182,7 +210,7 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
             project: "default",
             source: { repoURL, targetRevision: branch, path: `clusters/${clusterId}`, directory: { recurse: true } },
             destination: { name: clusterId },
-            syncPolicy: { automated: { prune: true } },
+            syncPolicy: { automated: { prune: true }, retry: { limit: 0 } },
           }
         : { interval: "1m", path: `./clusters/${clusterId}`, prune: true, sourceRef: { kind: "GitRepository", name: SOURCE_NAME } };
     const annotations = options.manifestGeneratePaths === undefined ? {} : { annotations: { [MANIFEST_GENERATE_PATHS]: options.manifestGeneratePaths } };
@@ -248,8 +276,11 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
     triggers.push(trigger);
     if (options.kind === "argocd") {
       const tip = await tipOf();
-      if (tip !== applied) await sync(tip);
-      else assessHealth();
+      if (tip === failedAttempt) {
+        await compare(tip);
+        refresh(tip, { type: "SyncError", message: `Failed last sync attempt to [${tip}]: ${operationMessage()}` });
+      } else if (tip !== applied) await sync(tip);
+      else await reassess();
       if (trigger === "refresh") {
         // The application controller removes the annotation once it refreshed.
         const object = syncObject();
@@ -269,88 +300,211 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
     if (tip !== applied) await sync(tip);
   }
 
-  function health(): string {
-    const postgresqls = kinds.has("acid.zalan.do/v1 postgresql") ? server.store.list("acid.zalan.do/v1", "postgresql") : [];
-    const running = (o: KubeObject) => (o.status as { PostgresClusterStatus?: string } | undefined)?.PostgresClusterStatus === "Running";
-    return postgresqls.filter((o) => o.metadata.labels?.[MANAGED_BY] === "gitops-broker").every(running) ? "Healthy" : "Progressing";
+  /** Argo CD's health of a live object: acid.zalan.do/postgresql's health.lua; undefined for kinds without a check here. */
+  function healthOf(o: KubeObject): string | undefined {
+    if (o.apiVersion !== "acid.zalan.do/v1" || o.kind !== "postgresql") return undefined;
+    const phase = (o.status as { PostgresClusterStatus?: string } | undefined)?.PostgresClusterStatus;
+    if (phase === undefined) return "Progressing";
+    if (phase === "Running") return "Healthy";
+    return phase === "Creating" || phase === "Updating" ? "Progressing" : "Degraded";
   }
 
-  function writeStatus(commit: string, error: string | undefined): void {
+  async function desiredAt(commit: string): Promise<KubeObject[]> {
+    const files = await filesAt(remoteDir, commit, `clusters/${clusterId}`);
+    return [...files.values()].map((text) => parse(text) as KubeObject);
+  }
+
+  /** What the broker applied earlier and Git no longer has (auto-sync prunes it). */
+  function prunable(desired: KubeObject[]): KubeObject[] {
+    const wanted = new Set(desired.map((o) => keyOf(refOf(o))));
+    const out: KubeObject[] = [];
+    for (const { apiVersion, kind } of kinds.values()) {
+      for (const live of server.store.list(apiVersion, kind)) {
+        if (live.metadata.labels?.[MANAGED_BY] !== "gitops-broker" || pruneDisabled(live)) continue;
+        if (!wanted.has(keyOf(refOf(live)))) out.push(live);
+      }
+    }
+    return out;
+  }
+
+  const groupOf = (apiVersion: string) => (apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.lastIndexOf("/")) : "");
+  const versionOf = (apiVersion: string) => apiVersion.slice(apiVersion.lastIndexOf("/") + 1);
+  const resourceOf = (o: KubeObject) => ({ group: groupOf(o.apiVersion), version: versionOf(o.apiVersion), kind: o.kind, namespace: o.metadata.namespace ?? "", name: o.metadata.name! });
+  const WORSE = ["Healthy", "Suspended", "Progressing", "Missing", "Degraded", "Unknown"];
+
+  /**
+   * Argo CD's refresh: compares the live objects with `revision` and writes sync, resources,
+   * health and the SyncError condition (only when something changed, as persistAppStatus does).
+   */
+  let lastCompared: { revision: string; desired: KubeObject[] } | undefined;
+  async function compare(revision: string): Promise<void> {
+    if (lastCompared?.revision !== revision) lastCompared = { revision, desired: await desiredAt(revision) };
+  }
+  function refresh(revision: string, condition?: { type: string; message: string }, afterOperation = false): void {
+    if (options.kind !== "argocd" || lastCompared?.revision !== revision) return;
+    const desired = lastCompared.desired;
+    const resources: Array<Record<string, unknown>> = [];
+    let appHealth = "Healthy";
+    for (const object of desired) {
+      kinds.set(`${object.apiVersion} ${object.kind}`, { apiVersion: object.apiVersion, kind: object.kind });
+      const live = server.store.get(refOf(object));
+      const synced = live !== undefined && desiredPart(live) === desiredPart(object);
+      const health = live === undefined ? "Missing" : healthOf(live);
+      resources.push({ ...resourceOf(object), status: synced ? "Synced" : "OutOfSync", ...(options.persistResourceHealth && health ? { health: { status: health } } : {}) });
+      // Missing resources do not affect the application's health (OutOfSync says it).
+      if (live !== undefined && health !== undefined && WORSE.indexOf(health) > WORSE.indexOf(appHealth)) appHealth = health;
+    }
+    const prune = prunable(desired);
+    for (const live of prune) resources.push({ ...resourceOf(live), status: "OutOfSync", requiresPruning: true });
+    resources.sort((a, b) => (`${String(a.group)}/${String(a.kind)}/${String(a.namespace)}/${String(a.name)}` < `${String(b.group)}/${String(b.kind)}/${String(b.namespace)}/${String(b.name)}` ? -1 : 1));
+    const object = syncObject();
+    const previous = (object.status ?? {}) as Record<string, unknown>;
+    const status: Record<string, unknown> = {
+      ...previous,
+      sync: { status: resources.every((r) => r.status === "Synced") ? "Synced" : "OutOfSync", revision },
+      health: { status: appHealth },
+      resources,
+      resourceHealthSource: options.persistResourceHealth ? "inline" : "appTree",
+    };
+    const others = ((previous.conditions ?? []) as Array<{ type: string }>).filter((c) => c.type !== "SyncError");
+    const conditions = condition ? [...others, { ...condition, lastTransitionTime: rfc3339(now()) }] : others;
+    if (conditions.length > 0) status.conditions = conditions;
+    else delete status.conditions;
+    const { reconciledAt: _r, ...before } = previous;
+    const { reconciledAt: _n, ...after } = status;
+    // The refresh a completed operation requests compares with the latest: reconciledAt moves.
+    if (!afterOperation && canonical(before) === canonical(after) && previous.reconciledAt !== undefined) return;
+    syncServer.store.upsert({ ...object, status: { ...status, reconciledAt: rfc3339(now()) } });
+  }
+
+  function operationMessage(): string {
+    const state = (syncObject().status as { operationState?: { message?: string } } | undefined)?.operationState;
+    return state?.message ?? "";
+  }
+
+  /** Argo CD: auto-sync sets the operation, the controller replaces operationState with a new Running one. */
+  function startOperation(commit: string): { operation: Record<string, unknown>; startedAt: string } {
+    const operation = { sync: { revision: commit, prune: true }, initiatedBy: { automated: true }, retry: { limit: 0 } };
+    const startedAt = rfc3339(now());
+    const object = syncObject();
+    syncServer.store.upsert({ ...object, operation, status: { ...((object.status ?? {}) as Record<string, unknown>), operationState: { phase: "Running", operation, startedAt } } });
+    return { operation, startedAt };
+  }
+
+  /** Argo CD: the sync context applies each object it can; results per resource, in order. */
+  function applyArgo(desired: KubeObject[]): { results: Array<Record<string, unknown>>; failures: string[] } {
+    const results: Array<Record<string, unknown>> = [];
+    const failures: string[] = [];
+    // Prune first; then create/update.
+    for (const live of prunable(desired)) {
+      server.store.delete(refOf(live));
+      results.push({ ...resourceOf(live), status: "Pruned", message: "pruned", syncPhase: "Sync", hookPhase: "Succeeded" });
+    }
+    for (const object of desired) {
+      kinds.set(`${object.apiVersion} ${object.kind}`, { apiVersion: object.apiVersion, kind: object.kind });
+      const refused = reject?.(object);
+      if (refused !== undefined) {
+        failures.push(refused);
+        results.push({ ...resourceOf(object), status: "SyncFailed", message: refused, syncPhase: "Sync", hookPhase: "Failed" });
+        continue;
+      }
+      const current = server.store.get(refOf(object));
+      const unchanged = current !== undefined && desiredPart(current) === desiredPart(object);
+      if (!unchanged) server.store.upsert(current ? { ...object, ...(current.status === undefined ? {} : { status: current.status }) } : object);
+      const verb = unchanged ? "unchanged" : current ? "configured" : "created";
+      results.push({ ...resourceOf(object), status: "Synced", message: `${object.kind.toLowerCase()}/${object.metadata.name} ${verb}`, syncPhase: "Sync", hookPhase: "Running" });
+    }
+    return { results, failures };
+  }
+
+  async function syncArgo(target: string): Promise<void> {
+    const { operation, startedAt } = startOperation(target);
+    if (held) await held;
+    const desired = await desiredAt(target);
+    lastCompared = { revision: target, desired };
+    let phase: string;
+    let message: string;
+    let resources: Array<Record<string, unknown>> = [];
+    if (failure !== undefined) {
+      [phase, message] = ["Failed", failure];
+    } else {
+      const { results, failures } = applyArgo(desired);
+      resources = results;
+      [phase, message] = failures.length > 0 ? ["Failed", `one or more objects failed to apply, reason: ${failures.join(",")}`] : ["Succeeded", "successfully synced (all tasks run)"];
+    }
+    const t = rfc3339(now());
+    const object = syncObject();
+    const previous = (object.status ?? {}) as Record<string, unknown>;
+    const history = (previous.history ?? []) as Array<Record<string, unknown>>;
+    const operationState = { phase, message, startedAt, finishedAt: t, operation, syncResult: { revision: target, resources } };
+    const { operation: _done, ...rest } = object;
+    syncServer.store.upsert({
+      ...rest,
+      status: {
+        ...previous,
+        operationState,
+        ...(phase === "Succeeded" ? { history: [...history, { id: history.length, revision: target, deployedAt: t, deployStartedAt: startedAt }].slice(-10) } : {}),
+      },
+    });
+    if (phase === "Succeeded") {
+      applied = target;
+      failedAttempt = undefined;
+    } else {
+      failedAttempt = target;
+    }
+    // A completed operation requests a refresh.
+    refresh(target, undefined, true);
+  }
+
+  function writeFluxStatus(commit: string, error: string | undefined): void {
     const object = syncObject();
     const t = rfc3339(now());
     const previous = (object.status ?? {}) as Record<string, unknown>;
-    let status: Record<string, unknown>;
-    if (options.kind === "argocd") {
-      const operationState = {
-        phase: error ? "Failed" : "Succeeded",
-        message: error ?? "successfully synced (all tasks run)",
-        startedAt: t,
-        finishedAt: t,
-        operation: { sync: { revision: commit } },
-        syncResult: { revision: commit },
-      };
-      const history = (previous.history ?? []) as Array<Record<string, unknown>>;
-      status = error
-        ? { ...previous, sync: { status: "OutOfSync", revision: commit }, reconciledAt: t, operationState }
-        : {
-            sync: { status: "Synced", revision: commit },
-            health: { status: health() },
-            reconciledAt: t,
-            operationState,
-            history: [...history, { id: history.length, revision: commit, deployedAt: t }].slice(-10),
-          };
-    } else {
-      const revision = options.fluxRevisionFormat === "slash" ? `${branch}/${commit}` : `${branch}@sha1:${commit}`;
-      const ready = error
-        ? { type: "Ready", status: "False", reason: "ReconciliationFailed", message: error, lastTransitionTime: t }
-        : { type: "Ready", status: "True", reason: "ReconciliationSucceeded", message: `Applied revision: ${revision}`, lastTransitionTime: t };
-      status = {
-        ...previous,
-        observedGeneration: object.metadata.generation,
-        lastAttemptedRevision: revision,
-        ...(error ? {} : { lastAppliedRevision: revision }),
-        conditions: [ready],
-      };
-    }
+    const revision = options.fluxRevisionFormat === "slash" ? `${branch}/${commit}` : `${branch}@sha1:${commit}`;
+    const ready = error
+      ? { type: "Ready", status: "False", reason: "ReconciliationFailed", message: error, lastTransitionTime: t }
+      : { type: "Ready", status: "True", reason: "ReconciliationSucceeded", message: `Applied revision: ${revision}`, lastTransitionTime: t };
+    const status = {
+      ...previous,
+      observedGeneration: object.metadata.generation,
+      lastAttemptedRevision: revision,
+      ...(error ? {} : { lastAppliedRevision: revision }),
+      conditions: [ready],
+    };
     syncServer.store.upsert({ ...object, status });
   }
 
   async function apply(commit: string): Promise<void> {
-    const files = await filesAt(remoteDir, commit, `clusters/${clusterId}`);
-    const desired = [...files.values()].map((text) => parse(text) as KubeObject);
-    const wanted = new Set(desired.map((o) => keyOf(refOf(o))));
+    const desired = await desiredAt(commit);
     for (const object of desired) {
       kinds.set(`${object.apiVersion} ${object.kind}`, { apiVersion: object.apiVersion, kind: object.kind });
       const current = server.store.get(refOf(object));
       if (current && desiredPart(current) === desiredPart(object)) continue;
       server.store.upsert(current ? { ...object, ...(current.status === undefined ? {} : { status: current.status }) } : object);
     }
-    for (const { apiVersion, kind } of kinds.values()) {
-      for (const live of server.store.list(apiVersion, kind)) {
-        if (live.metadata.labels?.[MANAGED_BY] !== "gitops-broker" || pruneDisabled(live)) continue;
-        if (!wanted.has(keyOf(refOf(live)))) server.store.delete(refOf(live));
-      }
-    }
+    for (const live of prunable(desired)) server.store.delete(refOf(live));
   }
 
   async function sync(commit?: string): Promise<string> {
     const target = commit ?? (await git(["rev-parse", `refs/heads/${branch}`], remoteDir)).trim();
+    if (options.kind === "argocd") {
+      await syncArgo(target);
+      return target;
+    }
     if (failure === undefined) {
       await apply(target);
       applied = target;
     }
-    writeStatus(target, failure);
+    writeFluxStatus(target, failure);
     return target;
   }
 
   /** Argo CD re-assesses health on every reconciliation; only a change is written. */
-  function assessHealth(): void {
+  async function reassess(): Promise<void> {
     if (options.kind !== "argocd" || applied === undefined) return;
-    const object = syncObject();
-    const status = (object.status ?? {}) as { health?: { status?: string } };
-    const current = health();
-    if (status.health?.status === current) return;
-    syncServer.store.upsert({ ...object, status: { ...status, health: { status: current }, reconciledAt: rfc3339(now()) } });
+    const revision = lastCompared?.revision ?? applied;
+    await compare(revision);
+    refresh(revision);
   }
 
   /**
@@ -476,6 +630,18 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
     sync,
     failWith(message) {
       failure = message;
+    },
+    rejectWith(predicate) {
+      reject = predicate;
+    },
+    hold() {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      held = gate;
+      return () => {
+        if (held === gate) held = undefined;
+        release();
+      };
     },
     get applied() {
       return applied;
