@@ -14,7 +14,7 @@ import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, createPrometheusMetrics, noopMetrics, type Metrics, type PrometheusMetrics } from "../metrics/index.js";
 import { createNudger, type Nudger, type NudgerOptions } from "../nudge/index.js";
-import { createInstanceSummaryCache } from "../repo/index.js";
+import { createBindingSummaryCache, createInstanceSummaryCache } from "../repo/index.js";
 import { createScheduler } from "../scheduler/index.js";
 import { createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
 
@@ -195,7 +195,8 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
   });
   undo.push(() => reconciler.close());
   const stopReconciling = writer.onTip((tip, previous) => reconciler.tipChanged(tip, previous));
-  metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, instruments.repo));
+  const bindingSummaries = createBindingSummaryCache();
+  metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, bindingSummaries, instruments.repo));
   undo.push(stopReconciling);
 
   const app = createApp({
