@@ -8,7 +8,17 @@ import { Registry, collectDefaultMetrics } from "prom-client";
 import { createRepoView, fillRepoInstruments } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { createReconciler, type Reconciler } from "../reconcile/index.js";
-import { ensureDataDir, loadConfig, lockDataDir, prepareEmbedded, readStartSecrets, type Config } from "../config/index.js";
+import {
+  ensureDataDir,
+  loadConfig,
+  lockDataDir,
+  parseSubjectPattern,
+  prepareEmbedded,
+  readStartSecrets,
+  subjectMatcher,
+  type Config,
+  type SubjectPattern,
+} from "../config/index.js";
 import { ConfigError, DataDirLockedError, GitRemoteError, isNegativeAnswer } from "../errors/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
@@ -46,6 +56,13 @@ function gitEnv(config: Config, token: string | null): Record<string, string> {
     env.GIT_CONFIG_VALUE_0 = `Authorization: Basic ${basic}`;
   }
   return env;
+}
+
+/** A subject pattern loadConfig has checked. */
+function subjectPattern(text: string): SubjectPattern {
+  const pattern = parseSubjectPattern(text);
+  if (typeof pattern === "string") throw new Error(`tls.clientSubjects: ${pattern}`);
+  return pattern;
 }
 
 /** Test and embedding hooks of the status watcher (clock, kubeconfig resolution, bind wait). */
@@ -207,13 +224,24 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     logger: logger.child({ component: "broker" }),
     metrics: instruments.broker,
     credentials: { username: credentials.username, password: credentials.password },
+    ...(config.auth.mode !== "basic"
+      ? { clientCertificates: { mode: config.auth.mode, allows: subjectMatcher(config.tls?.clientSubjects.map(subjectPattern) ?? []) } }
+      : {}),
     brokerVersion,
     readiness: () => view.readiness(),
     summaries,
     reconcile: { reconciler, branch: config.git.branch, webhookSecret },
   });
   const server = createHttpServer(app, config.http, {
-    ...(config.tls ? { tls: { cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) } } : {}),
+    ...(config.tls
+      ? {
+          tls: {
+            cert: await readFile(config.tls.cert),
+            key: await readFile(config.tls.key),
+            ...(config.tls.clientCa !== null ? { clientCa: await readFile(config.tls.clientCa) } : {}),
+          },
+        }
+      : {}),
     logger: logger.child({ component: "http" }),
   });
   undo.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
