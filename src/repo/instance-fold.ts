@@ -148,7 +148,10 @@ function slashes(path: string): number {
  * foldDir finds them all and later folds are incremental. ~3 s at 100k instances, against ~34 s
  * reading and parsing record by record.
  */
-async function prefold<T>(bulk: BulkReader, spec: FoldSpec<T>, instancesOid: string, cache: FoldCache<T>): Promise<void> {
+/** Records read so far of those a cold fold reads (called for each). */
+export type FoldProgress = (read: number, total: number) => void;
+
+async function prefold<T>(bulk: BulkReader, spec: FoldSpec<T>, instancesOid: string, cache: FoldCache<T>, progress?: FoldProgress): Promise<void> {
   const levels: [Map<string, string>, Map<string, string>] = [new Map<string, string>(), new Map<string, string>()]; // path -> oid of <ab>, <ab>/<cd>
   const records: { bucket: string; oid: string; dir: string; binding: boolean }[] = [];
   // Levels 1-2 and the records; the bindings below the records only when the fold reads them.
@@ -185,13 +188,17 @@ async function prefold<T>(bulk: BulkReader, spec: FoldSpec<T>, instancesOid: str
         if (!entry) texts.set(r.dir, (entry = { bucket: r.bucket, record: null, bindings: [] }));
         if (r.binding) entry.bindings.push(utf8.decode(content));
         else entry.record = utf8.decode(content);
+        progress?.(i + 1, wanted.length);
       },
     );
     for (const entry of texts.values()) add(entry.bucket, ofText(spec, entry.record, entry.bindings));
   } else {
     await bulk.readBlobs(
       wanted.map((r) => r.oid),
-      (content, i) => add(wanted[i]!.bucket, ofText(spec, utf8.decode(content))),
+      (content, i) => {
+        add(wanted[i]!.bucket, ofText(spec, utf8.decode(content)));
+        progress?.(i + 1, wanted.length);
+      },
     );
   }
   const perTop = new Map<string, { oids: Map<string, string>; parts: Map<string, T> }>();
@@ -218,13 +225,14 @@ async function prefold<T>(bulk: BulkReader, spec: FoldSpec<T>, instancesOid: str
   cache.remember(INSTANCES_DIR, { ...root, value });
 }
 
-export async function foldInstances<T>(tree: TreeReader, spec: FoldSpec<T>, cache: FoldCache<T>): Promise<T> {
+/** The fold of the records of `tree`; `progress` hears of the records a cold start reads in bulk. */
+export async function foldInstances<T>(tree: TreeReader, spec: FoldSpec<T>, cache: FoldCache<T>, progress?: FoldProgress): Promise<T> {
   const entry = (await tree.list(""))?.find((e) => e.name === INSTANCES_DIR && e.type === "tree");
   if (!entry) return spec.empty;
   // Start-up (no fold of instances/ yet): one bulk pass. Every later fold is incremental
   // (foldLevel), however much changed; walking the whole tree for each new tip would cost far more.
   if (entry.oid !== undefined && tree.bulk && cache.previous(INSTANCES_DIR) === undefined) {
-    await prefold(tree.bulk, spec, entry.oid, cache);
+    await prefold(tree.bulk, spec, entry.oid, cache, progress);
   }
   return foldDir(tree, spec, INSTANCES_DIR, 0, entry.oid, cache);
 }
