@@ -66,7 +66,7 @@ function checkCertificate(req: Request, policy: ClientCertificateAuth): { ok: bo
     const why = socket.authorizationError === undefined ? "" : ` (${String(socket.authorizationError)})`;
     return { ok: false, reason: `the client certificate is not issued by a trusted CA${why}`, subject };
   }
-  if (!policy.allows((cert.subject ?? {}))) return { ok: false, reason: "the client certificate's subject is not allowed", subject };
+  if (!policy.allows(cert.subject ?? {})) return { ok: false, reason: "the client certificate's subject is not allowed", subject };
   return { ok: true, reason: "", subject };
 }
 
