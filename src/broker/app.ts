@@ -12,7 +12,7 @@ import {
   ServiceUnavailableError,
   toOsbBody,
 } from "../errors/index.js";
-import { basicAuth } from "./auth.js";
+import { brokerAuth } from "./auth.js";
 import * as bindings from "./bindings.js";
 import type { BrokerDeps, Ctx, OsbResponse } from "./context.js";
 import { echoRequestIdentity, osbHeaders, type OsbRequestInfo } from "./headers.js";
@@ -104,7 +104,8 @@ export function createApp(deps: BrokerDeps): express.Express {
   app.use(echoRequestIdentity);
   // One log line per request, written when the answer is sent: the full path (as the client
   // sent it, without the query), and for an error its code and description. Expected 4xx at
-  // info without a stack; 5xx at error with the cause. 401 lines name the client's address.
+  // info without a stack; 5xx at error with the cause. 401 lines name the client's address (and
+  // the subject of its client certificate, if it sent one).
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
@@ -129,7 +130,7 @@ export function createApp(deps: BrokerDeps): express.Express {
         ms: seconds * 1e3,
         requestIdentity: req.get("x-broker-api-request-identity"),
         ...(failure ? { code: failure.code } : {}),
-        ...(res.statusCode === 401 ? { client: req.socket.remoteAddress } : {}),
+        ...(res.statusCode === 401 ? { client: req.socket.remoteAddress, ...(res.locals.clientSubject ? { subject: res.locals.clientSubject as string } : {}) } : {}),
         ...(failure?.cause !== undefined ? { err: failure.cause } : {}),
       };
       if (res.statusCode >= 500) log.error(fields, failure?.message ?? "request");
@@ -150,8 +151,9 @@ export function createApp(deps: BrokerDeps): express.Express {
       .catch(next);
   });
 
+  const auth = brokerAuth(deps.credentials, deps.clientCertificates);
   const v2 = express.Router();
-  v2.use(basicAuth(deps.credentials));
+  v2.use(auth);
   v2.use(osbHeaders);
   // OSB bodies are JSON; a missing Content-Type is still parsed (spec: brokers MAY process it).
   // GET and DELETE carry no body: skip parsing on the polling path.
@@ -250,7 +252,7 @@ export function createApp(deps: BrokerDeps): express.Express {
   app.use("/v2", v2);
   app.get(
     "/admin/instances/:instance_id/history",
-    basicAuth(deps.credentials),
+    auth,
     route((req) => historyResponse(ctx, pathId(req, "instance_id"))),
   );
   if (deps.reconcile) app.use(reconcileRoutes(ctx, deps.reconcile));

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { RequestHandler } from "express";
+import type { TLSSocket } from "node:tls";
+import type { Request, RequestHandler } from "express";
 import { UnauthorizedError } from "../errors/index.js";
 
 export interface BasicCredentials {
@@ -39,5 +40,77 @@ export function basicAuth(expected: BasicCredentials): RequestHandler {
     }
     res.setHeader("WWW-Authenticate", 'Basic realm="gitops-broker", charset="UTF-8"');
     next(new UnauthorizedError(given ? "invalid credentials" : "missing basic authentication"));
+  };
+}
+
+/** A client certificate's subject, as Node's `getPeerCertificate().subject` gives it. */
+export type PeerSubject = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+/**
+ * Client-certificate authentication (TLS with `tls.clientCa`), and how it combines with basic
+ * auth: `certificate` alone (Service Fabrik's secureIncomingConnections), `both`, or `either`.
+ */
+export interface ClientCertificateAuth {
+  mode: "certificate" | "both" | "either";
+  /** Whether a verified certificate's subject is allowed (tls.clientSubjects). */
+  allows(subject: PeerSubject): boolean;
+}
+
+/** What the client certificate of a request proves: ok, or why not, and its subject for the log. */
+function checkCertificate(req: Request, policy: ClientCertificateAuth): { ok: boolean; reason: string; subject?: string } {
+  const socket = req.socket as Partial<TLSSocket>;
+  const cert = typeof socket.getPeerCertificate === "function" ? socket.getPeerCertificate() : undefined;
+  if (!cert || Object.keys(cert).length === 0) return { ok: false, reason: "no client certificate" };
+  const subject = formatSubject(cert.subject);
+  if (socket.authorized !== true) {
+    const why = socket.authorizationError === undefined ? "" : ` (${String(socket.authorizationError)})`;
+    return { ok: false, reason: `the client certificate is not issued by a trusted CA${why}`, subject };
+  }
+  if (!policy.allows(cert.subject ?? {})) return { ok: false, reason: "the client certificate's subject is not allowed", subject };
+  return { ok: true, reason: "", subject };
+}
+
+/** `/C=DE/O=SAP SE/CN=x`: the form tls.clientSubjects takes, so a refused subject can be copied there. */
+function formatSubject(subject: PeerSubject | undefined): string {
+  const parts: string[] = [];
+  for (const [type, value] of Object.entries(subject ?? {})) {
+    if (value === undefined) continue;
+    for (const v of typeof value === "string" ? [value] : value) parts.push(`/${type}=${v.replace(/[\\/]/g, "\\$&")}`);
+  }
+  return parts.join("");
+}
+
+/**
+ * Authentication of the OSB API and the admin endpoints: basic auth, or, with client
+ * certificates, what `clientCertificates.mode` says. A refusal is a 401 with the OSB error body;
+ * the client certificate's subject is left in `res.locals.clientSubject` for the request's log line.
+ */
+export function brokerAuth(credentials: BasicCredentials, clientCertificates?: ClientCertificateAuth): RequestHandler {
+  const basic = basicAuth(credentials);
+  if (!clientCertificates) return basic;
+  return (req, res, next) => {
+    const cert = checkCertificate(req, clientCertificates);
+    if (cert.subject !== undefined) res.locals.clientSubject = cert.subject;
+    switch (clientCertificates.mode) {
+      case "certificate":
+        if (cert.ok) next();
+        else next(new UnauthorizedError(cert.reason));
+        return;
+      case "both":
+        if (cert.ok) basic(req, res, next);
+        else next(new UnauthorizedError(cert.reason));
+        return;
+      case "either":
+        if (cert.ok) {
+          next();
+          return;
+        }
+        basic(req, res, (err?: unknown) => {
+          if (err instanceof UnauthorizedError) {
+            next(new UnauthorizedError(`neither a valid client certificate (${cert.reason}) nor valid basic credentials (${err.message})`));
+          } else next(err);
+        });
+        return;
+    }
   };
 }

@@ -6,6 +6,7 @@ import type { BrokerInstruments } from "../metrics/index.js";
 import type { Scheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import { brokerTrailers, readBrokerTrailers, type InstanceSummaryCache, type OperationEntry } from "../repo/index.js";
+import type { ClientCertificateAuth } from "./auth.js";
 import type { OsbRequestInfo } from "./headers.js";
 import type { Rendered } from "../materialize/index.js";
 import type { Reconciler } from "../reconcile/index.js";
@@ -20,6 +21,8 @@ export interface BrokerDeps {
   /** The HTTP surface's instruments (default: record nothing). */
   metrics?: BrokerInstruments;
   credentials: { username: string; password: string };
+  /** Client-certificate authentication (TLS with a client CA), and how it combines with `credentials`; none: basic auth only. */
+  clientCertificates?: ClientCertificateAuth;
   /** Clock for operation timestamps. */
   now?: () => Date;
   /** Source of operation ids (random by default). */
@@ -50,7 +53,8 @@ export interface OsbResponse {
 }
 
 export interface Ctx {
-  deps: Required<Omit<BrokerDeps, "readiness" | "summaries" | "reconcile">> & Pick<BrokerDeps, "readiness" | "reconcile">;
+  deps: Required<Omit<BrokerDeps, "readiness" | "summaries" | "reconcile" | "clientCertificates">> &
+    Pick<BrokerDeps, "readiness" | "reconcile" | "clientCertificates">;
   /** Memo of per-subtree instance summaries (scheduling input), shared by all operations. */
   summaries: InstanceSummaryCache;
 }

@@ -30,7 +30,7 @@ const CHECK_INTERVAL_MS = 1_000;
 export function createHttpServer(
   app: RequestListener,
   limits: HttpServerLimits,
-  options: { tls?: { cert: Buffer; key: Buffer }; logger: HttpServerLogger },
+  options: { tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer }; logger: HttpServerLogger },
 ): http.Server {
   const serverOptions: http.ServerOptions = {
     headersTimeout: limits.headersTimeoutSeconds * 1000,
@@ -38,7 +38,16 @@ export function createHttpServer(
     keepAliveTimeout: limits.idleTimeoutSeconds * 1000,
     connectionsCheckingInterval: CHECK_INTERVAL_MS,
   };
-  const server = options.tls ? https.createServer({ ...serverOptions, ...options.tls }, app) : http.createServer(serverOptions, app);
+  const tls = options.tls;
+  // With a client CA, every client is asked for a certificate; the handshake completes without
+  // one or with one that fails verification, so that the app answers 401 with the OSB error
+  // body (brokerAuth) instead of a closed connection.
+  const server = tls
+    ? https.createServer(
+        { ...serverOptions, cert: tls.cert, key: tls.key, ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}) },
+        app,
+      )
+    : http.createServer(serverOptions, app);
   if (limits.maxConnectionsPerClient > 0) boundConnectionsPerClient(server, limits.maxConnectionsPerClient, options.logger);
   server.on("clientError", answerClientError);
   return server;

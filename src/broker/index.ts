@@ -1,5 +1,6 @@
 export { createApp } from "./app.js";
 export { parseBasicAuth } from "./auth.js";
+export type { ClientCertificateAuth, PeerSubject } from "./auth.js";
 export { MAX_API_VERSION, MIN_API_VERSION } from "./headers.js";
 export type { BrokerDeps, OsbResponse, ReconcileEndpoints } from "./context.js";
 export { clusterReport, moveInstance } from "./admin.js";

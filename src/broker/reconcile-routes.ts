@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 import express, { type Request, type Router } from "express";
 import { BadRequestError, NotFoundError, OsbError, PayloadTooLargeError, UnauthorizedError } from "../errors/index.js";
-import { basicAuth, safeEqual } from "./auth.js";
+import { brokerAuth, safeEqual } from "./auth.js";
 import type { Ctx, ReconcileEndpoints } from "./context.js";
 import { verifyJsonDepth } from "./hostile-input.js";
 import { isObject } from "./request-body.js";
@@ -126,7 +126,7 @@ export function reconcileRoutes(ctx: Ctx, endpoints: ReconcileEndpoints): Router
   }
   router.post(
     "/admin/rerender",
-    basicAuth(ctx.deps.credentials),
+    brokerAuth(ctx.deps.credentials, ctx.deps.clientCertificates),
     express.json({ type: () => true, limit: "64kb", verify: verifyJsonDepth }),
     rerender(ctx, endpoints),
   );

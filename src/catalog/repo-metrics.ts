@@ -1,6 +1,6 @@
 import type { TreeReader } from "../gitwriter/index.js";
 import type { RepoInstruments } from "../metrics/index.js";
-import { summarizeInstances, type InstanceSummaryCache } from "../repo/index.js";
+import { summarizeBindings, summarizeInstances, type BindingSummaryCache, type InstanceSummaryCache } from "../repo/index.js";
 import type { LiveRepoView } from "./repo-view.js";
 
 /**
@@ -11,11 +11,15 @@ export async function fillRepoInstruments(
   view: LiveRepoView,
   tree: TreeReader,
   summaries: InstanceSummaryCache,
+  bindingSummaries: BindingSummaryCache,
   m: RepoInstruments,
 ): Promise<void> {
   const summary = await summarizeInstances(tree, summaries);
   m.instances.reset();
   for (const [cluster, plans] of summary.live) for (const [plan, n] of plans) m.instances.set(n, { cluster, plan });
+  const bindings = await summarizeBindings(tree, bindingSummaries);
+  m.bindings.reset();
+  for (const [cluster, plans] of bindings) for (const [plan, n] of plans) m.bindings.set(n, { cluster, plan });
   m.clusters.reset();
   for (const c of view.clusters()) m.clusters.set(1, { cluster: c.id, schedulable: String(c.schedulable) });
   const problems = view.problems().length;

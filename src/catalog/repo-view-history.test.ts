@@ -47,7 +47,7 @@ async function start(depth: number): Promise<LiveRepoView> {
   const logger = createLogger({ level: "info", destination: sink });
   writer = createGitWriter({ gitdir: path.join(root, "work.git"), remoteUrl: remote, branch: "main", author: { name: "t", email: "t@example.com" }, logger });
   await writer.start();
-  view = createRepoView(writer, logger, createInstanceSummaryCache(), {}, depth);
+  view = createRepoView(writer, logger, createInstanceSummaryCache(), {}, { historyDepth: depth });
   await view.reload();
   return view;
 }

@@ -4,7 +4,7 @@ import { loadClusters, type ClusterEntry } from "./load-clusters.js";
 import type { Catalog } from "./types.js";
 import { formatProblem, type Problem } from "../errors/index.js";
 import type { GitReader, TreeReader } from "../gitwriter/index.js";
-import type { Logger } from "../log/index.js";
+import { progressReporter, type Logger } from "../log/index.js";
 import {
   createInstanceSummaryCache,
   offboardingProblems,
@@ -84,9 +84,14 @@ export function createRepoView(
   logger: Logger,
   summaries: InstanceSummaryCache = createInstanceSummaryCache(),
   catalogOptions: LoadCatalogOptions = {},
-  /** How many catalog changes back a start looks for the last good catalog. */
-  historyDepth = CATALOG_HISTORY_DEPTH,
+  options: {
+    /** How many catalog changes back a start looks for the last good catalog. */
+    historyDepth?: number;
+    /** Progress lines of a cold start (reading every instance record): at most one every `everyMs` by `now`. */
+    progress?: { everyMs?: number; now?: () => number };
+  } = {},
 ): LiveRepoView {
+  const { historyDepth = CATALOG_HISTORY_DEPTH, progress = {} } = options;
   let catalog: Catalog = EMPTY_CATALOG;
   let clusters: readonly ClusterEntry[] = [];
   let problems: readonly Problem[] = [];
@@ -97,7 +102,12 @@ export function createRepoView(
   let chain: Promise<void> = Promise.resolve();
 
   async function load(tree: TreeReader, key: string): Promise<void> {
-    const [c, r, summary] = await Promise.all([loadCatalog(tree, catalogOptions), loadClusters(tree), summarizeInstances(tree, summaries)]);
+    const report = progressReporter(logger, "cold start: reading the instance records", progress);
+    const [c, r, summary] = await Promise.all([
+      loadCatalog(tree, catalogOptions),
+      loadClusters(tree),
+      summarizeInstances(tree, summaries, (loaded, total) => report({ loaded, total })),
+    ]);
     const stranded = offboardingProblems(summary, {
       clusterIds: new Set(r.clusters.map((x) => x.id)),
       planIds: new Set(c.catalog.services.flatMap((s) => s.plans.map((p) => p.id))),

@@ -8,13 +8,23 @@ import { Registry, collectDefaultMetrics } from "prom-client";
 import { createRepoView, fillRepoInstruments } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { createReconciler, createRecordsCollector, type Reconciler, type RecordsCollector, type RecordsCollectorOptions } from "../reconcile/index.js";
-import { ensureDataDir, loadConfig, lockDataDir, prepareEmbedded, readStartSecrets, type Config } from "../config/index.js";
+import {
+  ensureDataDir,
+  loadConfig,
+  lockDataDir,
+  parseSubjectPattern,
+  prepareEmbedded,
+  readStartSecrets,
+  subjectMatcher,
+  type Config,
+  type SubjectPattern,
+} from "../config/index.js";
 import { ConfigError, DataDirLockedError, GitRemoteError, isNegativeAnswer } from "../errors/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, createPrometheusMetrics, noopMetrics, type Metrics, type PrometheusMetrics } from "../metrics/index.js";
 import { createNudger, type Nudger, type NudgerOptions } from "../nudge/index.js";
-import { createInstanceSummaryCache } from "../repo/index.js";
+import { createBindingSummaryCache, createInstanceSummaryCache } from "../repo/index.js";
 import { createScheduler } from "../scheduler/index.js";
 import { createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
 
@@ -48,6 +58,13 @@ function gitEnv(config: Config, token: string | null): Record<string, string> {
     env.GIT_CONFIG_VALUE_0 = `Authorization: Basic ${basic}`;
   }
   return env;
+}
+
+/** A subject pattern loadConfig has checked. */
+function subjectPattern(text: string): SubjectPattern {
+  const pattern = parseSubjectPattern(text);
+  if (typeof pattern === "string") throw new Error(`tls.clientSubjects: ${pattern}`);
+  return pattern;
 }
 
 /** Test and embedding hooks of the status watcher (clock, kubeconfig resolution, bind wait). */
@@ -222,7 +239,8 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
   const stopReconciling = writer.onTip((tip, previous) => reconciler.tipChanged(tip, previous));
   // Plan changes merged while no broker ran: re-render what they left behind (rate-limited, in the background).
   reconciler.catchUp().catch(() => undefined); // logged by the reconciler
-  metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, instruments.repo));
+  const bindingSummaries = createBindingSummaryCache();
+  metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, bindingSummaries, instruments.repo));
   undo.push(stopReconciling);
 
   const app = createApp({
@@ -233,13 +251,24 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     logger: logger.child({ component: "broker" }),
     metrics: instruments.broker,
     credentials: { username: credentials.username, password: credentials.password },
+    ...(config.auth.mode !== "basic"
+      ? { clientCertificates: { mode: config.auth.mode, allows: subjectMatcher(config.tls?.clientSubjects.map(subjectPattern) ?? []) } }
+      : {}),
     brokerVersion,
     readiness: () => view.readiness(),
     summaries,
     reconcile: { reconciler, branch: config.git.branch, webhookSecret },
   });
   const server = createHttpServer(app, config.http, {
-    ...(config.tls ? { tls: { cert: await readFile(config.tls.cert), key: await readFile(config.tls.key) } } : {}),
+    ...(config.tls
+      ? {
+          tls: {
+            cert: await readFile(config.tls.cert),
+            key: await readFile(config.tls.key),
+            ...(config.tls.clientCa !== null ? { clientCa: await readFile(config.tls.clientCa) } : {}),
+          },
+        }
+      : {}),
     logger: logger.child({ component: "http" }),
   });
   undo.push(() => new Promise<void>((resolve) => server.close(() => resolve())));

@@ -44,7 +44,7 @@ describe("loadConfig", () => {
         activityTimeoutSeconds: 5,
         pollIntervalSeconds: 30,
       },
-      auth: { username: "broker", password: null, passwordFile: null },
+      auth: { mode: "basic", username: "broker", password: null, passwordFile: null },
       tls: null,
       log: { level: "info" },
       status: { mode: "commit", bindTimeoutSeconds: 10 },
@@ -106,7 +106,7 @@ describe("loadConfig", () => {
       pollIntervalSeconds: 5,
       tokenFile: path.join(tmp, "etc", "token"),
     });
-    expect(config.auth).toEqual({ username: "osb", password: null, passwordFile: path.join(tmp, "etc", "secrets", "password") });
+    expect(config.auth).toEqual({ mode: "basic", username: "osb", password: null, passwordFile: path.join(tmp, "etc", "secrets", "password") });
     // An empty variable counts as unset.
     expect(config.log.level).toBe("debug");
   });
@@ -124,9 +124,9 @@ describe("loadConfig", () => {
     await write("a.yaml", "auth:\n  passwordFile: /run/secrets/pw\n");
     await write("b.yaml", "auth:\n  password: from-file\n");
     const a = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_PASSWORD: "from-env" }, argv: ["--config", "a.yaml"] });
-    expect(a.auth).toEqual({ username: "broker", password: "from-env", passwordFile: null });
+    expect(a.auth).toEqual({ mode: "basic", username: "broker", password: "from-env", passwordFile: null });
     const b = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_PASSWORD_FILE: "pw" }, argv: ["--config", "b.yaml"] });
-    expect(b.auth).toEqual({ username: "broker", password: null, passwordFile: path.join(tmp, "pw") });
+    expect(b.auth).toEqual({ mode: "basic", username: "broker", password: null, passwordFile: path.join(tmp, "pw") });
   });
 
   it("takes the records retention from file and env, and refuses a negative one", async () => {
@@ -169,9 +169,52 @@ describe("loadConfig", () => {
     const cert = await write("tls/cert.pem", "CERT");
     const key = await write("tls/key.pem", "KEY");
     await write("broker.yaml", "tls:\n  cert: tls/cert.pem\n  key: tls/key.pem\n");
-    expect((await loadConfig({ cwd: tmp, env: {}, argv: ["--config", "broker.yaml"] })).tls).toEqual({ cert, key });
+    expect((await loadConfig({ cwd: tmp, env: {}, argv: ["--config", "broker.yaml"] })).tls).toEqual({ cert, key, clientCa: null, clientSubjects: [] });
     const env = { GITOPS_BROKER_TLS_CERT: "tls/cert.pem", GITOPS_BROKER_TLS_KEY: "tls/key.pem" };
-    expect((await loadConfig({ cwd: tmp, env })).tls).toEqual({ cert, key });
+    expect((await loadConfig({ cwd: tmp, env })).tls).toEqual({ cert, key, clientCa: null, clientSubjects: [] });
+  });
+
+  it("reads client certificates: the CA file, the allowed subjects and auth.mode, from the file or the variables", async () => {
+    const cert = await write("tls/cert.pem", "CERT");
+    const key = await write("tls/key.pem", "KEY");
+    const clientCa = await write("tls/client-ca.pem", "CA");
+    const subject = "/C=DE/O=SAP SE/OU=SAP Cloud Platform Clients/CN=service-manager";
+    await write(
+      "mtls.yaml",
+      `auth:\n  mode: both\ntls:\n  cert: tls/cert.pem\n  key: tls/key.pem\n  clientCa: tls/client-ca.pem\n  clientSubjects:\n    - ${subject}\n    - CN=other,O=Acme\n`,
+    );
+    const config = await loadConfig({ cwd: tmp, env: {}, argv: ["--config", "mtls.yaml"] });
+    expect(config.auth.mode).toBe("both");
+    expect(config.tls).toEqual({ cert, key, clientCa, clientSubjects: [subject, "CN=other,O=Acme"] });
+    const env = {
+      GITOPS_BROKER_TLS_CERT: "tls/cert.pem",
+      GITOPS_BROKER_TLS_KEY: "tls/key.pem",
+      GITOPS_BROKER_TLS_CLIENT_CA: "tls/client-ca.pem",
+      GITOPS_BROKER_TLS_CLIENT_SUBJECT: subject,
+      GITOPS_BROKER_AUTH_MODE: "certificate",
+    };
+    const fromEnv = await loadConfig({ cwd: tmp, env });
+    expect(fromEnv.auth.mode).toBe("certificate");
+    expect(fromEnv.tls).toEqual({ cert, key, clientCa, clientSubjects: [subject] });
+  });
+
+  it("reports client-certificate settings that do not fit together, and subjects it cannot read", async () => {
+    await write("cert.pem", "CERT");
+    await write("key.pem", "KEY");
+    await write("no-ca.yaml", "auth:\n  mode: either\ntls:\n  cert: cert.pem\n  key: key.pem\n");
+    await write("basic.yaml", "tls:\n  cert: cert.pem\n  key: key.pem\n  clientCa: ca.pem\n  clientSubjects: [\"/C=DE/CN\", \"CN=a,=b\"]\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "no-ca.yaml"] }))).toEqual<Problem[]>([
+      { file: "no-ca.yaml", path: "auth.mode", message: "either needs client certificates: set tls.cert, tls.key and tls.clientCa" },
+    ]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "basic.yaml"] }))).toEqual<Problem[]>([
+      { file: "basic.yaml", path: "tls.clientSubjects.0", message: '"CN" is not TYPE=value (expected /C=DE/O=Org/CN=name)' },
+      { file: "basic.yaml", path: "tls.clientSubjects.1", message: '"=b" is not TYPE=value (expected CN=name,O=Org,C=DE)' },
+      { file: "basic.yaml", path: "tls.clientCa", message: "client certificates are asked for but auth.mode is basic: set auth.mode to certificate, both or either" },
+      { file: "basic.yaml", path: "tls.clientCa", message: `cannot read ${JSON.stringify(path.join(tmp, "ca.pem"))} (ENOENT)` },
+    ]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_AUTH_MODE: "mtls" } }))).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_AUTH_MODE", message: "must be one of basic, certificate, both, either" },
+    ]);
   });
 
   it("keeps defaults for an empty mapping and an empty file", async () => {

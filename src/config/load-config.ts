@@ -3,6 +3,7 @@ import path from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
 import { ConfigError, type Problem } from "../errors/index.js";
 import schema from "./config.schema.json" with { type: "json" };
+import { parseSubjectPattern } from "./subject-pattern.js";
 import { envSource, fileSource, flagsSource, isPlainObject, type Assignment, type Origin, type SourceResult } from "./sources.js";
 import type { Config } from "./types.js";
 
@@ -30,7 +31,7 @@ function defaults(cwd: string): Config {
       activityTimeoutSeconds: 5,
       pollIntervalSeconds: 30,
     },
-    auth: { username: "broker", password: null, passwordFile: null },
+    auth: { mode: "basic", username: "broker", password: null, passwordFile: null },
     tls: null,
     log: { level: "info" },
     status: { mode: "commit", bindTimeoutSeconds: 10 },
@@ -70,7 +71,18 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
   }
   const tls = merged.tls;
   if (isPlainObject(tls)) {
-    for (const key of ["cert", "key"] as const) {
+    tls.clientCa ??= null;
+    tls.clientSubjects ??= [];
+    if (Array.isArray(tls.clientSubjects)) {
+      tls.clientSubjects.forEach((subject: unknown, i) => {
+        const pattern = typeof subject === "string" ? parseSubjectPattern(subject) : undefined;
+        if (typeof pattern === "string") problems.push(locate(["tls", "clientSubjects", String(i)], origins, pattern));
+      });
+    }
+  }
+  problems.push(...clientCertificateProblems(merged, origins));
+  if (isPlainObject(tls)) {
+    for (const key of ["cert", "key", "clientCa"] as const) {
       const file = tls[key];
       if (typeof file !== "string" || file === "") continue;
       try {
@@ -160,6 +172,22 @@ function exclusiveSecrets(config: Config, origins: Map<string, Origin>): Problem
     problems.push(locate(["webhook", "secretFile"], origins, "webhook.secret and webhook.secretFile exclude each other: set one"));
   }
   return problems;
+}
+
+/** Client certificates need TLS and a CA, and an auth.mode that uses them. */
+function clientCertificateProblems(merged: Record<string, unknown>, origins: Map<string, Origin>): Problem[] {
+  const auth = merged.auth;
+  const tls = merged.tls;
+  const mode = isPlainObject(auth) ? auth.mode : undefined;
+  const clientCa = isPlainObject(tls) ? tls.clientCa : null;
+  if (mode !== "basic" && mode !== "certificate" && mode !== "both" && mode !== "either") return []; // the schema reports it
+  if (mode !== "basic" && (clientCa === null || clientCa === undefined)) {
+    return [locate(["auth", "mode"], origins, `${mode} needs client certificates: set tls.cert, tls.key and tls.clientCa`)];
+  }
+  if (mode === "basic" && typeof clientCa === "string") {
+    return [locate(["tls", "clientCa"], origins, "client certificates are asked for but auth.mode is basic: set auth.mode to certificate, both or either")];
+  }
+  return [];
 }
 
 function dedupe(problems: Problem[]): Problem[] {

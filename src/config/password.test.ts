@@ -16,7 +16,7 @@ afterEach(async () => {
 });
 
 function auth(overrides: Partial<AuthConfig> = {}): { auth: AuthConfig } {
-  return { auth: { username: "broker", password: null, passwordFile: null, ...overrides } };
+  return { auth: { mode: "basic", username: "broker", password: null, passwordFile: null, ...overrides } };
 }
 
 async function errorOf(promise: Promise<unknown>): Promise<ConfigError> {

@@ -28,7 +28,7 @@ export interface SourceResult {
 }
 
 /** Keys holding file paths: made absolute against the config file's directory or the cwd. */
-const PATH_KEYS = new Set(["dataDir", "git.tokenFile", "auth.passwordFile", "tls.cert", "tls.key", "webhook.secretFile"]);
+const PATH_KEYS = new Set(["dataDir", "git.tokenFile", "auth.passwordFile", "tls.cert", "tls.key", "tls.clientCa", "webhook.secretFile"]);
 
 function resolvePathKey(key: string[], value: unknown, base: string): unknown {
   return PATH_KEYS.has(key.join(".")) && typeof value === "string" && value !== "" ? path.resolve(base, value) : value;
@@ -126,6 +126,8 @@ const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
   GITOPS_BROKER_GIT_SSH_COMMAND: { key: ["git", "sshCommand"], kind: "string" },
   GITOPS_BROKER_GIT_TOKEN_FILE: { key: ["git", "tokenFile"], kind: "path" },
   GITOPS_BROKER_USERNAME: { key: ["auth", "username"], kind: "string" },
+  GITOPS_BROKER_AUTH_MODE: { key: ["auth", "mode"], kind: "string" },
+  GITOPS_BROKER_TLS_CLIENT_CA: { key: ["tls", "clientCa"], kind: "path" },
   GITOPS_BROKER_LOG_LEVEL: { key: ["log", "level"], kind: "string" },
   GITOPS_BROKER_STATUS_MODE: { key: ["status", "mode"], kind: "string" },
   GITOPS_BROKER_SCHEDULER: { key: ["scheduler", "type"], kind: "string" },
@@ -153,6 +155,9 @@ export function envSource(env: Record<string, string | undefined>, cwd: string):
     const raw = get(name);
     if (raw !== undefined) set(name, key, envValue(raw, kind, cwd));
   }
+
+  const clientSubject = get("GITOPS_BROKER_TLS_CLIENT_SUBJECT");
+  if (clientSubject !== undefined) set("GITOPS_BROKER_TLS_CLIENT_SUBJECT", ["tls", "clientSubjects"], [clientSubject]);
 
   const metricsListenRaw = get("GITOPS_BROKER_METRICS_LISTEN");
   if (metricsListenRaw !== undefined) {

@@ -27,7 +27,15 @@ export interface GitConfig {
   tokenFile?: string;
 }
 
+/**
+ * Who may call the OSB API: `basic` (the default) HTTP basic auth; with `tls.clientCa`,
+ * `certificate` a client certificate alone (Service Fabrik's secureIncomingConnections), `both`
+ * a certificate and basic auth, `either` one of the two.
+ */
+export type AuthMode = "basic" | "certificate" | "both" | "either";
+
 export interface AuthConfig {
+  mode: AuthMode;
   username: string;
   /** At most one of password and passwordFile is set; neither: see ensurePassword. */
   password: string | null;
@@ -39,6 +47,10 @@ export interface TlsConfig {
   /** Absolute paths of PEM files, readable at load time. */
   cert: string;
   key: string;
+  /** Absolute path of the PEM file of the CAs that issue client certificates; null: none asked for. */
+  clientCa: string | null;
+  /** Allowed client-certificate subjects (see subject-pattern.ts); empty: any certificate clientCa issued. */
+  clientSubjects: string[];
 }
 
 export interface WebhookConfig {

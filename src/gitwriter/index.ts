@@ -63,28 +63,31 @@ export interface GitWriterOptions {
   confirmRejection?: (error: unknown) => boolean;
   /** Extra environment for the git CLI (GIT_SSH_COMMAND, GIT_ASKPASS, GIT_CONFIG_COUNT/KEY/VALUE ...). */
   gitEnv?: Record<string, string>;
-  /** At most one fetch progress line per stage this often (default 2000). */
+  /** At most one fetch progress line this often, none for a fetch that ends sooner (default 5000). */
   progressIntervalMs?: number;
+  /** Monotonic milliseconds of the progress lines (default performance.now). */
+  clock?: () => number;
 }
 
 /**
  * Log lines with counts while git fetches (a first clone of a large repository is long and was
- * silent): the first report of each stage, then one every `intervalMs`, and the stage's last.
+ * silent): at most one every `intervalMs` by `now`, the first once a fetch has run that long, so
+ * the many short fetches of a running broker (polls, confirmations) log no progress.
  */
-function fetchProgressLog(logger: GitWriterLogger, intervalMs: number): (event: FetchProgress) => void {
-  let stage = "";
-  let lastAt = 0;
-  let done = false;
-  return (event) => {
-    const now = performance.now();
-    const finished = event.processed === event.total;
-    if (event.stage !== stage) {
-      stage = event.stage;
-      done = false;
-    } else if (done || (!finished && now - lastAt < intervalMs)) return;
-    lastAt = now;
-    done = finished;
-    logger.info({ stage: event.stage, processed: event.processed, total: event.total, percent: event.percent }, `fetching the Git remote: ${event.stage} ${event.processed}/${event.total}`);
+function fetchProgressLog(
+  logger: GitWriterLogger,
+  intervalMs: number,
+  now: () => number,
+): { onFetchStart: () => void; onProgress: (event: FetchProgress) => void } {
+  let lastAt = now();
+  return {
+    onFetchStart: () => void (lastAt = now()),
+    onProgress: (event) => {
+      const t = now();
+      if (t - lastAt < intervalMs) return;
+      lastAt = t;
+      logger.info({ stage: event.stage, processed: event.processed, total: event.total, percent: event.percent }, `fetching the Git remote: ${event.stage} ${event.processed}/${event.total}`);
+    },
   };
 }
 
@@ -107,7 +110,7 @@ export function createGitWriter(options: GitWriterOptions): GitWriter {
       branch: options.branch,
       env: options.gitEnv,
       timeoutMs: Math.max(remoteTimeoutMs, MIN_COMMAND_TIMEOUT_MS),
-      onProgress: fetchProgressLog(options.logger, options.progressIntervalMs ?? 2000),
+      ...fetchProgressLog(options.logger, options.progressIntervalMs ?? 5000, options.clock ?? (() => performance.now())),
     }),
     branch: options.branch,
     author: { name: options.author.name, email: options.author.email },

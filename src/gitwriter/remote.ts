@@ -21,6 +21,8 @@ export interface RemoteOptions {
   timeoutMs: number;
   /** Progress of a fetch (a first clone of a large repository takes long), as git reports it. */
   onProgress?: (event: FetchProgress) => void;
+  /** A fetch starts (its progress reports follow). */
+  onFetchStart?: () => void;
 }
 
 export interface FetchProgress {
@@ -152,6 +154,7 @@ export class Remote {
     // git rewrites its progress line with \r; one chunk of stderr may hold many updates (or the
     // end of one and the start of the next): each complete one is reported.
     this.fetchGit ??= this.build().outputHandler((_command, _stdout, stderr) => {
+      this.options.onFetchStart?.();
       let rest = "";
       stderr.on("data", (chunk: Buffer) => {
         const parts = (rest + chunk.toString("utf8")).split(/[\r\n]/);

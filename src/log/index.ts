@@ -31,3 +31,28 @@ export function createLogger(options: { level: string; destination?: Destination
 export function silentLogger(): Logger {
   return pino({ level: "silent" });
 }
+
+/** Every how long long work says how far it got, by default. */
+export const PROGRESS_EVERY_MS = 5_000;
+
+/**
+ * Progress of long work (a clone, a cold start, a mass re-render) as log lines with counts:
+ * `report({ loaded: 12000, total: 20000 })` writes `{"loaded":12000,"total":20000,"msg":"cold start"}`
+ * at most once every `everyMs` (by the injected clock `now`, in ms), the first only once `everyMs`
+ * has passed since the work began, so work that ends sooner logs no progress at all.
+ */
+export function progressReporter(
+  log: Pick<Logger, "info">,
+  msg: string,
+  options: { everyMs?: number; now?: () => number } = {},
+): (counts: Readonly<Record<string, number>>) => void {
+  const everyMs = options.everyMs ?? PROGRESS_EVERY_MS;
+  const now = options.now ?? (() => performance.now());
+  let last = now();
+  return (counts) => {
+    const t = now();
+    if (t - last < everyMs) return;
+    last = t;
+    log.info({ ...counts }, msg);
+  };
+}

@@ -70,6 +70,8 @@ export interface StatusWatcherInstruments {
 export interface RepoInstruments {
   /** Live instances, by cluster and plan. */
   instances: Gauge;
+  /** Live bindings of live instances, by the instance's cluster and plan. */
+  bindings: Gauge;
   /** Clusters in the registry, by cluster and schedulable (true/false). */
   clusters: Gauge;
   /** 1 when the catalog and registry loaded without problems, else 0. */
@@ -168,6 +170,7 @@ export function createInstruments(metrics: Metrics = noopMetrics, now: () => num
     },
     repo: {
       instances: metrics.gauge("gitops_broker_service_instances", "Live service instances, by cluster and plan", ["cluster", "plan"]),
+      bindings: metrics.gauge("gitops_broker_service_bindings", "Live service bindings, by their instance's cluster and plan", ["cluster", "plan"]),
       clusters: metrics.gauge("gitops_broker_clusters", "Clusters in the registry", ["cluster", "schedulable"]),
       catalogLoaded: metrics.gauge("gitops_broker_catalog_loaded", "1 when the catalog and cluster registry loaded without problems"),
       catalogProblems: metrics.gauge("gitops_broker_catalog_problems", "Problems of the last catalog and registry load"),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createInstruments, noopMetrics, type Metrics } from "./index.js";
+import { Registry } from "prom-client";
+import { createInstruments, createPrometheusMetrics, noopMetrics, type Metrics } from "./index.js";
 
 /** A factory that records what is registered and every update, by instrument name. */
 function recording(): { metrics: Metrics; registered: string[]; updates: [string, unknown[]][] } {
@@ -33,5 +34,31 @@ describe("instruments", () => {
     const { reconcile } = createInstruments();
     expect(() => reconcile.rerenders.inc({ reason: "manual", result: "rendered" })).not.toThrow();
     expect(noopMetrics.gauge("x", "y")).toBe(noopMetrics.gauge("z", "w"));
+  });
+});
+
+describe("prometheus exposition", () => {
+  it("runs the collect hooks once for scrapes that overlap, and again for the next one", async () => {
+    const m = createPrometheusMetrics(new Registry());
+    const gauge = m.gauge("gitops_broker_test_fills", "fills");
+    let fills = 0;
+    let release!: () => void;
+    m.onCollect(async () => {
+      fills++;
+      gauge.set(fills);
+      await new Promise<void>((r) => (release = r));
+    });
+    const a = m.exposition();
+    const b = m.exposition();
+    await new Promise((r) => setTimeout(r, 10));
+    release();
+    const [ta, tb] = await Promise.all([a, b]);
+    expect(fills).toBe(1);
+    expect(ta).toBe(tb);
+    expect(ta).toContain("gitops_broker_test_fills 1");
+    const c = m.exposition();
+    await new Promise((r) => setTimeout(r, 10));
+    release();
+    expect(await c).toContain("gitops_broker_test_fills 2");
   });
 });

@@ -15,6 +15,7 @@ export interface PrometheusMetrics extends Metrics {
  */
 export function createPrometheusMetrics(registry: Registry): PrometheusMetrics {
   const hooks: (() => void | Promise<void>)[] = [];
+  let inflight: Promise<string> | undefined;
   const names = (labelNames: readonly string[] | undefined): string[] => [...(labelNames ?? [])];
   return {
     counter(name, help, labelNames) {
@@ -36,9 +37,18 @@ export function createPrometheusMetrics(registry: Registry): PrometheusMetrics {
       hooks.push(fill);
     },
     contentType: registry.contentType,
-    async exposition() {
-      for (const fill of hooks) await fill();
-      return registry.metrics();
+    exposition() {
+      // One collection at a time: scrapes that arrive meanwhile share it (a slow first fill,
+      // e.g. a cold fold of a large repository, must not be started again by each scrape).
+      inflight ??= (async () => {
+        try {
+          for (const fill of hooks) await fill();
+          return await registry.metrics();
+        } finally {
+          inflight = undefined;
+        }
+      })();
+      return inflight;
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { GitWriter } from "../gitwriter/index.js";
-import type { Logger } from "../log/index.js";
+import { progressReporter, type Logger } from "../log/index.js";
 import { noopInstruments, type ReconcileInstruments } from "../metrics/index.js";
 import { keyOf, readInstance } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
@@ -34,6 +34,8 @@ export interface ReconcilerOptions {
   catchUpDepth?: number;
   /** Monotonic milliseconds (default performance.now). */
   clock?: () => number;
+  /** A mass re-render logs its progress (done, left) at most this often (default 5 s, by `clock`). */
+  progressEveryMs?: number;
   delay?: (ms: number) => Promise<void>;
 }
 
@@ -127,6 +129,8 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   }
 
   async function feed(): Promise<void> {
+    const report = progressReporter(logger, "re-rendering", { now: clock, ...(options.progressEveryMs ? { everyMs: options.progressEveryMs } : {}) });
+    let done = 0;
     while (queue.size > 0 && !closed) {
       const batch: RerenderRequest[] = [];
       for (const [key, request] of queue) {
@@ -136,6 +140,8 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       metrics.queued.set(queue.size);
       const started = clock();
       await Promise.all(batch.map(runOne));
+      done += batch.length;
+      report({ done, left: queue.size });
       const wait = (batch.length * 1000) / maxPerSecond - (clock() - started);
       if (wait > 0 && queue.size > 0) await delay(wait);
     }

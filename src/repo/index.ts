@@ -49,8 +49,10 @@ export {
   liveOnCluster,
   summarizeInstances,
 } from "./instance-summary.js";
+export { createBindingSummaryCache, summarizeBindings } from "./binding-summary.js";
+export type { BindingCounts, BindingSummaryCache } from "./binding-summary.js";
 export { createFoldCache, foldInstances } from "./instance-fold.js";
-export type { DirFold, FoldCache, FoldSpec } from "./instance-fold.js";
+export type { DirFold, FoldCache, FoldProgress, FoldSpec } from "./instance-fold.js";
 export type { InstanceSummary, InstanceSummaryCache } from "./instance-summary.js";
 export { offboardingProblems } from "./offboarding.js";
 export { dirTreeReader } from "./dir-tree.js";

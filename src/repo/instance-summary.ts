@@ -1,5 +1,5 @@
 import type { TreeReader } from "../gitwriter/index.js";
-import { createFoldCache, foldInstances, type DirFold, type FoldCache, type FoldSpec } from "./instance-fold.js";
+import { createFoldCache, foldInstances, type DirFold, type FoldCache, type FoldProgress, type FoldSpec } from "./instance-fold.js";
 import type { ScannedInstance } from "./record-scan.js";
 
 /**
@@ -95,6 +95,6 @@ function replace(before: DirFold<InstanceSummary>, parts: ReadonlyMap<string, In
 
 const SUMMARY: FoldSpec<InstanceSummary> = { empty: EMPTY, ofRecord, merge, replace };
 
-export function summarizeInstances(tree: TreeReader, cache: InstanceSummaryCache): Promise<InstanceSummary> {
-  return foldInstances(tree, SUMMARY, cache);
+export function summarizeInstances(tree: TreeReader, cache: InstanceSummaryCache, progress?: FoldProgress): Promise<InstanceSummary> {
+  return foldInstances(tree, SUMMARY, cache, progress);
 }

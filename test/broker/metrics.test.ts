@@ -56,6 +56,8 @@ beforeAll(async () => {
   await expectStatus(h.osb.bindingLastOperation("m-1", "app-1"), 200);
   await expectStatus(h.osb.lastOperation("m-unknown"), 404); // never existed: 404 from OSB 2.16 on
   await expectStatus(h.osb.provision("m-2", provisionBody(plans.serviceId, plans.small.id)), 201);
+  await expectStatus(h.osb.bind("m-2", "app-2", ids), 201);
+  await expectStatus(h.osb.bind("m-2", "app-3", ids), 201);
   await expectStatus(h.osb.unbind("m-1", "app-1", ids), 200);
   await expectStatus(h.osb.deprovision("m-1", ids), 200);
   await expectStatus(h.osb.deprovision("m-1", ids), 410);
@@ -77,7 +79,7 @@ describe("GET /metrics", () => {
   it("counts OSB writes by kind and outcome, and the acknowledgement latency of the acknowledged ones", () => {
     expect(value("gitops_broker_operations_total", { kind: "provision", outcome: "acknowledged" })).toBe(3);
     expect(value("gitops_broker_operations_total", { kind: "provision", outcome: "rejected" })).toBe(1);
-    expect(value("gitops_broker_operations_total", { kind: "bind", outcome: "acknowledged" })).toBe(1);
+    expect(value("gitops_broker_operations_total", { kind: "bind", outcome: "acknowledged" })).toBe(3);
     expect(value("gitops_broker_operations_total", { kind: "unbind", outcome: "acknowledged" })).toBe(1);
     expect(value("gitops_broker_operations_total", { kind: "deprovision", outcome: "acknowledged" })).toBe(1);
     expect(value("gitops_broker_operations_total", { kind: "deprovision", outcome: "rejected" })).toBe(1);
@@ -96,20 +98,22 @@ describe("GET /metrics", () => {
   });
 
   it("shows pushes, their duration and size, the write queue and the age of the last contact with the remote", () => {
-    // Five commits (provision m-1, bind, provision m-2, unbind, deprovision), sent one after the other.
+    // Seven commits (provision m-1, bind, provision m-2, two binds, unbind, deprovision), sent one after the other.
     const pushes = value("gitops_broker_git_pushes_total", { result: "accepted" })!;
-    expect(pushes).toBeGreaterThanOrEqual(5);
+    expect(pushes).toBeGreaterThanOrEqual(7);
     expect(value("gitops_broker_git_push_duration_seconds_count")).toBe(pushes);
     expect(value("gitops_broker_git_batch_operations_count")).toBe(pushes);
-    expect(value("gitops_broker_git_batch_operations_sum")).toBeGreaterThanOrEqual(5);
+    expect(value("gitops_broker_git_batch_operations_sum")).toBeGreaterThanOrEqual(7);
     expect(value("gitops_broker_git_queued_operations")).toBe(0);
     const age = value("gitops_broker_git_last_fetch_age_seconds")!;
     expect(Number.isFinite(age)).toBe(true);
     expect(age).toBeGreaterThanOrEqual(0);
   });
 
-  it("shows instances per cluster and plan, the clusters and the catalog's state, as the repository holds them", async () => {
+  it("shows instances and bindings per cluster and plan, the clusters and the catalog's state, as the repository holds them", async () => {
     expect(value("gitops_broker_service_instances", { cluster: "local", plan: plans.small.id })).toBe(1);
+    // m-1's binding was unbound and m-1 deprovisioned: m-2's two bindings are left.
+    expect(value("gitops_broker_service_bindings", { cluster: "local", plan: plans.small.id })).toBe(2);
     expect(value("gitops_broker_clusters", { cluster: "local", schedulable: "true" })).toBe(1);
     expect(value("gitops_broker_catalog_loaded")).toBe(1);
     expect(value("gitops_broker_catalog_problems")).toBe(0);
@@ -120,8 +124,13 @@ describe("GET /metrics", () => {
 
   it("follows the repository at each scrape", async () => {
     const ids = { service_id: plans.serviceId, plan_id: plans.small.id };
+    expect((await h.osb.unbind("m-2", "app-2", ids)).status).toBe(200);
+    const oneUnbound = await scrape();
+    expect(oneUnbound.filter((s) => s.name === "gitops_broker_service_bindings").map((s) => s.value)).toEqual([1]);
+    expect((await h.osb.unbind("m-2", "app-3", ids)).status).toBe(200);
     expect((await h.osb.deprovision("m-2", ids)).status).toBe(200);
     const after = await scrape();
+    expect(after.filter((s) => s.name === "gitops_broker_service_bindings")).toEqual([]);
     // No live instance left: the series is gone, not stuck at its last value.
     expect(after.filter((s) => s.name === "gitops_broker_service_instances")).toEqual([]);
     expect(after.find((s) => s.name === "gitops_broker_operations_total" && s.labels.kind === "deprovision" && s.labels.outcome === "acknowledged")?.value).toBe(2);

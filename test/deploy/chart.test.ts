@@ -1,20 +1,23 @@
 import { execFile, execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { rm, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { runRenderChart } from "../../src/cli/render-chart.js";
 import { loadConfig } from "../../src/config/index.js";
+import { helmModuleCall } from "../../src/render/index.js";
 import { createTempDir } from "../support/git-fixtures.js";
 import { validateManifest } from "../support/kube-validate.js";
 
 /**
- * deploy/chart rendered by Go's own text/template with sprig (what Helm uses), through a small
- * renderer built here (test/deploy/chart-render/main.go: .Values, .Release, .Chart, include,
- * toYaml), until this project's Helm engine renders charts. Every object is validated with
- * kubernetes-models, and the ConfigMap's configuration with the broker's own loadConfig.
- * Needs `go` and Debian's golang-github-masterminds-sprig-dev (GOPATH=/usr/share/gocode).
+ * deploy/chart rendered by this project's own Helm engine (`gitops-broker render-chart`, the
+ * WebAssembly module of src/charts), as `helm template prod deploy/chart -f values` renders it.
+ * Every object is validated with kubernetes-models, and the ConfigMap's configuration with the
+ * broker's own loadConfig. Where Go and Debian's sprig are installed, each render is also compared
+ * with one by Go's own text/template and sprig (test/deploy/chart-render/main.go, a small
+ * Helm-like renderer): the two must give the same objects.
  */
 
 const PROJECT = path.resolve(import.meta.dirname, "../..");
@@ -34,29 +37,45 @@ function goMissing(): string | null {
   return null;
 }
 const missing = goMissing();
-if (missing) console.warn(`deploy/chart tests skipped: ${missing}`);
+if (missing) console.warn(`deploy/chart: no comparison with Go's text/template: ${missing}`);
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string }; [k: string]: unknown };
 
 let tmp: string;
-let renderer: string;
+let goRenderer: string | undefined;
 
+function documents(text: string): Obj[] {
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as Obj | null)
+    .filter((o): o is Obj => o !== null);
+}
+
+const byKind = (a: Obj, b: Obj) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`);
+
+/** The chart as `gitops-broker render-chart prod deploy/chart -f values.json` prints it (and as Go's text/template renders it, where Go is installed). */
 async function render(values: Record<string, unknown>): Promise<Obj[]> {
   const file = path.join(tmp, `values-${Math.random().toString(36).slice(2)}.json`);
   await writeFile(file, JSON.stringify(values));
-  const { stdout } = await run(renderer, [CHART, file, "prod"]);
-  return parseAllDocuments(stdout)
-    .map((d) => d.toJS() as Obj | null)
-    .filter((o): o is Obj => o !== null);
+  let out = "";
+  let err = "";
+  const code = await runRenderChart(["prod", CHART, "-f", file], { call: helmModuleCall, stdout: (t) => (out += t), stderr: (t) => (err += t) });
+  expect(err).toBe("");
+  expect(code).toBe(0);
+  const objects = documents(out);
+  if (goRenderer) {
+    const { stdout } = await run(goRenderer, [CHART, file, "prod"]);
+    expect([...objects].sort(byKind)).toEqual(documents(stdout).sort(byKind));
+  }
+  return objects;
 }
 
 const REMOTE = { config: { git: { remote: "https://git.example.com/acme/gitops.git" } } };
 
 beforeAll(async () => {
-  if (missing) return;
   tmp = await createTempDir("gitops-broker-chart-");
-  renderer = path.join(tmp, "chart-render");
-  await run("go", ["build", "-o", renderer, path.join(import.meta.dirname, "chart-render/main.go")], {
+  if (missing) return;
+  goRenderer = path.join(tmp, "chart-render");
+  await run("go", ["build", "-o", goRenderer, path.join(import.meta.dirname, "chart-render/main.go")], {
     env: { ...process.env, GOPATH, GO111MODULE: "off", GOCACHE: path.join(tmp, "gocache"), GOFLAGS: "" },
   });
 }, 300_000);
@@ -64,7 +83,7 @@ afterAll(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
-describe.skipIf(missing !== null)("deploy/chart", () => {
+describe("deploy/chart", () => {
   it("renders valid objects by default: Deployment, Service, ConfigMap, ServiceAccount, PodDisruptionBudget", async () => {
     const objects = await render({ ...REMOTE, auth: { existingSecret: "broker-auth" } });
     expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"]);
@@ -141,5 +160,57 @@ describe.skipIf(missing !== null)("deploy/chart", () => {
     expect(ingress.spec.rules[0].http.paths[0].backend.service).toEqual({ name: "prod-gitops-broker", port: { name: "http" } });
     const pdb = objects.find((o) => o.kind === "PodDisruptionBudget") as Obj & { spec: any };
     expect(pdb.spec.minAvailable).toBe(2);
+  });
+
+  it("with TLS and client certificates: HTTPS probes, the Secrets mounted, a configuration the broker loads with auth.mode both", async () => {
+    const subject = "/C=DE/O=SAP SE/OU=SAP Cloud Platform Clients/OU=Staging/L=service-manager/CN=service-manager";
+    const objects = await render({
+      ...REMOTE,
+      auth: { existingSecret: "broker-auth", mode: "both" },
+      tls: { enabled: true, secretName: "broker-tls", clientCaSecret: "sm-ca", clientSubjects: [subject] },
+      service: { type: "LoadBalancer", port: 8443 },
+    });
+    for (const o of objects) expect(validateManifest(o), `${o.kind} has a model`).toBe(true);
+    const deployment = objects.find((o) => o.kind === "Deployment") as Obj & { spec: any };
+    const pod = deployment.spec.template.spec;
+    const [broker] = pod.containers;
+    for (const probe of [broker.livenessProbe, broker.readinessProbe, broker.startupProbe]) expect(probe.httpGet).toMatchObject({ port: "http", scheme: "HTTPS" });
+    expect(pod.volumes).toContainEqual({ name: "tls", secret: { secretName: "broker-tls", defaultMode: 0o440 } });
+    expect(pod.volumes).toContainEqual({ name: "client-ca", secret: { secretName: "sm-ca" } });
+    expect(broker.volumeMounts).toContainEqual({ name: "tls", mountPath: "/etc/gitops-broker/tls", readOnly: true });
+    expect(broker.volumeMounts).toContainEqual({ name: "client-ca", mountPath: "/etc/gitops-broker/client-ca", readOnly: true });
+    const service = objects.find((o) => o.kind === "Service") as Obj & { spec: any };
+    expect(service.spec.type).toBe("LoadBalancer");
+
+    // The files the kubelet mounts, here under tmp: the configuration the pod's broker loads.
+    const configMap = objects.find((o) => o.kind === "ConfigMap") as Obj & { data: Record<string, string> };
+    const file = path.join(tmp, "tls-config.yaml");
+    await writeFile(file, configMap.data["config.yaml"]!);
+    const env: Record<string, string> = {};
+    for (const e of broker.env as { name: string; value?: string }[]) {
+      env[e.name] = e.value === undefined ? `from-secret-${e.name}` : e.value.replace(/^\/etc\/gitops-broker\//, `${tmp}/mounted/`);
+    }
+    for (const f of ["tls/tls.crt", "tls/tls.key", "client-ca/ca.crt"]) {
+      await mkdir(path.dirname(path.join(tmp, "mounted", f)), { recursive: true });
+      await writeFile(path.join(tmp, "mounted", f), "PEM");
+    }
+    const config = await loadConfig({ argv: ["--config", file], env, cwd: tmp });
+    expect(config.auth.mode).toBe("both");
+    expect(config.listen).toEqual({ host: "0.0.0.0", port: 8443 });
+    expect(config.tls).toEqual({
+      cert: path.join(tmp, "mounted/tls/tls.crt"),
+      key: path.join(tmp, "mounted/tls/tls.key"),
+      clientCa: path.join(tmp, "mounted/client-ca/ca.crt"),
+      clientSubjects: [subject],
+    });
+  });
+
+  it("refuses tls.enabled without tls.secretName, as helm template does (required)", async () => {
+    const file = path.join(tmp, "no-secret.json");
+    await writeFile(file, JSON.stringify({ ...REMOTE, tls: { enabled: true } }));
+    let err = "";
+    const code = await runRenderChart(["prod", CHART, "-f", file], { call: helmModuleCall, stdout: () => undefined, stderr: (t) => (err += t) });
+    expect(code).toBe(1);
+    expect(err).toMatch(/^Error: execution error at \(gitops-broker\/templates\/deployment\.yaml:\d+:\d+\): tls\.secretName is required with tls\.enabled\n/);
   });
 });

@@ -50,7 +50,7 @@ export function testConfig(
       pollIntervalSeconds: 3600,
       ...overrides,
     },
-    auth: { username: CREDENTIALS.username, password: CREDENTIALS.password, passwordFile: null },
+    auth: { mode: "basic", username: CREDENTIALS.username, password: CREDENTIALS.password, passwordFile: null },
     tls: null,
     log: { level: "fatal" },
     status: { mode: "commit", bindTimeoutSeconds: 10 },

@@ -3,7 +3,7 @@
 // .Chart, include, toYaml and sprig's functions (nindent, default, quote, sha256sum ...). It
 // renders every templates/*.yaml (files starting with _ only define templates) and prints the
 // documents, each after a "# Source:" comment, as `helm template` does. Until this project's
-// own Helm engine lands; it is not a Helm replacement (no lookup, tpl, required, subcharts).
+// own Helm engine lands; it is not a Helm replacement (no lookup, tpl, subcharts).
 package main
 
 import (
@@ -74,6 +74,13 @@ func main() {
 			return ""
 		}
 		return strings.TrimSuffix(string(out), "\n")
+	}
+	// Helm's required: an error when the value is nil or an empty string.
+	funcs["required"] = func(message string, v interface{}) (interface{}, error) {
+		if s, ok := v.(string); v == nil || (ok && s == "") {
+			return v, fmt.Errorf("execution error: %s", message)
+		}
+		return v, nil
 	}
 	funcs["include"] = func(name string, data interface{}) (string, error) {
 		var buf bytes.Buffer

@@ -1,0 +1,70 @@
+import { parse } from "yaml";
+import type { TreeReader } from "../gitwriter/index.js";
+import { createFoldCache, foldInstances, type DirFold, type FoldCache, type FoldSpec } from "./instance-fold.js";
+import type { BindingRecord } from "./records.js";
+import type { ScannedInstance } from "./record-scan.js";
+
+/**
+ * Live bindings per cluster and plan (of their instance), for the bindings gauge: a fold over the
+ * instance records and the binding records below them (instance-fold.ts), memoized per tree oid
+ * like the instance summary, so a scrape between two commits re-reads nothing and one after a
+ * commit re-reads the bucket it changed.
+ */
+export type BindingCounts = ReadonlyMap<string, ReadonlyMap<string, number>>;
+export type BindingSummaryCache = FoldCache<BindingCounts>;
+
+const EMPTY: BindingCounts = new Map();
+
+export function createBindingSummaryCache(limit = 150_000): BindingSummaryCache {
+  return createFoldCache(limit);
+}
+
+/** A binding record that is not marked deleted. Most are live and never say `deleted`: no parse for those. */
+function isLive(text: string): boolean {
+  if (!text.includes("deleted") && !text.includes("\\")) return true;
+  const record = parse(text) as Partial<BindingRecord> | null;
+  return record !== null && typeof record === "object" && record.status?.deleted !== true;
+}
+
+function ofRecord(record: ScannedInstance, bindings: readonly string[] = []): BindingCounts {
+  if (record.deleted) return EMPTY;
+  const live = bindings.filter(isLive).length;
+  return live === 0 ? EMPTY : new Map([[record.clusterId, new Map([[record.planId, live]])]]);
+}
+
+function add(target: Map<string, Map<string, number>>, part: BindingCounts, sign: 1 | -1): void {
+  for (const [cluster, plans] of part) {
+    let counts = target.get(cluster);
+    if (!counts) target.set(cluster, (counts = new Map<string, number>()));
+    for (const [plan, n] of plans) {
+      const count = (counts.get(plan) ?? 0) + sign * n;
+      if (count === 0) counts.delete(plan);
+      else counts.set(plan, count);
+    }
+    if (counts.size === 0) target.delete(cluster);
+  }
+}
+
+function merge(parts: BindingCounts[]): BindingCounts {
+  const nonEmpty = parts.filter((p) => p.size > 0);
+  if (nonEmpty.length <= 1) return nonEmpty[0] ?? EMPTY;
+  const out = new Map<string, Map<string, number>>();
+  for (const part of nonEmpty) add(out, part, 1);
+  return out;
+}
+
+function replace(before: DirFold<BindingCounts>, parts: ReadonlyMap<string, BindingCounts>, names: string[]): BindingCounts {
+  const out = new Map([...before.value].map(([cluster, plans]) => [cluster, new Map(plans)]));
+  for (const name of names) {
+    add(out, before.parts.get(name) ?? EMPTY, -1);
+    add(out, parts.get(name) ?? EMPTY, 1);
+  }
+  return out.size === 0 ? EMPTY : out;
+}
+
+const SPEC: FoldSpec<BindingCounts> = { empty: EMPTY, ofRecord, merge, replace, readsBindings: true };
+
+/** Live bindings of live instances, by the instance's cluster id and plan id. */
+export function summarizeBindings(tree: TreeReader, cache: BindingSummaryCache): Promise<BindingCounts> {
+  return foldInstances(tree, SPEC, cache);
+}
