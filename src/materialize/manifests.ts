@@ -158,8 +158,12 @@ export async function bindInto(draft: Draft, p: PlacedInstance, binding: Binding
 }
 
 /** The instance's objects as committed in the draft (its manifest directory's files). */
-async function committedObjects(draft: Draft, p: PlacedInstance): Promise<CommittedObject[]> {
-  const dir = instanceManifestDir(p.instance.spec.clusterId, p.instance.spec.instanceId);
+function committedObjects(draft: Draft, p: PlacedInstance): Promise<CommittedObject[]> {
+  return objectsIn(draft, instanceManifestDir(p.instance.spec.clusterId, p.instance.spec.instanceId));
+}
+
+/** The objects of the YAML files directly in `dir` (subdirectories left out), parsed. */
+export async function objectsIn(draft: Draft, dir: string): Promise<CommittedObject[]> {
   const objects: CommittedObject[] = [];
   for (const entry of (await draft.list(dir)) ?? []) {
     if (entry.type !== "blob" || !entry.name.endsWith(".yaml")) continue;
