@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { RenderError } from "../errors/index.js";
 import type { Manifest } from "../render/index.js";
-import { bindingRecordPath, keyOf, LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, type BindingRecord, type InstancePatch } from "../repo/index.js";
+import { bindingRecordPath, byBindingKey, LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, type BindingRecord, type InstancePatch } from "../repo/index.js";
 
 /**
  * A binding's changes to its instance's objects (ADR 0017). Service Fabrik's bind templates read
@@ -115,7 +115,7 @@ export interface PatchToApply {
 /** The patches of live bindings, in binding-key order, then record order. */
 export function bindingPatches(bindings: readonly BindingRecord[], defaultNamespace: string): PatchToApply[] {
   return [...bindings]
-    .sort((a, b) => (keyOf(a.spec.bindingId) < keyOf(b.spec.bindingId) ? -1 : keyOf(a.spec.bindingId) > keyOf(b.spec.bindingId) ? 1 : 0))
+    .sort(byBindingKey)
     .flatMap((b) =>
       (b.spec.instancePatches ?? []).map(({ target, patch }, i) => ({
         file: bindingRecordPath(b.spec.instanceId, b.spec.bindingId),
