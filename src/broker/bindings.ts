@@ -15,7 +15,6 @@ import {
   MANAGED_BY,
   RECORD_API_VERSION,
   bindingManifestDir,
-  byBindingKey,
   keyOf,
   latestOperation,
   readBinding,
@@ -40,7 +39,7 @@ import {
   sealSensitiveValues,
   sensitiveKeys,
   sensitiveValues,
-  writeBindingManifests,
+  bindInto,
   writeInstanceManifests,
 } from "../materialize/index.js";
 import { sameJson, type BindBody } from "./request-body.js";
@@ -149,11 +148,11 @@ export async function bind(
       status: { operations: [op] },
     };
     const others = (await readLiveBindings(draft, instanceId)).filter((b) => b.spec.bindingId !== bindingId);
-    const bindings = [...others, binding].sort(byBindingKey);
-    const p = { ...place, service, plan, instance, bindings };
-    // The instance's objects may depend on its bindings (e.g. one database user per binding).
-    const rendered = [await writeInstanceManifests(draft, p, "update"), await writeBindingManifests(draft, p, binding)];
-    writeBinding(draft, binding);
+    // The instance's objects may depend on its bindings (one database user per binding: rendered
+    // from `bindings`, or added by the bind template to the instance's object, ADR 0017).
+    const bound = await bindInto(draft, { ...place, service, plan, instance, bindings: others }, binding);
+    const rendered = bound.rendered;
+    writeBinding(draft, bound.binding);
     return {
       commit: commitSpec(ctx, {
         action: "bind",
@@ -165,7 +164,7 @@ export async function bind(
         osb,
         overrides: appliedOverrides(ctx, instanceId, ...rendered),
       }),
-      result: { instance, binding, created: true },
+      result: { instance, binding: bound.binding, created: true },
     };
   });
   return answerBind(ctx, result, service, accepts);

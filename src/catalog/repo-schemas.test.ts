@@ -70,6 +70,19 @@ describe("repo-layout/schemas", () => {
     expect(validateBinding(binding), JSON.stringify(validateBinding.errors)).toBe(true);
   });
 
+  it("accept a binding's patches of its instance's objects (ADR 0017), and only with a target and a patch", async () => {
+    const validateBinding = (await strictAjv()).getSchema("binding-record.schema.json")!;
+    const target = { apiVersion: "acid.zalan.do/v1", kind: "postgresql", name: "sapcp-db-1" };
+    const withPatches = (instancePatches: unknown) => ({ ...binding, spec: { ...binding.spec, instancePatches } });
+    expect(validateBinding(withPatches([{ target, patch: { spec: { users: { "b-1": ["superuser"] } } } }])), JSON.stringify(validateBinding.errors)).toBe(true);
+    expect(validateBinding(withPatches([{ target: { ...target, namespace: "other" }, patch: {} }]))).toBe(true);
+    expect(validateBinding(withPatches([{ target: { apiVersion: "v1", kind: "Secret" }, patch: [] }]))).toBe(false);
+    expect(validateBinding.errors?.map((e) => `${e.instancePath} ${e.message}`)).toEqual([
+      "/spec/instancePatches/0/target must have required property 'name'",
+      "/spec/instancePatches/0/patch must be object",
+    ]);
+  });
+
   it("reject records with a wrong action, a bad timestamp or an unknown field", async () => {
     const ajv = await strictAjv();
     const validateInstance = ajv.getSchema("instance-record.schema.json")!;

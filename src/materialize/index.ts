@@ -6,6 +6,7 @@
  */
 export { lookupPlan, recordedCluster, recordedPlan, refuseIfBusy, runningOperation } from "./instance-state.js";
 export {
+  bindInto,
   removeBindingManifests,
   removeInstanceManifests,
   sensitiveFiles,

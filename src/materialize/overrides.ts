@@ -1,6 +1,7 @@
 import type { Problem } from "../errors/index.js";
 import { checkObjects, type Manifest, type RenderRequest } from "../render/index.js";
 import { mergePatch, type Override } from "../repo/index.js";
+import type { PatchToApply } from "./binding-patches.js";
 
 export interface OverrideOutcome {
   manifests: Manifest[];
@@ -10,19 +11,20 @@ export interface OverrideOutcome {
   problems: Problem[];
 }
 
-function describe(t: { apiVersion: string; kind: string; name: string }): string {
-  return `${t.apiVersion} ${t.kind} ${t.name}`;
+function describe(t: { apiVersion: string; kind: string; name: string; namespace?: string }): string {
+  return `${t.apiVersion} ${t.kind} ${t.namespace === undefined ? "" : `${t.namespace}/`}${t.name}`;
 }
 
 /**
  * Applies `overrides` (in order) to the rendered objects of one directory (`scope`: "instance x"
  * or "binding b of instance x"). Each patched object goes through the renderer's checks again
  * (no Secret data, broker labels, canonical YAML) and must keep its identity; an override that
- * fails is left out with a problem and the others still apply.
+ * fails is left out with a problem and the others still apply. Bindings' patches of the
+ * instance's objects (ADR 0017) apply the same way, to the object their `matches` picks.
  */
 export function applyOverrides(
   manifests: Manifest[],
-  overrides: Override[],
+  overrides: (Override | PatchToApply)[],
   defaults: Pick<RenderRequest, "defaultNamespace" | "labels">,
   scope: string,
 ): OverrideOutcome {
@@ -30,7 +32,7 @@ export function applyOverrides(
   const applied = new Set<string>();
   const problems: Problem[] = [];
   for (const o of overrides) {
-    const i = out.findIndex((m) => m.apiVersion === o.target.apiVersion && m.kind === o.target.kind && m.name === o.target.name);
+    const i = out.findIndex("matches" in o ? o.matches : (m) => m.apiVersion === o.target.apiVersion && m.kind === o.target.kind && m.name === o.target.name);
     const target = out[i];
     if (target === undefined) {
       problems.push({ file: o.file, path: `${o.at}target`, message: `${describe(o.target)} is not among the objects rendered for ${scope}` });

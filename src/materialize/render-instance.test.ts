@@ -140,3 +140,75 @@ describe("renderInstanceInto", () => {
     );
   });
 });
+
+/**
+ * A plan whose bind template changes the instance's object, as Service Fabrik's sample does: it
+ * reads the instance's ConfigMap through `sources` and outputs all of it with one more key.
+ */
+describe("renderInstanceInto with bindings that change the instance's objects (ADR 0017)", () => {
+  const changing = [
+    { action: "provision", content: cm("{{instance.metadata.name}}-cfg", '  size: "{{default "small" instance.spec.parameters.size}}"\n') },
+    { action: "sources", content: "cfg:\n  apiVersion: v1\n  kind: ConfigMap\n  name: {{instance.metadata.name}}-cfg\n" },
+    {
+      action: "bind",
+      content: '{{toYaml (merge (dict "data" (dict (concat "user-" binding.metadata.name) "superuser")) cfg)}}\n---\n' + cm("{{binding.metadata.name}}-conn", "  host: x\n"),
+    },
+  ].map((t) => ({ ...t, type: "handlebars", source: `catalog/plan.yaml#${t.action}` }));
+  const plan2: Plan = { ...plan, templates: changing };
+  const service2: Service = { ...service, plans: [plan2] };
+  const catalog2: Catalog = { services: [service2], serviceById: () => service2, planById: () => plan2 };
+  const view2 = { catalog: catalog2, clusters: [cluster] };
+  const target = { apiVersion: "v1", kind: "ConfigMap", name: "db-1-cfg" };
+  const cfg = async (draft: ReturnType<typeof overlayDraft>) => parse((await draft.readText(`${dir}/configmap-db-1-cfg.yaml`))!) as { data: Record<string, string> };
+  const names = async (draft: ReturnType<typeof overlayDraft>, id: string) => (await draft.list(bindingManifestDir("c1", "db-1", id)))?.map((e) => e.name);
+
+  it("composes the patches the binding records hold after the overrides, and commits no copy under the bindings", async () => {
+    const b1 = binding("b-1", "2026-01-02T00:00:00.000Z");
+    b1.spec.instancePatches = [{ target, patch: { data: { "user-b-1": "superuser" } } }];
+    const b2 = binding("b-2", "2026-01-03T00:00:00.000Z");
+    b2.spec.instancePatches = [{ target, patch: { data: { "user-b-2": "superuser" } } }];
+    await repo.write({
+      [instanceRecordPath("db-1")]: recordYaml(instance()),
+      [bindingRecordPath("db-1", "b-1")]: recordYaml(b1),
+      [bindingRecordPath("db-1", "b-2")]: recordYaml(b2),
+      "overrides/db-1/instance.yaml": override("db-1-cfg", { data: { size: "tuned", "user-b-1": "replaced by the binding" } }),
+    });
+    const draft = overlayDraft(repo.tree);
+    expect(await renderInstanceInto(draft, view2, "db-1")).toEqual({ overrides: ["overrides/db-1/instance.yaml"], problems: [] });
+    // The bind template, reading the object that already has its user, changes nothing: the
+    // records' patches are what keeps the users.
+    expect((await cfg(draft)).data).toEqual({ size: "tuned", "user-b-1": "superuser", "user-b-2": "superuser" });
+    expect(await names(draft, "b-1")).toEqual(["configmap-b-1-conn.yaml"]);
+    expect(await names(draft, "b-2")).toEqual(["configmap-b-2-conn.yaml"]);
+    expect(await draft.readText(bindingRecordPath("db-1", "b-1"))).toBe(recordYaml(b1));
+  });
+
+  it("reports a patch whose object is no longer rendered, naming the binding record", async () => {
+    const b1 = binding("b-1", "2026-01-02T00:00:00.000Z");
+    b1.spec.instancePatches = [{ target: { ...target, name: "renamed" }, patch: { data: { a: "b" } } }];
+    await repo.write({ [instanceRecordPath("db-1")]: recordYaml(instance()), [bindingRecordPath("db-1", "b-1")]: recordYaml(b1) });
+    const rendered = await renderInstanceInto(overlayDraft(repo.tree), view2, "db-1");
+    expect(rendered.problems).toEqual([
+      { file: bindingRecordPath("db-1", "b-1"), path: "spec.instancePatches[0].target", message: "v1 ConfigMap renamed is not among the objects rendered for instance db-1" },
+    ]);
+  });
+
+  it("gives a binding made before ADR 0017 (a copy under its directory, no patch) its patch, and drops the copy", async () => {
+    const copy = stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "db-1-cfg", namespace: "ns" }, data: { size: "small", "user-b-1": "superuser" } });
+    await repo.write({
+      [instanceRecordPath("db-1")]: recordYaml(instance()),
+      [bindingRecordPath("db-1", "b-1")]: recordYaml(binding("b-1", "2026-01-02T00:00:00.000Z")),
+      [bindingRecordPath("db-1", "b-2")]: recordYaml(binding("b-2", "2026-01-02T00:00:00.000Z")),
+      [`${bindingManifestDir("c1", "db-1", "b-1")}/configmap-db-1-cfg.yaml`]: copy,
+    });
+    const draft = overlayDraft(repo.tree);
+    expect(await renderInstanceInto(draft, view2, "db-1")).toEqual({ overrides: [], problems: [] });
+    expect((parse((await draft.readText(bindingRecordPath("db-1", "b-1")))!) as BindingRecord).spec.instancePatches).toEqual([
+      { target, patch: { data: { "user-b-1": "superuser" } } },
+    ]);
+    expect((await cfg(draft)).data).toEqual({ size: "small", "user-b-1": "superuser" });
+    expect(await names(draft, "b-1")).toEqual(["configmap-b-1-conn.yaml"]);
+    // b-2 had no copy: a record of this version whose bind changed nothing, left as it is.
+    expect(await draft.readText(bindingRecordPath("db-1", "b-2"))).toBe(recordYaml(binding("b-2", "2026-01-02T00:00:00.000Z")));
+  });
+});

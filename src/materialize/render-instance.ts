@@ -1,9 +1,19 @@
 import type { Catalog, ClusterEntry } from "../catalog/index.js";
 import { NotFoundError, UnprocessableEntityError } from "../errors/index.js";
 import type { Draft } from "../gitwriter/index.js";
-import { readBindings, readInstance, type BindingRecord, type InstanceRecord } from "../repo/index.js";
+import {
+  bindingManifestDir,
+  byBindingKey,
+  instanceManifestDir,
+  readBindings,
+  readInstance,
+  writeBinding,
+  type BindingRecord,
+  type InstanceRecord,
+} from "../repo/index.js";
+import type { CommittedObject } from "./binding-patches.js";
 import { lookupPlan } from "./instance-state.js";
-import { clearInstanceManifests, writeBindingManifests, writeInstanceManifests, type Rendered } from "./manifests.js";
+import { clearInstanceManifests, objectsIn, writeBindingManifests, writeInstanceManifests, type Rendered } from "./manifests.js";
 
 /**
  * The template the instance's objects were last rendered from: `provision` until an update, bind
@@ -21,7 +31,8 @@ function lastRenderAction(instance: InstanceRecord, bindings: BindingRecord[]): 
  * Renders a live instance and its live bindings again from their records, as the broker's last
  * operation on it did, with the catalog, registry and overrides given now: the instance's
  * manifest directory is replaced as a whole (stale binding directories go too), but for the
- * encrypted Secrets of sensitive parameters the records name, which cannot be rendered. Used by
+ * encrypted Secrets of sensitive parameters the records name, which cannot be rendered; binding
+ * records made before ADR 0017 get the patch their bind template makes. Used by
  * `validate`'s drift check; reconciliation may use it as well. Throws NotFoundError for an
  * instance that is not live, UnprocessableEntityError when its plan or cluster is gone, RenderError.
  */
@@ -46,8 +57,42 @@ export async function renderInstanceInto(
   const bindings = all.filter((b) => !b.status.deleted);
   const placed = { ...found, instance, bindings, namespace: cluster.namespace, capabilities: cluster.capabilities };
 
+  const legacy = await legacyBindingObjects(draft, instance, bindings);
   await clearInstanceManifests(draft, instance, bindings);
-  const results = [await writeInstanceManifests(draft, placed, lastRenderAction(instance, all))];
-  for (const binding of bindings) results.push(await writeBindingManifests(draft, placed, binding));
+  const action = lastRenderAction(instance, all);
+  const results = [await writeInstanceManifests(draft, placed, action)];
+  const owned = new Set((await objectsIn(draft, instanceManifestDir(instance.spec.clusterId, instance.spec.instanceId))).map(identity));
+  const migrated: BindingRecord[] = [];
+  for (const binding of bindings) {
+    const { instancePatches, ...rendered } = await writeBindingManifests(draft, placed, binding);
+    results.push(rendered);
+    const copied = (legacy.get(binding.spec.bindingId) ?? []).some((o) => owned.has(identity(o)));
+    if (copied && instancePatches.length > 0) migrated.push({ ...binding, spec: { ...binding.spec, instancePatches } });
+  }
+  if (migrated.length > 0) {
+    for (const binding of migrated) writeBinding(draft, binding);
+    const ids = new Set(migrated.map((b) => b.spec.bindingId));
+    placed.bindings = [...bindings.filter((b) => !ids.has(b.spec.bindingId)), ...migrated].sort(byBindingKey);
+    results[0] = await writeInstanceManifests(draft, placed, action);
+  }
   return { overrides: [...new Set(results.flatMap((r) => r.overrides))], problems: results.flatMap((r) => r.problems) };
 }
+
+/**
+ * Bindings made before ADR 0017 have no `instancePatches` in their record, and a second copy of
+ * one of the instance's objects committed under their directory (what their bind template
+ * changed): their directories' objects, read before the render replaces them. A binding whose
+ * directory holds a copy of an object the instance renders gets its patch, computed against the
+ * instance's objects as rendered now (the bind template sees the object without its change), and
+ * recorded: the copy goes, the change stays.
+ */
+async function legacyBindingObjects(draft: Draft, instance: InstanceRecord, bindings: readonly BindingRecord[]): Promise<Map<string, CommittedObject[]>> {
+  const { clusterId, instanceId } = instance.spec;
+  const out = new Map<string, CommittedObject[]>();
+  for (const b of bindings) {
+    if (b.spec.instancePatches === undefined) out.set(b.spec.bindingId, await objectsIn(draft, bindingManifestDir(clusterId, instanceId, b.spec.bindingId)));
+  }
+  return out;
+}
+
+const identity = (o: CommittedObject) => JSON.stringify([o.apiVersion, o.kind, o.namespace ?? "", o.name]);

@@ -35,6 +35,7 @@ export type {
   BindingAction,
   BindingRecord,
   InstanceAction,
+  InstancePatch,
   InstanceRecord,
   MaintenanceInfoRecord,
   OperationEntry,

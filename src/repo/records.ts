@@ -30,6 +30,17 @@ export interface MaintenanceInfoRecord {
  */
 export type SensitiveParameterRefs = Record<string, string>;
 
+/**
+ * A binding's change to one of its instance's objects (a bind template that reads the instance's
+ * `postgresql` and adds a user): a JSON merge patch (RFC 7386) composed onto the instance's
+ * rendered object on every render while the binding lives (ADR 0017). `namespace` only when the
+ * object is not in the cluster's instance namespace.
+ */
+export interface InstancePatch {
+  target: { apiVersion: string; kind: string; name: string; namespace?: string };
+  patch: Record<string, unknown>;
+}
+
 export interface OperationEntry<A extends string = string> {
   id: string;
   action: A;
@@ -81,6 +92,8 @@ export interface BindingRecord {
     appGuid?: string;
     originatingIdentity?: OriginatingIdentity;
     sensitiveParameters?: SensitiveParameterRefs;
+    /** What the bind template changed in the instance's objects (ADR 0017). */
+    instancePatches?: InstancePatch[];
   };
   status: {
     deleted?: boolean;

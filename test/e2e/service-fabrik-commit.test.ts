@@ -2,8 +2,8 @@
  * End to end, status.mode commit: Service Fabrik's sample SFService, SFPlan and SFCluster
  * (src/catalog/testdata/service-fabrik/, files unchanged) in a fresh remote; the real broker on
  * port 0 renders the plan's Go templates with the WebAssembly engine. Provision -> manifests
- * under clusters/1/ -> succeeded -> bind (the bind template reads the committed postgresql) ->
- * unbind -> deprovision; and a template that fails: OSB 400 naming `<instance-id>/provision`
+ * under clusters/1/ -> succeeded -> bind (the bind template reads the committed postgresql; its
+ * user lands in the instance's object) -> unbind (the user goes) -> deprovision; and a template that fails: OSB 400 naming `<instance-id>/provision`
  * with Go's line and column, nothing committed.
  * Plans with `manager.settings.dashboard_url_template`: dashboard_url on provision and GET
  * instance, and 422 with nothing committed for a template that renders no URL.
@@ -125,15 +125,19 @@ describe("the sample Service Fabrik plan, commit mode", () => {
     expect(last.status).toBe(200);
     expect(last.body.state).toBe("succeeded");
 
-    // bind: the template takes `.postgresql` (a `sources` key) and adds the binding's user.
+    // bind: the template takes `.postgresql` (a `sources` key: the committed object) and adds the
+    // binding's user (`set $users $bindingID (list "superuser")`); the instance's object carries
+    // it, and no second copy of the object is committed under the binding (ADR 0017).
+    const users = async () => (parse(await show(`${dir}/postgresql-sapcp-abc-123.yaml`)) as { spec: { users: Record<string, string[]> } }).spec.users;
     const bind = await h.osb.bind("abc-123", "b-1", { service_id: SERVICE_ID, plan_id: PLAN_ID });
     expect(bind.status).toBe(201);
     const bdir = bindingManifestDir("1", "abc-123", "b-1");
-    const bound = parse(await show(`${bdir}/postgresql-sapcp-abc-123.yaml`)) as { spec: { users: Record<string, string[]> } };
-    expect(bound.spec.users).toEqual({ "b-1": ["superuser"], main: ["superuser", "createdb"] });
+    expect(await users()).toEqual({ "b-1": ["superuser"], main: ["superuser", "createdb"] });
+    expect(await remoteFiles(h.remoteDir, bdir)).toEqual([]);
 
     const unbind = await h.osb.unbind("abc-123", "b-1", { service_id: SERVICE_ID, plan_id: PLAN_ID });
     expect(unbind.status).toBe(200);
+    expect(await users()).toEqual({ main: ["superuser", "createdb"] });
     expect(await remoteFiles(h.remoteDir, bdir)).toEqual([]);
 
     const deprovision = await h.osb.deprovision("abc-123", { service_id: SERVICE_ID, plan_id: PLAN_ID, ...ASYNC });
