@@ -115,7 +115,7 @@ class NaiveWriter implements GitWriter {
       return { result: outcome.result, commit: null };
     }
     const { subject, body, trailers } = outcome.commit;
-    const message = [subject, body ?? "", Object.entries(trailers).map(([k, v]) => `${k}: ${v}`).join("\n")]
+    const message = [subject, body ?? "", Object.entries(trailers).flatMap(([k, v]) => (typeof v === "string" ? [v] : v).map((x) => `${k}: ${x}`)).join("\n")]
       .filter((part) => part !== "")
       .join("\n\n");
     await this.git(["commit", "-q", "--no-verify", "-F", "-"], `${message}\n`);
