@@ -32,7 +32,7 @@ const BENCH_IDENTITY = {
 const quick = process.argv.includes("--quick");
 const metricsCost = process.argv.includes("--metrics");
 /** A scrape per second: far more often than Prometheus (15-60 s), so the cost shows. */
-const SCRAPE_MS = 1_000;
+const SCRAPE_MS = process.env.BENCH_SCRAPE_MS === undefined ? 1_000 : Number(process.env.BENCH_SCRAPE_MS);
 const SIZES = quick ? [1_000, 10_000] : [1_000, 10_000, 100_000];
 const CLIENTS = [1, 20, 200];
 /** The baseline is serialized: more clients only queue longer. */
@@ -139,7 +139,8 @@ async function measureMetricsCost(instances: number, dataDir: string, remoteUrl:
     await (await fetch(url)).text();
     log(`${instances} instances: first scrape of /metrics (cold) took ${ms(performance.now() - first)} ms`);
     let scrapes = 0;
-    const scraper = setInterval(() => {
+    log(`scrape interval: ${SCRAPE_MS === 0 ? "never" : `${SCRAPE_MS} ms`}`);
+    const scraper = SCRAPE_MS === 0 ? undefined : setInterval(() => {
       fetch(url)
         .then((r) => r.text())
         .then(() => {
