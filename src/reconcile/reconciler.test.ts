@@ -5,24 +5,13 @@ import { createBareRemote, createTempDir, gitLog } from "../../test/support/git-
 import { repoFiles } from "../../test/support/repo-files.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { silentLogger } from "../log/index.js";
-import { RECORD_API_VERSION, writeInstance, type InstanceRecord } from "../repo/index.js";
+import { writeInstance } from "../repo/index.js";
+import { provisionedRecord, SAMPLE_SMALL_PLAN_ID } from "../../test/support/records.js";
 import { createRepoView, type LiveRepoView } from "../catalog/index.js";
 import { createReconciler, type Reconciler } from "./reconciler.js";
 import { EVENT_CEILING_MS } from "../../test/support/processes.js";
 
-const SERVICE = "4de30cf9-a981-48c9-9acf-909805db46bc";
-const SMALL = "55a0d659-3419-4ed1-adf3-19f9d0f5ba4b";
-
-/** A record without manifests: a re-render has something to write. */
-function record(id: string): InstanceRecord {
-  return {
-    apiVersion: RECORD_API_VERSION,
-    kind: "ServiceInstance",
-    metadata: { name: id, namespace: "gitops-broker-instances" },
-    spec: { instanceId: id, serviceId: SERVICE, planId: SMALL, clusterId: "local" },
-    status: { operations: [{ id: `op-${id}`, action: "provision", at: "2026-01-01T00:00:00.000Z" }] },
-  };
-}
+const SMALL = SAMPLE_SMALL_PLAN_ID;
 
 let root: string;
 let remote: string;
@@ -54,7 +43,7 @@ afterEach(async () => {
 
 async function seed(ids: string[]): Promise<void> {
   await writer.submit(async (draft) => {
-    for (const id of ids) writeInstance(draft, record(id));
+    for (const id of ids) writeInstance(draft, provisionedRecord(id));
     return { commit: { subject: "records", trailers: {} }, result: null };
   });
 }

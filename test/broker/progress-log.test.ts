@@ -5,7 +5,8 @@ import { createRepoView } from "../../src/catalog/index.js";
 import { createGitWriter, type GitWriter } from "../../src/gitwriter/index.js";
 import { createLogger, silentLogger, type Logger } from "../../src/log/index.js";
 import { createReconciler } from "../../src/reconcile/index.js";
-import { RECORD_API_VERSION, writeInstance, type InstanceRecord } from "../../src/repo/index.js";
+import { writeInstance } from "../../src/repo/index.js";
+import { provisionedRecord, SAMPLE_SMALL_PLAN_ID } from "../support/records.js";
 import { createBareRemote, createTempDir } from "../support/git-fixtures.js";
 import { repoFiles } from "../support/repo-files.js";
 
@@ -15,18 +16,7 @@ import { repoFiles } from "../support/repo-files.js";
  * none for work that ends within the first interval.
  */
 
-const SERVICE = "4de30cf9-a981-48c9-9acf-909805db46bc";
-const SMALL = "55a0d659-3419-4ed1-adf3-19f9d0f5ba4b";
-
-function record(id: string): InstanceRecord {
-  return {
-    apiVersion: RECORD_API_VERSION,
-    kind: "ServiceInstance",
-    metadata: { name: id, namespace: "gitops-broker-instances" },
-    spec: { instanceId: id, serviceId: SERVICE, planId: SMALL, clusterId: "local" },
-    status: { operations: [{ id: `op-${id}`, action: "provision", at: "2026-01-01T00:00:00.000Z" }] },
-  };
-}
+const SMALL = SAMPLE_SMALL_PLAN_ID;
 
 type Line = Record<string, unknown> & { msg: string };
 
@@ -51,7 +41,7 @@ async function repository(instances: number): Promise<void> {
   writer = createGitWriter({ gitdir: path.join(root, `work-${instances}.git`), remoteUrl: remote, branch: "main", author: { name: "t", email: "t@example.com" }, logger: silentLogger() });
   await writer.start();
   await writer.submit(async (draft) => {
-    for (let i = 0; i < instances; i++) writeInstance(draft, record(`i-${i}`));
+    for (let i = 0; i < instances; i++) writeInstance(draft, provisionedRecord(`i-${i}`));
     return { commit: { subject: "records", trailers: {} }, result: null };
   });
 }
