@@ -1,5 +1,6 @@
 import { parse } from "yaml";
 import type { TreeReader } from "../gitwriter/index.js";
+import { addCounts, copyCounts, type ClusterPlanCounts } from "./cluster-plan-counts.js";
 import { createFoldCache, foldInstances, type DirFold, type FoldCache, type FoldSpec } from "./instance-fold.js";
 import type { BindingRecord } from "./records.js";
 import type { ScannedInstance } from "./record-scan.js";
@@ -10,7 +11,7 @@ import type { ScannedInstance } from "./record-scan.js";
  * like the instance summary, so a scrape between two commits re-reads nothing and one after a
  * commit re-reads the bucket it changed.
  */
-export type BindingCounts = ReadonlyMap<string, ReadonlyMap<string, number>>;
+export type BindingCounts = ClusterPlanCounts;
 export type BindingSummaryCache = FoldCache<BindingCounts>;
 
 const EMPTY: BindingCounts = new Map();
@@ -32,32 +33,19 @@ function ofRecord(record: ScannedInstance, bindings: readonly string[] = []): Bi
   return live === 0 ? EMPTY : new Map([[record.clusterId, new Map([[record.planId, live]])]]);
 }
 
-function add(target: Map<string, Map<string, number>>, part: BindingCounts, sign: 1 | -1): void {
-  for (const [cluster, plans] of part) {
-    let counts = target.get(cluster);
-    if (!counts) target.set(cluster, (counts = new Map<string, number>()));
-    for (const [plan, n] of plans) {
-      const count = (counts.get(plan) ?? 0) + sign * n;
-      if (count === 0) counts.delete(plan);
-      else counts.set(plan, count);
-    }
-    if (counts.size === 0) target.delete(cluster);
-  }
-}
-
 function merge(parts: BindingCounts[]): BindingCounts {
   const nonEmpty = parts.filter((p) => p.size > 0);
   if (nonEmpty.length <= 1) return nonEmpty[0] ?? EMPTY;
   const out = new Map<string, Map<string, number>>();
-  for (const part of nonEmpty) add(out, part, 1);
+  for (const part of nonEmpty) addCounts(out, part, 1);
   return out;
 }
 
 function replace(before: DirFold<BindingCounts>, parts: ReadonlyMap<string, BindingCounts>, names: string[]): BindingCounts {
-  const out = new Map([...before.value].map(([cluster, plans]) => [cluster, new Map(plans)]));
+  const out = copyCounts(before.value);
   for (const name of names) {
-    add(out, before.parts.get(name) ?? EMPTY, -1);
-    add(out, parts.get(name) ?? EMPTY, 1);
+    addCounts(out, before.parts.get(name) ?? EMPTY, -1);
+    addCounts(out, parts.get(name) ?? EMPTY, 1);
   }
   return out.size === 0 ? EMPTY : out;
 }

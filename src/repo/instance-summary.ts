@@ -1,4 +1,5 @@
 import type { TreeReader } from "../gitwriter/index.js";
+import { addCounts, copyCounts, type ClusterPlanCounts } from "./cluster-plan-counts.js";
 import { createFoldCache, foldInstances, type DirFold, type FoldCache, type FoldProgress, type FoldSpec } from "./instance-fold.js";
 import type { ScannedInstance } from "./record-scan.js";
 
@@ -9,7 +10,7 @@ import type { ScannedInstance } from "./record-scan.js";
  */
 export interface InstanceSummary {
   /** Live (not deleted) instances per cluster id, per plan id. */
-  readonly live: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  readonly live: ClusterPlanCounts;
   /** The newest provision (live or since deleted), by operation time. */
   readonly latestProvision: { at: string; clusterId: string } | undefined;
 }
@@ -47,11 +48,7 @@ function merge(parts: InstanceSummary[]): InstanceSummary {
   const live = new Map<string, Map<string, number>>();
   let latest: InstanceSummary["latestProvision"];
   for (const part of nonEmpty) {
-    for (const [cluster, plans] of part.live) {
-      let target = live.get(cluster);
-      if (!target) live.set(cluster, (target = new Map<string, number>()));
-      for (const [plan, n] of plans) target.set(plan, (target.get(plan) ?? 0) + n);
-    }
+    addCounts(live, part.live, 1);
     const l = part.latestProvision;
     if (l && (!latest || l.at > latest.at)) latest = l;
   }
@@ -67,22 +64,10 @@ function ofRecord(record: ScannedInstance): InstanceSummary {
 
 /** `before.value` with the parts `names` replaced by theirs in `parts` (absent: removed). */
 function replace(before: DirFold<InstanceSummary>, parts: ReadonlyMap<string, InstanceSummary>, names: string[]): InstanceSummary {
-  const live = new Map([...before.value.live].map(([cluster, plans]) => [cluster, new Map(plans)]));
-  const add = (part: InstanceSummary | undefined, sign: 1 | -1) => {
-    for (const [cluster, plans] of part?.live ?? []) {
-      let target = live.get(cluster);
-      if (!target) live.set(cluster, (target = new Map<string, number>()));
-      for (const [plan, n] of plans) {
-        const count = (target.get(plan) ?? 0) + sign * n;
-        if (count === 0) target.delete(plan);
-        else target.set(plan, count);
-      }
-      if (target.size === 0) live.delete(cluster);
-    }
-  };
+  const live = copyCounts(before.value.live);
   for (const name of names) {
-    add(before.parts.get(name), -1);
-    add(parts.get(name), 1);
+    addCounts(live, before.parts.get(name)?.live ?? EMPTY.live, -1);
+    addCounts(live, parts.get(name)?.live ?? EMPTY.live, 1);
   }
   // The newest provision is not subtractable; the maximum over the parts is cheap to take again.
   let latest: InstanceSummary["latestProvision"];
