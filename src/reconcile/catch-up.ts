@@ -1,9 +1,9 @@
-import { catalogHistory, CATALOG_HISTORY_DEPTH, type Catalog, type CatalogVersion } from "../catalog/index.js";
+import { autoUpdatesInstances, catalogHistory, CATALOG_HISTORY_DEPTH, type Catalog, type CatalogVersion } from "../catalog/index.js";
 import type { GitReader, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import { instanceManifestDir, OVERRIDES_DIR, readInstance } from "../repo/index.js";
 import { liveInstancesOfPlan, type PlanInstancesCache } from "./plan-instances.js";
-import { autoUpdates, fingerprint } from "./tip-changes.js";
+import { fingerprint } from "./tip-changes.js";
 
 /**
  * Catching up after a start (issue 14, case 11): a plan with `autoUpdateInstances: true` that
@@ -80,7 +80,7 @@ export async function staleInstances(deps: {
 }): Promise<StaleInstance[]> {
   const { tip, logger } = deps;
   if (tip.commit === null) return [];
-  const plans = deps.catalog.services.flatMap((s) => s.plans).filter(autoUpdates);
+  const plans = deps.catalog.services.flatMap((s) => s.plans).filter(autoUpdatesInstances);
   if (plans.length === 0) return [];
   const { found, bounded, unresolved } = await introductions(
     deps.reader,

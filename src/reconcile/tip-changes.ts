@@ -1,4 +1,4 @@
-import { loadCatalog, type Plan } from "../catalog/index.js";
+import { autoUpdatesInstances, loadCatalog, type Plan } from "../catalog/index.js";
 import type { TreeEntryInfo, TreeReader } from "../gitwriter/index.js";
 import { CATALOG_DIR, OVERRIDES_DIR } from "../repo/index.js";
 
@@ -17,12 +17,6 @@ function entries(list: TreeEntryInfo[] | null): Map<string, string | undefined> 
   return new Map((list ?? []).filter((e) => e.type === "tree").map((e) => [e.name, e.oid]));
 }
 
-/** Service Fabrik's `spec.autoUpdateInstances`. */
-export function autoUpdates(plan: Plan): boolean {
-  const spec = plan.raw.spec;
-  return typeof spec === "object" && spec !== null && (spec as Record<string, unknown>).autoUpdateInstances === true;
-}
-
 /** What a render of the plan depends on: its document and its templates (inline or by path). */
 export function fingerprint(plan: Plan): string {
   return JSON.stringify([plan.raw, plan.templates.map((t) => [t.action, t.type, t.content])]);
@@ -34,7 +28,7 @@ async function changedPlans(old: TreeReader, next: TreeReader): Promise<Plan[]> 
   for (const plan of after.catalog.services.flatMap((s) => s.plans)) {
     const previous = before.catalog.planById(plan.id);
     // A new plan has no instances yet; a plan that failed to load is not in `after`.
-    if (previous && autoUpdates(plan) && fingerprint(previous) !== fingerprint(plan)) changed.push(plan);
+    if (previous && autoUpdatesInstances(plan) && fingerprint(previous) !== fingerprint(plan)) changed.push(plan);
   }
   return changed;
 }

@@ -2,7 +2,7 @@ import { Buffer } from "node:buffer";
 import { createTwoFilesPatch } from "diff";
 import { parseAllDocuments } from "yaml";
 import { renderInstanceInto, sensitiveFiles } from "../materialize/index.js";
-import type { Catalog, ClusterEntry } from "../catalog/index.js";
+import { autoUpdatesInstances, type Catalog, type ClusterEntry } from "../catalog/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
 import { CLUSTERS_DIR, instanceManifestDir, instanceRecordPath, keyOf, readLiveBindings, type InstanceRecord } from "../repo/index.js";
 import { isEncryptedValue } from "../sops/index.js";
@@ -20,12 +20,6 @@ import { listFiles } from "./records.js";
  */
 
 const NAMESPACE_FILE = /^clusters\/[^/]+\/namespace\.yaml$/;
-
-/** Service Fabrik's `spec.autoUpdateInstances`: the broker re-renders the plan's instances when the plan changes. */
-function autoUpdates(raw: Record<string, unknown>): boolean {
-  const spec = raw.spec;
-  return typeof spec === "object" && spec !== null && (spec as Record<string, unknown>).autoUpdateInstances === true;
-}
 
 /** What is in the checkout (a/) against what the broker renders (b/), as a unified diff. */
 function unifiedDiff(path: string, actual: string, expected: string): string {
@@ -95,7 +89,7 @@ export async function driftProblems(
       if (rendered.equals(found)) continue;
       const detail = unifiedDiff(path, found.toString("utf8"), rendered.toString("utf8"));
       const plan = record ? view.catalog.planById(record.spec.planId) : undefined;
-      if (record && plan && autoUpdates(plan.raw)) {
+      if (record && plan && autoUpdatesInstances(plan)) {
         // A plan change in this pull request: the broker re-renders the instance after the merge.
         problems.push(warning({
           file: path,
