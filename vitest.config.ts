@@ -14,6 +14,8 @@ export default defineConfig({
     // spend their time waiting on git processes, servers and timers, so on 2 cores the default
     // of one file at a time left a core idle (see docs/benchmarks.md, "The test suite").
     maxWorkers: availableParallelism() + 1,
+    // Before the files: dist/ built when stale, so spawned brokers run the compiled build.
+    globalSetup: ["test/support/global-setup.ts"],
     // After each file: every process it started is killed, every temp directory removed.
     setupFiles: ["test/support/setup.ts"],
   },
