@@ -133,6 +133,11 @@ function runBackend(
     PATH: process.env.PATH,
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
+    // No `git gc --auto` after every push (hosted remotes do not run it either): one process
+    // fewer per push, and the tests' remotes never come near gc.auto's loose-object threshold.
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: "receive.autogc",
+    GIT_CONFIG_VALUE_0: "false",
     GIT_PROJECT_ROOT: root,
     GIT_HTTP_EXPORT_ALL: "1",
     REMOTE_USER: "test",
