@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import type { KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
 import type { ClusterEntry, NudgeDecl, SecretValueRef, SyncRef } from "../catalog/index.js";
 import { NudgeError } from "../errors/index.js";
-import type { KubeConfigFor, SecretKeyReader } from "../status-watcher/index.js";
+import { loadClientNode, type ClientNode, type KubeConfigFor, type SecretKeyReader } from "../status-watcher/index.js";
 import { githubPushEvent, repositoryNames, sha256Signature, type NudgeRange } from "./push-event.js";
 
 /** The annotation Flux's controllers reconcile on when its value changes (fluxcd/pkg meta.ReconcileRequestAnnotation). */
@@ -39,11 +39,20 @@ export async function sendNudge(entry: ClusterEntry, sync: SyncRef, nudge: Nudge
   const kc = await deps.kubeConfigFor(sync.kubeconfig ?? entry.kubeconfig, entry).catch((error: unknown) => {
     throw new NudgeError(entry.id, `cannot load the kubeconfig of ${sync.kind} ${sync.namespace}/${sync.name}: ${message(error)}`, {}, { cause: error });
   });
-  return sync.kind === "flux" ? annotateFlux(entry, sync, kc, deps) : annotateArgo(entry, sync, kc);
+  const k8s = await loadClientNode().catch((error: unknown) => {
+    throw kubeFailure(entry, `cannot annotate ${sync.kind} ${sync.namespace}/${sync.name}`, error);
+  });
+  const api: ObjectApi = { k8s, api: kc.makeApiClient(k8s.KubernetesObjectApi) };
+  return sync.kind === "flux" ? annotateFlux(entry, sync, api, deps) : annotateArgo(entry, sync, api);
 }
 
-async function annotateArgo(entry: ClusterEntry, sync: SyncRef, kc: KubeConfig): Promise<string> {
-  const api = kc.makeApiClient(KubernetesObjectApi);
+/** A client of the sync object's cluster, with the module it came from. */
+interface ObjectApi {
+  k8s: ClientNode;
+  api: KubernetesObjectApi;
+}
+
+async function annotateArgo(entry: ClusterEntry, sync: SyncRef, api: ObjectApi): Promise<string> {
   await annotate(entry, api, { apiVersion: APPLICATION, kind: "Application", name: sync.name, namespace: sync.namespace }, ARGOCD_REFRESH, "normal");
   return `annotated Application ${sync.namespace}/${sync.name} ${ARGOCD_REFRESH}=normal`;
 }
@@ -53,12 +62,11 @@ async function annotateArgo(entry: ClusterEntry, sync: SyncRef, kc: KubeConfig):
  * reconcile), then the Kustomization itself (`flux reconcile kustomization --with-source`).
  * Annotating the Kustomization alone would re-apply the artifact the source already had.
  */
-async function annotateFlux(entry: ClusterEntry, sync: SyncRef, kc: KubeConfig, deps: SendDeps): Promise<string> {
-  const api = kc.makeApiClient(KubernetesObjectApi);
+async function annotateFlux(entry: ClusterEntry, sync: SyncRef, api: ObjectApi, deps: SendDeps): Promise<string> {
   const ks: Ref = { apiVersion: KUSTOMIZATION, kind: "Kustomization", name: sync.name, namespace: sync.namespace };
   let kustomization: KubernetesObject & { spec?: { sourceRef?: { kind?: string; name?: string; namespace?: string; apiVersion?: string } } };
   try {
-    kustomization = await api.read({ apiVersion: ks.apiVersion, kind: ks.kind, metadata: { name: ks.name, namespace: ks.namespace } });
+    kustomization = await api.api.read({ apiVersion: ks.apiVersion, kind: ks.kind, metadata: { name: ks.name, namespace: ks.namespace } });
   } catch (error) {
     throw kubeFailure(entry, `cannot read Kustomization ${ks.namespace}/${ks.name}`, error);
   }
@@ -85,10 +93,10 @@ interface Ref {
 }
 
 /** A JSON merge patch of one annotation (no read-modify-write, no conflict). */
-async function annotate(entry: ClusterEntry, api: KubernetesObjectApi, ref: Ref, key: string, value: string): Promise<void> {
+async function annotate(entry: ClusterEntry, { k8s, api }: ObjectApi, ref: Ref, key: string, value: string): Promise<void> {
   const patch = { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace, annotations: { [key]: value } } };
   try {
-    await api.patch(patch, undefined, undefined, "gitops-broker", undefined, PatchStrategy.MergePatch);
+    await api.patch(patch, undefined, undefined, "gitops-broker", undefined, k8s.PatchStrategy.MergePatch);
   } catch (error) {
     throw kubeFailure(entry, `cannot annotate ${ref.kind} ${ref.namespace}/${ref.name}`, error);
   }

@@ -4,6 +4,8 @@
  * (per cluster) watches the cluster's objects and its Argo CD / Flux sync state (ADR 0006).
  * It never writes to Git.
  */
+export { loadClientNode } from "./client-node.js";
+export type { ClientNode } from "./client-node.js";
 export { createCommitStatusWatcher } from "./commit-mode.js";
 export { createStatusWatcher } from "./watcher.js";
 export { createKubeConfigResolver, createSecretKeyReader } from "./kubeconfig.js";

@@ -1,16 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  HttpMethod,
-  IsomorphicFetchHttpLibrary,
-  RequestContext,
-  Watch,
-  type KubeConfig,
-  type KubernetesObject,
-  type ResponseContext,
-} from "@kubernetes/client-node";
+import type { IsomorphicFetchHttpLibrary, KubeConfig, KubernetesObject, ResponseContext, Watch } from "@kubernetes/client-node";
 import { KubeApiError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
 import type { Counter, Labels } from "../metrics/index.js";
+import { loadClientNode, type ClientNode } from "./client-node.js";
 
 /**
  * A list+watch cache of one Kubernetes collection (`/api/v1/secrets`,
@@ -118,8 +111,8 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
   const random = options.random ?? Math.random;
   const now = options.now ?? (() => new Date());
   const log = options.logger.child({ path, ...(labelSelector === undefined ? {} : { labelSelector }) });
-  const http = new IsomorphicFetchHttpLibrary();
-  const watcher = new Watch(kubeConfig);
+  /** Made by the first list (which always precedes the first watch): loading client-node is async. */
+  let client: { k8s: ClientNode; http: IsomorphicFetchHttpLibrary; watcher: Watch } | undefined;
 
   const objects = new Map<string, T>();
   const listeners = new Set<(event: WatchCacheEvent<T>) => void>();
@@ -179,7 +172,12 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
     const abort = new AbortController();
     listAbort = abort;
     try {
-      const request = new RequestContext(`${server}${path}`, HttpMethod.GET);
+      if (client === undefined) {
+        const k8s = await loadClientNode();
+        client ??= { k8s, http: new k8s.IsomorphicFetchHttpLibrary(), watcher: new k8s.Watch(kubeConfig) };
+      }
+      const { k8s, http } = client;
+      const request = new k8s.RequestContext(`${server}${path}`, k8s.HttpMethod.GET);
       request.setHeaderParam("Accept", "application/json");
       if (labelSelector !== undefined) request.setQueryParam("labelSelector", labelSelector);
       request.setSignal(abort.signal);
@@ -294,7 +292,8 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
         else resolve("ended");
       };
       const query = { resourceVersion, allowWatchBookmarks: true, timeoutSeconds: watchTimeoutSeconds, labelSelector };
-      watcher
+      if (client === undefined) throw new Error("watch cache: a watch before the first list"); // run() lists first
+      client.watcher
         .watch(
           path,
           query,

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import { KubeApiError } from "../errors/index.js";
+import { loadClientNode } from "./client-node.js";
 
 /** Where a pod finds its own namespace. */
 const SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -33,20 +34,25 @@ export interface SecretKeyRef {
  */
 export type SecretKeyReader = (ref: SecretKeyRef, owner: string, what: string) => Promise<Buffer>;
 
-/** Reads registry `secretRef`s (kubeconfigs, webhook secrets) from the broker's cluster. */
-export function createSecretKeyReader(options: KubeConfigResolverOptions = {}): SecretKeyReader & { home(): KubeConfig } {
+/**
+ * Reads registry `secretRef`s (kubeconfigs, webhook secrets) from the broker's cluster. `home()`
+ * resolves with the broker's own KubeConfig (loading @kubernetes/client-node when it is the default).
+ */
+export function createSecretKeyReader(options: KubeConfigResolverOptions = {}): SecretKeyReader & { home(): Promise<KubeConfig> } {
   let home: KubeConfig | undefined;
-  const homeConfig = (): KubeConfig => {
+  const homeConfig = async (): Promise<KubeConfig> => {
     if (home === undefined) {
-      home = options.home?.() ?? defaultHome();
+      const kc = options.home?.() ?? (await defaultHome());
+      home ??= kc; // a concurrent first call may have set it meanwhile: one home for all
     }
     return home;
   };
   const read = async ({ name, key, namespace: ns }: SecretKeyRef, owner: string, what: string): Promise<Buffer> => {
-    const namespace = ns ?? options.namespace ?? brokerNamespace(homeConfig());
+    const namespace = ns ?? options.namespace ?? brokerNamespace(await homeConfig());
     let data: string | undefined;
     try {
-      const secret = await homeConfig().makeApiClient(CoreV1Api).readNamespacedSecret({ name, namespace });
+      const { CoreV1Api } = await loadClientNode();
+      const secret = await (await homeConfig()).makeApiClient(CoreV1Api).readNamespacedSecret({ name, namespace });
       data = secret.data?.[key];
     } catch (error) {
       const status = (error as { code?: unknown }).code;
@@ -64,6 +70,7 @@ export function createKubeConfigResolver(options: KubeConfigResolverOptions = {}
 
   return async (ref, cluster) => {
     if (ref === undefined) return secrets.home();
+    const { KubeConfig } = await loadClientNode();
     const kc = new KubeConfig();
     if ("path" in ref) {
       try {
@@ -84,7 +91,8 @@ export function createKubeConfigResolver(options: KubeConfigResolverOptions = {}
   };
 }
 
-function defaultHome(): KubeConfig {
+async function defaultHome(): Promise<KubeConfig> {
+  const { KubeConfig } = await loadClientNode();
   const kc = new KubeConfig();
   kc.loadFromDefault();
   return kc;

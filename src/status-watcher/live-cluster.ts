@@ -4,7 +4,7 @@ import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import type { Logger } from "../log/index.js";
 import type { Labels, StatusWatcherInstruments } from "../metrics/index.js";
 import { LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY } from "../repo/index.js";
-import { collectionPath, createDiscovery, type ResourceInfo } from "./discovery.js";
+import { collectionPath, createDiscovery, type Discover, type ResourceInfo } from "./discovery.js";
 import { createWatchCache, type WatchCache, type WatchCacheEvent } from "./kube-cache.js";
 import { observeSync, syncCollectionPath, syncSubject, type SyncObservation } from "./sync-state.js";
 
@@ -73,7 +73,7 @@ interface KindWatch {
 }
 
 interface Connection {
-  discover: ReturnType<typeof createDiscovery>;
+  discover: Discover;
   kubeConfig: KubeConfig;
   syncCache?: WatchCache;
 }
@@ -183,8 +183,9 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
       try {
         const kubeConfig = await deps.kubeConfigFor(entry.kubeconfig, entry);
         const syncKubeConfig = entry.sync?.kubeconfig ? await deps.kubeConfigFor(entry.sync.kubeconfig, entry) : kubeConfig;
+        const discover = await createDiscovery(kubeConfig);
         if (stopping.signal.aborted) return;
-        const c: Connection = { discover: createDiscovery(kubeConfig), kubeConfig };
+        const c: Connection = { discover, kubeConfig };
         if (entry.sync) {
           c.syncCache = createWatchCache(cacheOptions(syncKubeConfig, syncCollectionPath(entry.sync)));
           startCache(c.syncCache);

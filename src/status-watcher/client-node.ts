@@ -1,0 +1,24 @@
+import type * as ClientNodeModule from "@kubernetes/client-node";
+import { KubeApiError } from "../errors/index.js";
+
+/**
+ * @kubernetes/client-node, loaded on first use. Importing it costs ~0.8 s of CPU, more than half
+ * of a CLI command's start, and only live status, registry kubeconfig / Secret references and
+ * annotation nudges need it: every value import of it goes through here (`import type` is free),
+ * so a broker that never talks to a cluster never loads it.
+ */
+export type ClientNode = typeof ClientNodeModule;
+
+let loading: Promise<ClientNode> | undefined;
+
+/**
+ * Resolves with the module, imported once. A failed import (a broken install) rejects with a
+ * KubeApiError, the error of every other failure to talk to a cluster, where the module was first
+ * needed; Node keeps a failed import failed, so every later call rejects the same way.
+ */
+export function loadClientNode(): Promise<ClientNode> {
+  loading ??= import("@kubernetes/client-node").catch((error: unknown) => {
+    throw new KubeApiError(`cannot load @kubernetes/client-node: ${error instanceof Error ? error.message : String(error)}`, {}, { cause: error });
+  });
+  return loading;
+}
