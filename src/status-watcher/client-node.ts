@@ -9,16 +9,21 @@ import { KubeApiError } from "../errors/index.js";
  */
 export type ClientNode = typeof ClientNodeModule;
 
-let loading: Promise<ClientNode> | undefined;
-
 /**
- * Resolves with the module, imported once. A failed import (a broken install) rejects with a
- * KubeApiError, the error of every other failure to talk to a cluster, where the module was first
- * needed; Node keeps a failed import failed, so every later call rejects the same way.
+ * A loader of the module that imports it once (`importModule`: the dynamic import; tests pass one
+ * that fails, as a broken install would). A failed import rejects with a KubeApiError, the error
+ * of every other failure to talk to a cluster, where the module was first needed; the failure is
+ * kept, so every later call rejects the same way.
  */
-export function loadClientNode(): Promise<ClientNode> {
-  loading ??= import("@kubernetes/client-node").catch((error: unknown) => {
-    throw new KubeApiError(`cannot load @kubernetes/client-node: ${error instanceof Error ? error.message : String(error)}`, {}, { cause: error });
-  });
-  return loading;
+export function clientNodeLoader(importModule: () => Promise<ClientNode>): () => Promise<ClientNode> {
+  let loading: Promise<ClientNode> | undefined;
+  return () => {
+    loading ??= importModule().catch((error: unknown) => {
+      throw new KubeApiError(`cannot load @kubernetes/client-node: ${error instanceof Error ? error.message : String(error)}`, {}, { cause: error });
+    });
+    return loading;
+  };
 }
+
+/** The broker's loader of @kubernetes/client-node. */
+export const loadClientNode = clientNodeLoader(() => import("@kubernetes/client-node"));

@@ -4,7 +4,7 @@
  * (per cluster) watches the cluster's objects and its Argo CD / Flux sync state (ADR 0006).
  * It never writes to Git.
  */
-export { loadClientNode } from "./client-node.js";
+export { clientNodeLoader, loadClientNode } from "./client-node.js";
 export type { ClientNode } from "./client-node.js";
 export { createCommitStatusWatcher } from "./commit-mode.js";
 export { createStatusWatcher } from "./watcher.js";

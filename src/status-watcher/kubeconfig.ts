@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import { KubeApiError } from "../errors/index.js";
-import { loadClientNode } from "./client-node.js";
+import { loadClientNode, type ClientNode } from "./client-node.js";
 
 /** Where a pod finds its own namespace. */
 const SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -16,6 +16,8 @@ export interface KubeConfigResolverOptions {
   home?: () => KubeConfig;
   /** The broker's namespace, for a `secretRef` without one. Default: the service account's, else the home context's. */
   namespace?: string;
+  /** Loads @kubernetes/client-node (default: `loadClientNode`, once per process). */
+  clientNode?: () => Promise<ClientNode>;
 }
 
 export type KubeConfigFor = (ref: KubeconfigRef | undefined, cluster: ClusterEntry) => Promise<KubeConfig>;
@@ -39,10 +41,11 @@ export type SecretKeyReader = (ref: SecretKeyRef, owner: string, what: string) =
  * resolves with the broker's own KubeConfig (loading @kubernetes/client-node when it is the default).
  */
 export function createSecretKeyReader(options: KubeConfigResolverOptions = {}): SecretKeyReader & { home(): Promise<KubeConfig> } {
+  const load = options.clientNode ?? loadClientNode;
   let home: KubeConfig | undefined;
   const homeConfig = async (): Promise<KubeConfig> => {
     if (home === undefined) {
-      const kc = options.home?.() ?? (await defaultHome());
+      const kc = options.home?.() ?? (await defaultHome(load));
       home ??= kc; // a concurrent first call may have set it meanwhile: one home for all
     }
     return home;
@@ -51,7 +54,7 @@ export function createSecretKeyReader(options: KubeConfigResolverOptions = {}): 
     const namespace = ns ?? options.namespace ?? brokerNamespace(await homeConfig());
     let data: string | undefined;
     try {
-      const { CoreV1Api } = await loadClientNode();
+      const { CoreV1Api } = await load();
       const secret = await (await homeConfig()).makeApiClient(CoreV1Api).readNamespacedSecret({ name, namespace });
       data = secret.data?.[key];
     } catch (error) {
@@ -67,10 +70,11 @@ export function createSecretKeyReader(options: KubeConfigResolverOptions = {}): 
 /** Resolves registry kubeconfig references (never stored in Git) to client-node KubeConfigs. */
 export function createKubeConfigResolver(options: KubeConfigResolverOptions = {}): KubeConfigFor {
   const secrets = createSecretKeyReader(options);
+  const load = options.clientNode ?? loadClientNode;
 
   return async (ref, cluster) => {
     if (ref === undefined) return secrets.home();
-    const { KubeConfig } = await loadClientNode();
+    const { KubeConfig } = await load();
     const kc = new KubeConfig();
     if ("path" in ref) {
       try {
@@ -91,8 +95,8 @@ export function createKubeConfigResolver(options: KubeConfigResolverOptions = {}
   };
 }
 
-async function defaultHome(): Promise<KubeConfig> {
-  const { KubeConfig } = await loadClientNode();
+async function defaultHome(load: () => Promise<ClientNode>): Promise<KubeConfig> {
+  const { KubeConfig } = await load();
   const kc = new KubeConfig();
   kc.loadFromDefault();
   return kc;
