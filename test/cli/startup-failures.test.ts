@@ -1,14 +1,20 @@
 /**
  * One process per data directory, and start-up failures as one JSON log line with exit code 2:
  * the real CLI (bin/gitops-broker.js) against a real remote over smart HTTP.
+ *
+ * Broker starts are what this file costs, so the tests share them where that changes nothing they
+ * show: the broker holding a data directory serves the second-serve and the CLI-command tests,
+ * and is the one then killed with -9; both start-up failures happen on one data directory, so the
+ * second failed start (which gets as far as listening) shows the first left nothing behind, and
+ * one broker started after both shows the second did not either.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, readdir, rm } from "node:fs/promises";
 import net from "node:net";
-import { tmpdir } from "node:os";
+import { hostname } from "node:os";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lockDataDir } from "../../src/config/index.js";
+import { EVENT_CEILING_MS, startProcess, stopProcesses, trackedTempDir } from "../support/processes.js";
 import { BIN, CREDENTIALS, spawnBroker, type BrokerProcess } from "../write-path/broker-process.js";
 import { startRemote, type Remote } from "../write-path/fixture.js";
 
@@ -23,35 +29,28 @@ interface Exit {
 /** Several broker processes per test on a loaded machine: a generous ceiling, not a budget. */
 const CEILING_MS = 300_000;
 
-const children = new Set<ChildProcess>();
-
-/** Runs the CLI to its exit (120 s ceiling, then killed). */
-function runCli(args: string[], env: Record<string, string>): Promise<Exit> {
+/** Runs the CLI to its exit (a tracked process group: killed after the ceiling, and after the file whatever happened). */
+async function runCli(args: string[], env: Record<string, string>): Promise<Exit> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GITOPS_BROKER_")));
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  children.add(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const ceiling = setTimeout(() => child.kill("SIGKILL"), 120_000);
-  return new Promise<Exit>((resolve) =>
-    child.once("close", (code) => {
-      clearTimeout(ceiling);
-      children.delete(child);
-      const lines = stdout
-        .split("\n")
-        .filter((l) => l.trim() !== "")
-        .flatMap((l) => {
-          try {
-            return [JSON.parse(l) as Record<string, unknown>];
-          } catch {
-            return []; // not a log line (a command's own output)
-          }
-        });
-      resolve({ code, lines, stdout, stderr });
-    }),
-  );
+  const child = startProcess(process.execPath, [BIN, ...args], { env: { ...clean, ...env } });
+  // "close" comes after the output pipes are drained, "exit" may come before.
+  const closed = new Promise<void>((resolve) => child.child.once("close", () => resolve()));
+  const ceiling = setTimeout(() => void child.killGroup(), EVENT_CEILING_MS);
+  const { code } = await child.exited;
+  await closed;
+  clearTimeout(ceiling);
+  const stdout = child.stdout();
+  const lines = stdout
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return []; // not a log line (a command's own output)
+      }
+    });
+  return { code, lines, stdout, stderr: child.stderr() };
 }
 
 function serveEnv(dataDir: string, remoteUrl: string, listen = "127.0.0.1:0"): Record<string, string> {
@@ -68,26 +67,26 @@ function serveEnv(dataDir: string, remoteUrl: string, listen = "127.0.0.1:0"): R
 
 let remote: Remote;
 let root: string;
-const brokers: BrokerProcess[] = [];
 
 beforeAll(async () => {
   remote = await startRemote("gitops-broker-startup-");
-  root = await mkdtemp(path.join(tmpdir(), "gitops-broker-startup-data-"));
-});
-afterEach(async () => {
-  for (const b of brokers.splice(0)) await b.kill();
-  for (const child of children) child.kill("SIGKILL");
+  root = await trackedTempDir("gitops-broker-startup-data-");
 });
 afterAll(async () => {
+  // Every broker and CLI process, whatever a test left running, before the remote goes.
+  await stopProcesses();
   await remote?.close();
-  await rm(root, { recursive: true, force: true });
 });
 
 describe("one process per data directory", () => {
+  /** The broker holding `heldDir`: started by the first test that needs it, killed by the -9 test. */
+  let holding: BrokerProcess | undefined;
+  const heldDir = () => path.join(root, "held");
+  const holder = async (): Promise<BrokerProcess> => (holding ??= await spawnBroker({ dataDir: heldDir(), remoteUrl: remote.url }));
+
   it("a second serve on the same data directory exits 2 with one line naming the holder's PID, touching nothing", async () => {
-    const dataDir = path.join(root, "second-serve");
-    const first = await spawnBroker({ dataDir, remoteUrl: remote.url });
-    brokers.push(first);
+    const dataDir = heldDir();
+    const first = await holder();
     const before = (await readdir(dataDir)).sort();
 
     const second = await runCli(["serve"], serveEnv(dataDir, remote.url));
@@ -102,25 +101,15 @@ describe("one process per data directory", () => {
     expect((await first.osb.catalog()).status).toBe(200);
   }, CEILING_MS);
 
-  it("a broker killed with -9 leaves a lock that the next start on this host takes at once", async () => {
-    const dataDir = path.join(root, "killed");
-    const first = await spawnBroker({ dataDir, remoteUrl: remote.url });
-    await first.kill();
-    const second = await spawnBroker({ dataDir, remoteUrl: remote.url });
-    brokers.push(second);
-    expect((await second.osb.catalog()).status).toBe(200);
-  }, CEILING_MS);
-
   it("a CLI command that writes exits 2 naming the PID of the command holding the directory", async () => {
-    const dataDir = path.join(root, "cli");
-    const first = await spawnBroker({ dataDir, remoteUrl: remote.url });
-    brokers.push(first);
+    const dataDir = heldDir();
+    await holder();
     // This test process plays the other command.
     const held = await lockDataDir(dataDir, "cli");
     try {
       const move = await runCli(["move", "some-instance", "local", "--yes"], serveEnv(dataDir, remote.url));
       expect(move.code).toBe(2);
-      expect(move.stderr.trim().split("\n")).toEqual([`data directory ${dataDir} is in use by a gitops-broker command: PID ${process.pid} on ${(await import("node:os")).hostname()}`]);
+      expect(move.stderr.trim().split("\n")).toEqual([`data directory ${dataDir} is in use by a gitops-broker command: PID ${process.pid} on ${hostname()}`]);
     } finally {
       await held.release();
     }
@@ -128,16 +117,43 @@ describe("one process per data directory", () => {
     const clusters = await runCli(["clusters", "--json"], serveEnv(dataDir, remote.url));
     expect(clusters.code).toBe(0);
   }, CEILING_MS);
+
+  it("a broker killed with -9 leaves a lock that the next start on this host takes at once", async () => {
+    const dataDir = heldDir();
+    const first = await holder();
+    holding = undefined;
+    await first.kill();
+    const second = await spawnBroker({ dataDir, remoteUrl: remote.url });
+    expect((await second.osb.catalog()).status).toBe(200);
+  }, CEILING_MS);
 });
 
 describe("start-up failures: one JSON log line, exit code 2, nothing left behind", () => {
+  // Both failures on one data directory (see the top of the file).
+  const dataDir = () => path.join(root, "failures");
+
+  it("an unreachable remote", async () => {
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const res = await runCli(["serve"], serveEnv(dataDir(), `http://127.0.0.1:${port}/gitops.git`));
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe("");
+    const fatal = res.lines.filter((l) => (l.level as number) >= 50);
+    expect(fatal).toEqual([expect.objectContaining({ code: "GitRemoteError", msg: expect.stringMatching(/^cannot reach the Git remote at start-up: /) })]);
+    expect(res.stdout).not.toMatch(/\n\s+at /);
+    // Nothing half-started: the lock is free again (and the next test's start on this directory
+    // gets through the remote, the view and up to listening).
+    await (await lockDataDir(dataDir(), "serve")).release();
+  }, CEILING_MS);
+
   it("the port in use", async () => {
     const blocker = net.createServer();
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
     const port = (blocker.address() as net.AddressInfo).port;
-    const dataDir = path.join(root, "port");
     try {
-      const res = await runCli(["serve"], serveEnv(dataDir, remote.url, `127.0.0.1:${port}`));
+      const res = await runCli(["serve"], serveEnv(dataDir(), remote.url, `127.0.0.1:${port}`));
       expect(res.code).toBe(2);
       expect(res.stderr).toBe("");
       const fatal = res.lines.filter((l) => (l.level as number) >= 50);
@@ -147,25 +163,7 @@ describe("start-up failures: one JSON log line, exit code 2, nothing left behind
       blocker.close();
     }
     // Nothing half-started: the lock is free again and a broker starts on the directory.
-    const next = await spawnBroker({ dataDir, remoteUrl: remote.url });
-    brokers.push(next);
-    expect((await next.osb.catalog()).status).toBe(200);
-  }, CEILING_MS);
-
-  it("an unreachable remote", async () => {
-    const closed = net.createServer();
-    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-    const port = (closed.address() as net.AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const dataDir = path.join(root, "unreachable");
-    const res = await runCli(["serve"], serveEnv(dataDir, `http://127.0.0.1:${port}/gitops.git`));
-    expect(res.code).toBe(2);
-    expect(res.stderr).toBe("");
-    const fatal = res.lines.filter((l) => (l.level as number) >= 50);
-    expect(fatal).toEqual([expect.objectContaining({ code: "GitRemoteError", msg: expect.stringMatching(/^cannot reach the Git remote at start-up: /) })]);
-    expect(res.stdout).not.toMatch(/\n\s+at /);
-    const next = await spawnBroker({ dataDir, remoteUrl: remote.url });
-    brokers.push(next);
+    const next = await spawnBroker({ dataDir: dataDir(), remoteUrl: remote.url });
     expect((await next.osb.catalog()).status).toBe(200);
   }, CEILING_MS);
 });

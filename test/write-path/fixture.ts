@@ -146,25 +146,39 @@ export interface RecordSummary {
   status: { deleted?: boolean; operations: { id: string; action: string; requestIdentity?: string }[] };
 }
 
-/** Every instance record on the remote's `main`, by instance id (one `git cat-file --batch`). */
+/** Every instance record on the remote's `main`, by instance id (one `git ls-tree`, one `git cat-file --batch`). */
 export async function instanceRecords(remoteDir: string): Promise<Map<string, RecordSummary>> {
-  const listing = await git(["ls-tree", "-r", "main", "--", "instances"], remoteDir);
-  const oids = listing
-    .split("\n")
-    .filter((line) => line.endsWith("/instance.yaml"))
-    .map((line) => line.split(/\s+/)[2]!);
   const records = new Map<string, RecordSummary>();
-  if (oids.length === 0) return records;
-  const out = await gitWithInput(["cat-file", "--batch"], remoteDir, `${oids.join("\n")}\n`);
-  let at = 0;
-  while (at < out.length) {
-    const eol = out.indexOf(10, at);
-    const size = Number(out.toString("latin1", at, eol).split(" ")[2]);
-    const record = parse(out.toString("utf8", eol + 1, eol + 1 + size)) as RecordSummary;
+  for (const [name, text] of await filesBelow(remoteDir, ["instances"])) {
+    if (!name.endsWith("/instance.yaml")) continue;
+    const record = parse(text) as RecordSummary;
     records.set(record.spec.instanceId, record);
-    at = eol + 1 + size + 1;
   }
   return records;
+}
+
+/** The files below `dirs` on the remote's `main` and their text, by path (one `git ls-tree`, one `git cat-file --batch`). */
+export async function filesBelow(remoteDir: string, dirs: string[]): Promise<Map<string, string>> {
+  const listing = await git(["ls-tree", "-r", "main", "--", ...dirs], remoteDir);
+  // "<mode> blob <oid>\t<path>"
+  const entries = listing
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => {
+      const tab = line.indexOf("\t");
+      return { oid: line.slice(0, tab).split(" ")[2]!, path: line.slice(tab + 1) };
+    });
+  const files = new Map<string, string>();
+  if (entries.length === 0) return files;
+  const out = await gitWithInput(["cat-file", "--batch"], remoteDir, `${entries.map((e) => e.oid).join("\n")}\n`);
+  let at = 0;
+  for (const entry of entries) {
+    const eol = out.indexOf(10, at);
+    const size = Number(out.toString("latin1", at, eol).split(" ")[2]);
+    files.set(entry.path, out.toString("utf8", eol + 1, eol + 1 + size));
+    at = eol + 1 + size + 1;
+  }
+  return files;
 }
 
 function gitWithInput(args: string[], cwd: string, input: string): Promise<Buffer> {

@@ -53,13 +53,14 @@ async function pushInFlight(nth: number): Promise<void> {
 /** When to kill: a delay after the load starts, right after the first acknowledgement, or during the nth push. */
 type KillPoint = { delayMs: number } | { afterFirstAck: true } | { duringPush: number };
 
+// Each round costs a broker start. The fixed delays land somewhere in the first requests (on a
+// loaded machine all before the first push); the windows the test asserts are hit by the points
+// tied to events: the pushes in flight carry requests that get no answer (committed), the
+// requests queued behind them get none either (lost).
 const KILL_POINTS: KillPoint[] = [
   { delayMs: 0 },
-  { delayMs: 60 },
   { delayMs: 200 },
-  { delayMs: 450 },
   { delayMs: 900 },
-  { delayMs: 1500 },
   { afterFirstAck: true },
   { duringPush: 1 },
   { duringPush: 3 },
@@ -89,9 +90,10 @@ async function loadAndKill(broker: BrokerProcess, round: number, point: KillPoin
     else if ("duringPush" in point) await pushInFlight(point.duringPush);
     else await sleep(point.delayMs);
   } finally {
-    // Also when the wait failed: the clients stop, the broker goes.
-    await broker.kill();
+    // Also when the wait failed: the clients stop, the broker goes. The clients stop first: a
+    // request sent after the kill would be refused, which no crash window explains.
     killed = true;
+    await broker.kill();
     await Promise.all(clients);
   }
   return sent;

@@ -3,10 +3,10 @@ import path from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prefillInstanceId, prefillRemote, provisionFiles, samplePlacement } from "../../bench/prefill.js";
-import { fsck, git, readRemoteFile } from "../support/git-fixtures.js";
+import { fsck } from "../support/git-fixtures.js";
 import { PROCESS_TEST_TIMEOUT_MS, stopProcesses } from "../support/processes.js";
 import { spawnBroker, type BrokerProcess } from "./broker-process.js";
-import { samplePlans, startRemote, type Remote } from "./fixture.js";
+import { filesBelow, samplePlans, startRemote, type Remote } from "./fixture.js";
 
 /** The benchmark's pre-filled repositories hold what the broker itself writes on provision. */
 
@@ -23,11 +23,6 @@ afterAll(async () => {
   await stopProcesses();
   await remote?.close();
 }, PROCESS_TEST_TIMEOUT_MS);
-
-async function filesBelow(remoteDir: string, dirs: string[]): Promise<Map<string, string>> {
-  const names = (await git(["ls-tree", "-r", "--name-only", "main", "--", ...dirs], remoteDir)).split("\n").filter(Boolean);
-  return new Map(await Promise.all(names.map(async (name) => [name, (await readRemoteFile(remoteDir, "main", name))!] as const)));
-}
 
 describe("bench pre-fill", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("writes the record and manifests of a real provision", async () => {

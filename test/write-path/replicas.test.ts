@@ -1,11 +1,9 @@
 import path from "node:path";
-import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { instanceRecordPath } from "../../src/repo/index.js";
-import { fsck, readRemoteFile } from "../support/git-fixtures.js";
+import { fsck } from "../support/git-fixtures.js";
 import { PROCESS_TEST_TIMEOUT_MS, stopProcesses } from "../support/processes.js";
 import { spawnBroker, type BrokerProcess } from "./broker-process.js";
-import { committed, counts, history, mergeCount, samplePlans, send, startRemote, type Remote, type SamplePlans, type Sent } from "./fixture.js";
+import { committed, counts, history, instanceRecords, mergeCount, samplePlans, send, startRemote, type Remote, type SamplePlans, type Sent } from "./fixture.js";
 
 /**
  * Active-active: three broker processes write to one remote at the same time, coordinated by
@@ -13,7 +11,16 @@ import { committed, counts, history, mergeCount, samplePlans, send, startRemote,
  */
 
 const REPLICAS = 3;
-const BASE_INSTANCES = 30;
+// Sizes of the workload: enough for every kind of race below (each replica's requests are sent at
+// once, so its pushes overlap the others'; the test asserts that pushes were rejected and re-run).
+const OWN = 20;
+const SHARED = 6;
+/** Instances every replica updates and binds; the last 3 get a shared binding id and are deprovisioned too. */
+const TOUCHED = 10;
+/** Deprovisioned by every replica: the last 3 touched, and 2 that only the deprovisions race for. */
+const DEPROVISIONED = 5;
+const BASE_INSTANCES = TOUCHED + DEPROVISIONED - 3;
+const OPERATIONS = OWN + SHARED + 2 * TOUCHED + DEPROVISIONED;
 
 let remote: Remote;
 let brokers: BrokerProcess[] = [];
@@ -37,29 +44,29 @@ function provisionBody(extra: Record<string, unknown> = {}): Record<string, unkn
   return { service_id: plans.serviceId, plan_id: plans.small, organization_guid: "org", space_guid: "space", ...extra };
 }
 
-/** 100 operations for replica `r`: its own instances and bindings, and ids every replica touches. */
+/** OPERATIONS operations for replica `r`: its own instances and bindings, and ids every replica touches. */
 function workload(r: number): { kind: Sent["kind"]; instanceId: string; bindingId?: string; body: Record<string, unknown> }[] {
   const ops: ReturnType<typeof workload> = [];
-  for (let i = 0; i < 40; i++) ops.push({ kind: "provision", instanceId: `r${r}-p${i}`, body: provisionBody() });
+  for (let i = 0; i < OWN; i++) ops.push({ kind: "provision", instanceId: `r${r}-p${i}`, body: provisionBody() });
   // Shared ids: the same body from every replica (one 201, then 200), or a different one (409).
-  for (let i = 0; i < 10; i++) {
+  for (let i = 0; i < SHARED; i++) {
     ops.push({ kind: "provision", instanceId: `shared-${i}`, body: provisionBody(i % 2 === 0 ? {} : { parameters: { storageGB: r + 1 } }) });
   }
-  for (let i = 0; i < 20; i++) {
+  for (let i = 0; i < TOUCHED; i++) {
     // A context unique to the request: every acknowledged update is a change, hence a commit.
-    ops.push({ kind: "update", instanceId: `base-${i % 20}`, body: { service_id: plans.serviceId, context: { platform: "test", request: `r${r}-u${i}` } } });
+    ops.push({ kind: "update", instanceId: `base-${i}`, body: { service_id: plans.serviceId, context: { platform: "test", request: `r${r}-u${i}` } } });
   }
-  for (let i = 0; i < 20; i++) {
-    const bindingId = i < 15 ? `r${r}-b${i}` : `shared-b${i}`;
-    ops.push({ kind: "bind", instanceId: `base-${i % 20}`, bindingId, body: { service_id: plans.serviceId, plan_id: plans.small } });
+  for (let i = 0; i < TOUCHED; i++) {
+    const bindingId = i < TOUCHED - 3 ? `r${r}-b${i}` : `shared-b${i}`;
+    ops.push({ kind: "bind", instanceId: `base-${i}`, bindingId, body: { service_id: plans.serviceId, plan_id: plans.small } });
   }
-  // Deprovisions race with each other, and with updates and binds of base-15 to base-19.
-  for (let i = 0; i < 10; i++) ops.push({ kind: "deprovision", instanceId: `base-${15 + i}`, body: { plan_id: plans.small } });
+  // Deprovisions race with each other, and with updates and binds of the last ones touched.
+  for (let i = 0; i < DEPROVISIONED; i++) ops.push({ kind: "deprovision", instanceId: `base-${TOUCHED - 3 + i}`, body: { plan_id: plans.small } });
   return ops;
 }
 
 describe("three broker processes on one remote", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
-  it(`${REPLICAS} x 100 concurrent operations: each acknowledged one exactly once, linear, fsck-clean`, async () => {
+  it(`${REPLICAS} x ${OPERATIONS} concurrent operations: each acknowledged one exactly once, linear, fsck-clean`, async () => {
     const base = await Promise.all(
       Array.from({ length: BASE_INSTANCES }, (_, i) => send(brokers[i % REPLICAS]!.osb, { kind: "provision", instanceId: `base-${i}` }, provisionBody(), plans)),
     );
@@ -79,9 +86,15 @@ describe("three broker processes on one remote", { timeout: PROCESS_TEST_TIMEOUT
       expect(s.reply!.body, `${s.kind} ${s.instanceId}`).toMatchObject({ description: expect.any(String) });
     }
     // The shared ids: one replica created each, the others saw it.
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < SHARED; i++) {
       const replies = sent.filter((s) => s.kind === "provision" && s.instanceId === `shared-${i}`).map((s) => s.reply!.status);
       expect(replies.filter((status) => status === 201), `shared-${i}: ${replies.join(",")}`).toHaveLength(1);
+    }
+    // The deprovisions of one instance: one replica removed it, the others found it gone.
+    for (let i = 0; i < DEPROVISIONED; i++) {
+      const id = `base-${TOUCHED - 3 + i}`;
+      const replies = sent.filter((s) => s.kind === "deprovision" && s.instanceId === id).map((s) => s.reply!.status);
+      expect(replies.sort(), id).toEqual([200, ...Array.from({ length: REPLICAS - 1 }, () => 410)]);
     }
 
     const log = await history(remote.dir);
@@ -94,11 +107,11 @@ describe("three broker processes on one remote", { timeout: PROCESS_TEST_TIMEOUT
 
     // The records agree: each operation they list was acknowledged, once.
     const acknowledged = new Set(sent.filter(committed).map((s) => s.identity));
+    const records = await instanceRecords(remote.dir);
     for (let r = 0; r < REPLICAS; r++) {
-      for (let i = 0; i < 40; i++) {
-        const text = await readRemoteFile(remote.dir, "main", instanceRecordPath(`r${r}-p${i}`));
-        const record = parse(text ?? "null") as { status: { operations: { requestIdentity?: string }[] } } | null;
-        expect(record?.status.operations.map((o) => acknowledged.has(o.requestIdentity ?? ""))).toEqual([true]);
+      for (let i = 0; i < OWN; i++) {
+        const record = records.get(`r${r}-p${i}`);
+        expect(record?.status.operations.map((o) => acknowledged.has(o.requestIdentity ?? "")), `r${r}-p${i}`).toEqual([true]);
       }
     }
     // The replicas did race: pushes were rejected and re-run on the tip another replica pushed.

@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse } from "yaml";
-import { instanceRecordPath } from "../../src/repo/index.js";
 import { provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
-import { readRemoteFile } from "../support/git-fixtures.js";
 import type { OsbClient } from "../support/osb-client.js";
+import { instanceRecords } from "./fixture.js";
 
 /**
  * Two brokers on one smart-HTTP remote, polling once an hour: replica B has not fetched since
@@ -52,10 +50,8 @@ describe("a replica whose view predates the request", () => {
 
     const deprovisioned = await Promise.all(Array.from({ length: N }, (_, i) => b.deprovision(`stale-${i}`, ids())));
     expect(deprovisioned.map((r) => r.status)).toEqual(deprovisioned.map(() => 200));
-    for (let i = 0; i < N; i++) {
-      const record = parse((await readRemoteFile(h.remoteDir, "main", instanceRecordPath(`stale-${i}`))) ?? "null") as { status: { deleted?: boolean } };
-      expect(record.status.deleted).toBe(true);
-    }
+    const records = await instanceRecords(h.remoteDir);
+    for (let i = 0; i < N; i++) expect(records.get(`stale-${i}`)?.status.deleted, `stale-${i}`).toBe(true);
   });
 
   it("an answer from a current view costs no fetch; a true 410 costs one", async () => {
