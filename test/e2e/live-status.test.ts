@@ -51,14 +51,8 @@ beforeAll(async () => {
     [clusterNamespacePath("west")]: namespaceManifest(INSTANCE_NAMESPACE),
   });
   git = await startGitHttpServer({ root: remotes });
-  const config = testConfig(root, "broker", git.url("remote.git"));
-  config.status = { ...config.status, mode: "live" };
-  broker = await startBroker(config, {
-    version: "test",
-    logger: createLogger({ level: "debug", destination: { write: (line: string) => void logLines.push(line) } }),
-    // A bound the first bind's credentials make on a loaded machine too (3 s was tight there).
-    status: { now: () => new Date(Date.now() + clockOffsetMs), bindTimeoutMs: 15_000 },
-  });
+  // A bound the first bind's credentials make on a loaded machine too (3 s was tight there).
+  broker = await startLiveBroker("broker", 15_000);
   osb = osbClient(broker.url, CREDENTIALS);
   plans = await samplePlans(osb);
   for (const cluster of [east, west]) cluster.operator.start();
@@ -70,6 +64,18 @@ afterAll(async () => {
   await git?.close();
   await rm(root, { recursive: true, force: true });
 });
+
+/** The real broker in status mode live on the remote, its log lines kept; binds wait at most `bindTimeoutMs` for their credentials. */
+async function startLiveBroker(name: string, bindTimeoutMs: number): Promise<RunningBroker> {
+  const config = testConfig(root, name, git.url("remote.git"));
+  config.status = { ...config.status, mode: "live" };
+  return startBroker(config, {
+    version: "test",
+    logger: createLogger({ level: "debug", destination: { write: (line: string) => void logLines.push(line) } }),
+    // Waiting for a complete view of a cluster is an event; only the credentials' wait is the bound.
+    status: { now: () => new Date(Date.now() + clockOffsetMs), bindTimeoutMs, settleTimeoutMs: 15_000 },
+  });
+}
 
 async function lastOperation(instanceId: string, operation?: string) {
   const res = await osb.lastOperation(instanceId, operation ? { operation } : undefined);
@@ -131,22 +137,36 @@ describe("live status on east (Argo CD)", () => {
   });
 
   it("a bind whose credentials are not readable in time: 202 with accepts_incomplete, else 503", async () => {
-    await east.agent.stop();
-    const body = { service_id: plans.serviceId, plan_id: plans.medium.id, bind_resource: { app_guid: "app-guid-2" } };
-    const refused = await osb.bind("db-east", "app-2", body);
-    expect(refused.status).toBe(503);
-    expect(refused.body.description).toMatch(/^binding app-2 is committed but has no readable credentials yet \(waiting for Argo CD application east to apply operation /);
-    // The platform's orphan mitigation:
-    expect((await osb.unbind("db-east", "app-2", unbindQuery())).status).toBe(200);
+    // Argo CD stopped: no credentials can come, so what is tested is the answer once the bound
+    // is out, not its length; a second broker on the same remote waits 1 s instead of 15 s.
+    const short = await startLiveBroker("broker-short-bound", 1_000);
+    try {
+      const osbShort = osbClient(short.url, CREDENTIALS);
+      // Its watcher sees east (the instance's state comes from the live cluster) before the binds.
+      await eventually(async () =>
+        expect((await osbShort.lastOperation("db-east")).body).toEqual({ state: "succeeded", description: "PostgreSQL cluster pg-db-east is running" }),
+      );
+      await east.agent.stop();
+      const body = { service_id: plans.serviceId, plan_id: plans.medium.id, bind_resource: { app_guid: "app-guid-2" } };
+      const refused = await osbShort.bind("db-east", "app-2", body);
+      expect(refused.status).toBe(503);
+      expect(refused.body.description).toMatch(/^binding app-2 is committed but has no readable credentials yet \(waiting for Argo CD application east to apply operation /);
+      // The platform's orphan mitigation:
+      expect((await osbShort.unbind("db-east", "app-2", unbindQuery())).status).toBe(200);
 
-    const accepted = await osb.bind("db-east", "app-3", body, { query: ASYNC });
-    expect(accepted.status).toBe(202);
-    const op = accepted.body.operation as string;
-    expect((await osb.bindingLastOperation("db-east", "app-3", { operation: op })).body).toMatchObject({ state: "in progress" });
-    east.agent.start();
-    await eventually(async () => expect((await osb.bindingLastOperation("db-east", "app-3", { operation: op })).body).toMatchObject({ state: "succeeded" }));
-    const fetched = await osb.getBinding("db-east", "app-3");
-    expect(fetched.body.credentials).toMatchObject({ username: "app-3", password: decoded((secretOf(east, "app-3", "db-east")!.data as { password: string }).password) });
+      const accepted = await osbShort.bind("db-east", "app-3", body, { query: ASYNC });
+      expect(accepted.status).toBe(202);
+      const op = accepted.body.operation as string;
+      expect((await osbShort.bindingLastOperation("db-east", "app-3", { operation: op })).body).toMatchObject({ state: "in progress" });
+      east.agent.start();
+      await eventually(async () => expect((await osbShort.bindingLastOperation("db-east", "app-3", { operation: op })).body).toMatchObject({ state: "succeeded" }));
+      const fetched = await osbShort.getBinding("db-east", "app-3");
+      expect(fetched.body.credentials).toMatchObject({ username: "app-3", password: decoded((secretOf(east, "app-3", "db-east")!.data as { password: string }).password) });
+    } finally {
+      await short.close();
+    }
+    // The file's broker goes on from the remote as the second one left it.
+    await broker.writer.refresh();
   });
 
   it("unbind, then deprovision: succeeded once the objects are pruned", async () => {

@@ -45,8 +45,10 @@
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
+import { readFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import { parse } from "yaml";
 import { git } from "./git-fixtures.js";
 import { filesAt } from "./git-objects.js";
@@ -247,7 +249,13 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
     return undefined;
   }
 
+  /**
+   * The remote's branch tip. Polled every few ms: its loose ref (receive-pack replaces it by a
+   * rename, and it wins over packed-refs) is read without spawning git; git resolves any other.
+   */
   async function tipOf(): Promise<string> {
+    const loose = await readFile(path.join(remoteDir, "refs", "heads", branch), "utf8").catch(() => "");
+    if (/^[0-9a-f]{40}\n?$/.test(loose)) return loose.trim();
     return (await git(["rev-parse", `refs/heads/${branch}`], remoteDir)).trim();
   }
 
