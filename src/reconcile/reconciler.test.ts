@@ -87,6 +87,34 @@ describe("createReconciler", () => {
     expect(subjects.filter((s) => s.startsWith("re-render")).sort()).toEqual(ids.map((id) => `re-render postgresql/small instance ${id}`).sort());
   });
 
+  it("close() ends the pause between batches: it does not wait out the rate", async () => {
+    const ids = Array.from({ length: 4 }, (_, i) => `c-${i}`);
+    await seed(ids);
+    let paused!: () => void;
+    const pausing = new Promise<void>((resolve) => (paused = resolve));
+    reconciler = createReconciler({
+      writer,
+      view,
+      status: { instanceStatus: () => ({ state: "succeeded" }) },
+      logger: silentLogger(),
+      brokerVersion: "v",
+      maxPerSecond: 1,
+      batchSize: 2,
+      retryMs: 10,
+      // A pause that only close() can end.
+      delay: () => {
+        paused();
+        return new Promise<void>(() => undefined);
+      },
+    });
+    expect(await reconciler.rerenderPlan(SMALL, "manual")).toBe(4);
+    await pausing;
+    await reconciler.close();
+    // The first batch was committed; the second was dropped with the queue.
+    const rerendered = (await gitLog(remote)).filter((c) => c.subject.startsWith("re-render"));
+    expect(rerendered).toHaveLength(2);
+  });
+
   it("skips an instance with an operation in progress and retries it until it is done", async () => {
     await seed(["busy-1"]);
     let busy = true;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { GitWriter } from "../gitwriter/index.js";
 import { progressReporter, type Logger } from "../log/index.js";
 import { noopInstruments, type ReconcileInstruments } from "../metrics/index.js";
@@ -55,7 +56,7 @@ export interface Reconciler {
   tipChanged(tip: string | null, previous: string | null): void;
   /** Resolves once no diff, re-render or retry is pending. */
   idle(): Promise<void>;
-  /** Drop what is queued and pending retries; resolves when the re-renders in flight settled. */
+  /** Drop what is queued and pending retries, end the pause between batches; resolves when the re-renders in flight settled. */
   close(): Promise<void>;
 }
 
@@ -63,7 +64,10 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   const { writer, logger, batchSize, maxPerSecond, retryMs } = options;
   const metrics = options.metrics ?? noopInstruments.reconcile;
   const clock = options.clock ?? (() => performance.now());
-  const delay = options.delay ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  /** Aborted at close(): the pause between batches ends there, not after its length. */
+  const closing = new AbortController();
+  const closeSignalled = new Promise<void>((resolve) => closing.signal.addEventListener("abort", () => resolve(), { once: true }));
+  const delay = options.delay ?? ((ms: number) => sleep(ms, undefined, { signal: closing.signal }).catch(() => undefined));
   const planIds = createPlanInstancesCache();
   /** By instance key: a second request for the same instance replaces the first. */
   const queue = new Map<string, RerenderRequest>();
@@ -143,7 +147,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       done += batch.length;
       report({ done, left: queue.size });
       const wait = (batch.length * 1000) / maxPerSecond - (clock() - started);
-      if (wait > 0 && queue.size > 0) await delay(wait);
+      if (wait > 0 && queue.size > 0) await Promise.race([delay(wait), closeSignalled]);
     }
   }
 
@@ -214,6 +218,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     },
     async close() {
       closed = true;
+      closing.abort();
       queue.clear();
       for (const t of retries) clearTimeout(t);
       retries.clear();
