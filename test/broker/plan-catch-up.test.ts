@@ -74,9 +74,9 @@ describe("plan changes merged while the broker was down (issue 14, case 11)", ()
 
   it("a re-render the running broker had not done yet is done by the next start, citing the change", async () => {
     const started = await r.start((config) => {
-      // One re-render at a time, one per 10 s: the second is still queued when the broker stops
-      // (seconds after the first is pushed on a loaded machine). The stop waits out that pause.
-      config.reconcile = { maxPerSecond: 1 / 10, batchSize: 1, retrySeconds: 30 };
+      // One re-render at a time, one per minute: the second is still queued when the broker
+      // stops, however loaded the machine. The stop ends that pause (it does not wait it out).
+      config.reconcile = { maxPerSecond: 1 / 60, batchSize: 1, retrySeconds: 30 };
     });
     let { broker } = started;
     const plans = await samplePlans(started.osb);
