@@ -3,6 +3,7 @@ import {
   catFileBatch,
   createBareRemote,
   createTempDir,
+  FIXTURE_SIGNATURE,
   fsck,
   git,
   gitLog,
@@ -69,8 +70,8 @@ describe("pushExternalCommit", () => {
     for (const bare of [viaPush, direct]) {
       const stream = [
         "commit refs/heads/main",
-        "author Fixture <fixture@example.com> 1704067200 +0000",
-        "committer Fixture <fixture@example.com> 1704067200 +0000",
+        `author ${FIXTURE_SIGNATURE}`,
+        `committer ${FIXTURE_SIGNATURE}`,
         "data 4",
         "run",
         "M 100755 inline bin/run.sh",

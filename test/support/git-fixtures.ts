@@ -18,6 +18,8 @@ const execFileAsync = promisify(execFile);
 export const FIXTURE_DATE = "2024-01-01T00:00:00Z";
 export const FIXTURE_IDENTITY = { name: "Fixture", email: "fixture@example.com" } as const;
 export const DEFAULT_BRANCH = "main";
+/** Author and committer of every fixture commit as git writes them (`git fast-import` reads it so). */
+export const FIXTURE_SIGNATURE = `${FIXTURE_IDENTITY.name} <${FIXTURE_IDENTITY.email}> ${Date.parse(FIXTURE_DATE) / 1000} +0000`;
 
 const FIXTURE_ENV: NodeJS.ProcessEnv = {
   PATH: process.env.PATH,
@@ -310,7 +312,6 @@ async function commitWithFastImport(
   // A new branch beside a HEAD commit: `git checkout --orphan` in the clone starts from HEAD's files.
   if (tip === null && (await readRef(bareDir, "HEAD")) !== null) return null;
 
-  const ident = `${FIXTURE_IDENTITY.name} <${FIXTURE_IDENTITY.email}> ${Date.parse(FIXTURE_DATE) / 1000} +0000`;
   const data = (content: string | Buffer) => {
     const bytes = Buffer.from(content);
     return Buffer.concat([Buffer.from(`data ${bytes.length}\n`), bytes, Buffer.from("\n")]);
@@ -347,7 +348,7 @@ async function commitWithFastImport(
         return null;
       }
     }
-    fastImport.write(`commit refs/heads/${branch}\nmark :1\nauthor ${ident}\ncommitter ${ident}\n`);
+    fastImport.write(`commit refs/heads/${branch}\nmark :1\nauthor ${FIXTURE_SIGNATURE}\ncommitter ${FIXTURE_SIGNATURE}\n`);
     fastImport.write(data(cleaned));
     if (tip !== null) fastImport.write(`from ${tip}\n`);
     for (const [file, content] of edits) {
