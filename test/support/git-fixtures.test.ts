@@ -1,3 +1,4 @@
+import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import {
   catFileBatch,
@@ -12,6 +13,7 @@ import {
   pushExternalCommit,
   pushExternalCommitViaPush,
   readRemoteFile,
+  readRemoteFiles,
   revParse,
 } from "./git-fixtures.js";
 
@@ -121,12 +123,27 @@ describe("createBareRemote", () => {
     expect((await gitLog(seeded))[0]!.oid).toBe(await pushExternalCommitViaPush(viaPush, { "x/y.txt": "y\n" }, "initial commit"));
     await fsck(seeded);
   });
+
+  it("makes a repository like an earlier one with the same seed its own copy", async () => {
+    const first = await createBareRemote(root, "first.git", { "a.txt": "a\n" });
+    const second = await createBareRemote(root, "nested/second.git", { "a.txt": "a\n" });
+    expect(second).toBe(path.join(root, "nested", "second.git"));
+    expect(await revParse(second, "main")).toBe(await revParse(first, "main"));
+    await pushExternalCommit(second, { "b.txt": "b\n" }, "second only");
+    expect((await gitLog(first)).map((c) => c.subject)).toEqual(["initial commit"]);
+    expect((await gitLog(second)).map((c) => c.subject)).toEqual(["second only", "initial commit"]);
+    expect((await git(["config", "--get", "http.receivepack"], second)).trim()).toBe("true");
+    await fsck(second);
+    // An empty one stays empty.
+    expect(await gitLog(await createBareRemote(root, "empty-again.git"))).toEqual([]);
+  });
 });
 
 describe("inspection", () => {
   it("readRemoteFile reads a file at a ref, null for a directory, a missing file or ref", async () => {
-    const commit = await pushExternalCommit(direct, { "d/f.txt": "ünï\n" }, "one");
+    const commit = await pushExternalCommit(direct, { "d/f.txt": "ünï\n", "d/g.txt": "g\n" }, "one");
     expect(await readRemoteFile(direct, "main", "d/f.txt")).toBe("ünï\n");
+    expect(await readRemoteFiles(direct, "main", ["d/g.txt", "d", "d/f.txt", "nope"])).toEqual(["g\n", null, "ünï\n", null]);
     expect(await readRemoteFile(direct, commit, "d/f.txt")).toBe("ünï\n");
     expect(await readRemoteFile(direct, "main", "d")).toBeNull();
     expect(await readRemoteFile(direct, "main", "d/missing.txt")).toBeNull();

@@ -114,16 +114,53 @@ export function createTempDir(prefix = "gitops-broker-"): Promise<string> {
  * Creates the bare repository `<root>/<name>` (branch `main`, push over HTTP enabled) and,
  * when `files` is given, seeds it with one commit ("initial commit") holding them.
  * Resolves with the repository's absolute path.
+ *
+ * The first repository with a given seed is made by git; later ones with the same seed (most
+ * tests of a file start from the same one) are copies of it, made without a process.
  */
 export async function createBareRemote(root: string, name: string, files?: Record<string, string>): Promise<string> {
   const bareDir = path.resolve(root, name);
+  const seed = files ?? {};
+  const isNew = await fs.readdir(bareDir).then(
+    (entries) => entries.length === 0,
+    (error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return true;
+      throw error;
+    },
+  );
+  if (!isNew) {
+    // Already there: initialized in place, as `git init` does.
+    await initBareRemote(bareDir, seed);
+    return bareDir;
+  }
+  const key = JSON.stringify(Object.entries(seed));
+  for (let attempt = 0; ; attempt++) {
+    let template = seededRemotes.get(key);
+    if (template === undefined) {
+      template = createTempDir("gitops-broker-seed-").then(async (dir) => initBareRemote(path.join(dir, "seed.git"), seed));
+      seededRemotes.set(key, template);
+      template.catch(() => seededRemotes.delete(key));
+    }
+    try {
+      await fs.cp(await template, bareDir, { recursive: true, errorOnExist: true, force: false });
+      return bareDir;
+    } catch (error) {
+      // The template went with the temp directories of an earlier test file: made again.
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt > 0) throw error;
+      seededRemotes.delete(key);
+    }
+  }
+}
+
+/** Seeded repositories made by createBareRemote, by their seed, to copy. */
+const seededRemotes = new Map<string, Promise<string>>();
+
+async function initBareRemote(bareDir: string, files: Record<string, string>): Promise<string> {
   // No template: nothing here uses the sample hooks, and installPreReceiveHook creates hooks/.
   await git(["init", "--quiet", "--bare", "--template=", `--initial-branch=${DEFAULT_BRANCH}`, bareDir]);
   // What `git config http.receivepack true` writes, without a process for it.
   await fs.appendFile(path.join(bareDir, "config"), "[http]\n\treceivepack = true\n");
-  if (files !== undefined && Object.keys(files).length > 0) {
-    await pushExternalCommit(bareDir, files, "initial commit");
-  }
+  if (Object.keys(files).length > 0) await pushExternalCommit(bareDir, files, "initial commit");
   return bareDir;
 }
 
@@ -188,8 +225,14 @@ export async function fsck(bareDir: string): Promise<void> {
 
 /** Content of `file` at `ref` (UTF-8), or null when the ref or the file does not exist. */
 export async function readRemoteFile(bareDir: string, ref: string, file: string): Promise<string | null> {
-  const [object] = await catFileBatch(bareDir, [`${ref}:${file}`]);
-  return object?.type === "blob" ? object.data.toString("utf8") : null;
+  const [content] = await readRemoteFiles(bareDir, ref, [file]);
+  return content ?? null;
+}
+
+/** readRemoteFile of each of `files`, in one git process. */
+export async function readRemoteFiles(bareDir: string, ref: string, files: readonly string[]): Promise<(string | null)[]> {
+  const objects = await catFileBatch(bareDir, files.map((file) => `${ref}:${file}`));
+  return objects.map((object) => (object?.type === "blob" ? object.data.toString("utf8") : null));
 }
 
 /** Object id `rev` resolves to in the repository, or null. */
