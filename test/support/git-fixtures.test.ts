@@ -116,6 +116,7 @@ describe("createBareRemote", () => {
   it("creates a bare repository serving pushes over HTTP, seeded with one commit", async () => {
     const seeded = await createBareRemote(root, "seeded.git", { "x/y.txt": "y\n" });
     expect((await git(["config", "--get", "http.receivepack"], seeded)).trim()).toBe("true");
+    expect((await git(["config", "--get", "receive.autogc"], seeded)).trim()).toBe("false");
     expect((await git(["rev-parse", "--is-bare-repository"], seeded)).trim()).toBe("true");
     expect((await gitLog(seeded)).map((c) => c.subject)).toEqual(["initial commit"]);
     expect(await readRemoteFile(seeded, "main", "x/y.txt")).toBe("y\n");

@@ -111,7 +111,8 @@ export function createTempDir(prefix = "gitops-broker-"): Promise<string> {
 }
 
 /**
- * Creates the bare repository `<root>/<name>` (branch `main`, push over HTTP enabled) and,
+ * Creates the bare repository `<root>/<name>` (branch `main`, push over HTTP enabled, no
+ * `git gc --auto` after a push) and,
  * when `files` is given, seeds it with one commit ("initial commit") holding them.
  * Resolves with the repository's absolute path.
  *
@@ -158,8 +159,9 @@ const seededRemotes = new Map<string, Promise<string>>();
 async function initBareRemote(bareDir: string, files: Record<string, string>): Promise<string> {
   // No template: nothing here uses the sample hooks, and installPreReceiveHook creates hooks/.
   await git(["init", "--quiet", "--bare", "--template=", `--initial-branch=${DEFAULT_BRANCH}`, bareDir]);
-  // What `git config http.receivepack true` writes, without a process for it.
-  await fs.appendFile(path.join(bareDir, "config"), "[http]\n\treceivepack = true\n");
+  // What `git config` would write, without a process for it. No `git gc --auto` after each push
+  // received (as on a hosted remote, which packs on its own schedule): a process per push saved.
+  await fs.appendFile(path.join(bareDir, "config"), "[http]\n\treceivepack = true\n[receive]\n\tautogc = false\n");
   if (Object.keys(files).length > 0) await pushExternalCommit(bareDir, files, "initial commit");
   return bareDir;
 }
