@@ -14,6 +14,7 @@ import {
   installPreReceiveHook,
   pushExternalCommit,
   readRemoteFile,
+  readRemoteFiles,
   revParse,
 } from "../../test/support/git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "../../test/support/git-http-server.js";
@@ -210,7 +211,7 @@ describe("git writer", () => {
     log.slice(0, -1).forEach((c, i) => expect(c.parents).toEqual([log[i + 1]!.oid]));
     expect(new Set(results.map((r) => r.commit)).size).toBe(50);
     expect(results.map((r) => r.commit).reverse()).toEqual(log.slice(0, 50).map((c) => c.oid));
-    for (const id of ids) expect(await readRemoteFile(bare, "main", instanceRecordPath(id))).toBe(`id: ${id}\n`);
+    expect(await readRemoteFiles(bare, "main", ids.map((id) => instanceRecordPath(id)))).toEqual(ids.map((id) => `id: ${id}\n`));
     await fsck(bare);
     await fsck(gitdir);
     expect(pushes()).toBeLessThan(50);

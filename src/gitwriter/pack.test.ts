@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createTempDir, fsck, git } from "../../test/support/git-fixtures.js";
+import { catFileBatch, createTempDir, FIXTURE_SIGNATURE, fsck, git, gitWithInput } from "../../test/support/git-fixtures.js";
 import { hashObject, serializeTree } from "./git-objects.js";
 import { ObjectStore } from "./object-store.js";
 import { PackFile, createDeltaBaseCache, writePack, type GitObject } from "./pack.js";
@@ -21,26 +21,27 @@ afterEach(async () => {
 
 /** 40 commits, each changing a few lines of one 6 KB file: git deltifies them into long chains. */
 async function historyOfOneFile(): Promise<void> {
-  const work = path.join(root, "work");
-  await git(["clone", "--quiet", bare, work]);
   const lines = Array.from({ length: 300 }, (_, i) => `line ${i}: ${"x".repeat(i % 17)}`);
+  const stream: string[] = [];
   for (let v = 0; v < 40; v++) {
     lines[(v * 7) % lines.length] = `changed in version ${v}`;
-    await fs.writeFile(path.join(work, "record.yaml"), `${lines.join("\n")}\n`);
-    await git(["add", "record.yaml"], work);
-    await git(["commit", "--quiet", "-m", `version ${v}`], work);
+    const content = `${lines.join("\n")}\n`;
+    const message = `version ${v}\n`;
+    // Each commit's parent is the one before it: fast-import goes on with the branch it builds.
+    stream.push(`commit refs/heads/main\nauthor ${FIXTURE_SIGNATURE}\ncommitter ${FIXTURE_SIGNATURE}\n`);
+    stream.push(`data ${Buffer.byteLength(message)}\n${message}\n`);
+    stream.push(`M 100644 inline record.yaml\ndata ${Buffer.byteLength(content)}\n${content}\n`);
   }
-  await git(["push", "--quiet", "origin", "HEAD:main"], work);
+  await gitWithInput(["fast-import", "--quiet"], bare, stream.join(""));
 }
 
 /** Every object of the repository: id -> what `git cat-file` says. */
 async function allObjects(): Promise<Map<string, GitObject>> {
   const ids = (await git(["rev-list", "--objects", "--all"], bare)).split("\n").filter(Boolean).map((l) => l.slice(0, 40));
   const objects = new Map<string, GitObject>();
-  for (const oid of ids) {
-    const type = (await git(["cat-file", "-t", oid], bare)).trim() as GitObject["type"];
-    const data = await catFile(oid, type);
-    objects.set(oid, { type, data });
+  for (const [i, object] of (await catFileBatch(bare, ids)).entries()) {
+    if (object === null || object.type === "tag") throw new Error(`unexpected object ${ids[i]!}: ${object?.type ?? "missing"}`);
+    objects.set(object.oid, { type: object.type, data: object.data });
   }
   return objects;
 }
@@ -143,7 +144,7 @@ describe("ObjectStore packs", () => {
     await git(["cat-file", "-e", blob], bare);
     expect(store.packCount).toBe(1);
 
-    // Written by git behind the store's back: a loose object, then packs from a fetch.
+    // Written by git behind the store's back: a loose object, then a pack of 120 objects.
     const loose = await writeLoose("loose\n");
     expect(Buffer.from(await store.readBlob(loose)).toString()).toBe("loose\n");
     await historyOfOneFile();

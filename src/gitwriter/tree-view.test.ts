@@ -1,6 +1,6 @@
 import fs from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createBareRemote, createTempDir, fsck, git, revParse } from "../../test/support/git-fixtures.js";
+import { catFileBatch, createBareRemote, createTempDir, fsck, git, revParse } from "../../test/support/git-fixtures.js";
 import { formatCommitMessage, parseTrailers } from "./commit-message.js";
 import { blobOid, ObjectStore, type Tip } from "./object-store.js";
 import { DraftTree, TreeView } from "./tree-view.js";
@@ -36,11 +36,10 @@ afterEach(async () => {
 async function filesOf(tree: string): Promise<Record<string, string>> {
   await store.flush();
   const out = await git(["ls-tree", "-r", "--format=%(objectname) %(path)", tree], bare);
+  const entries = out.split("\n").filter(Boolean).map((line) => line.split(" ") as [string, string]);
+  const blobs = await catFileBatch(bare, entries.map(([oid]) => oid));
   const files: Record<string, string> = {};
-  for (const line of out.split("\n").filter(Boolean)) {
-    const [oid, file] = line.split(" ");
-    files[file!] = await git(["cat-file", "blob", oid!], bare);
-  }
+  for (const [i, [, file]] of entries.entries()) files[file] = blobs[i]!.data.toString("utf8");
   return files;
 }
 

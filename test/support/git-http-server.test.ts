@@ -11,6 +11,7 @@ import {
   gitLog,
   installPreReceiveHook,
   pushExternalCommit,
+  pushExternalCommitViaPush,
   readRemoteFile,
 } from "./git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "./git-http-server.js";
@@ -43,7 +44,9 @@ describe("git fixtures", () => {
   });
 
   it("fsck throws on a corrupt repository", async () => {
-    const broken = await createBareRemote(root, "broken.git", { "x.txt": "x\n" });
+    const broken = await createBareRemote(root, "broken.git");
+    // Pushed: a push of a few objects leaves them loose (pushExternalCommit leaves a pack).
+    await pushExternalCommitViaPush(broken, { "x.txt": "x\n" }, "initial commit");
     const oid = (await git(["rev-parse", "main:x.txt"], broken)).trim();
     const object = path.join(broken, "objects", oid.slice(0, 2), oid.slice(2));
     await fs.chmod(object, 0o644);

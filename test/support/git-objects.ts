@@ -2,8 +2,7 @@
  * Raw object access to a (bare) repository through `git cat-file --batch`: what a sync agent
  * reads, and what a history scan needs (every blob of every commit).
  */
-import { spawn } from "node:child_process";
-import { git } from "./git-fixtures.js";
+import { catFileBatch as readObjects, git } from "./git-fixtures.js";
 
 export interface GitObject {
   oid: string;
@@ -11,39 +10,9 @@ export interface GitObject {
   content: Buffer;
 }
 
-/** Objects by name (`<oid>` or `<commit>:<path>`), in order; null for a name git does not know. */
+/** Objects by name (`<oid>` or `<commit>:<path>`), in order; null for a name git does not know (one `git cat-file --batch`). */
 export async function catFileBatch(gitDir: string, names: string[]): Promise<Array<GitObject | null>> {
-  if (names.length === 0) return [];
-  const child = spawn("git", ["cat-file", "--batch"], { cwd: gitDir, stdio: ["pipe", "pipe", "pipe"] });
-  const chunks: Buffer[] = [];
-  const errors: Buffer[] = [];
-  child.stdout.on("data", (c: Buffer) => chunks.push(c));
-  child.stderr.on("data", (c: Buffer) => errors.push(c));
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", resolve);
-  });
-  child.stdin.end(`${names.join("\n")}\n`);
-  const code = await exited;
-  if (code !== 0) throw new Error(`git cat-file --batch failed (${code}): ${Buffer.concat(errors).toString("utf8")}`);
-
-  const out = Buffer.concat(chunks);
-  const objects: Array<GitObject | null> = [];
-  let at = 0;
-  for (let i = 0; i < names.length; i++) {
-    const eol = out.indexOf(10, at);
-    const header = out.subarray(at, eol).toString("utf8");
-    at = eol + 1;
-    if (header.endsWith(" missing") || header.endsWith(" ambiguous")) {
-      objects.push(null);
-      continue;
-    }
-    const [oid, type, size] = header.split(" ");
-    const length = Number(size);
-    objects.push({ oid: oid!, type: type!, content: out.subarray(at, at + length) });
-    at += length + 1;
-  }
-  return objects;
+  return (await readObjects(gitDir, names)).map((o) => (o === null ? null : { oid: o.oid, type: o.type, content: o.data }));
 }
 
 /** Every blob reachable from any ref, over the whole history (`git rev-list --objects --all`). */
