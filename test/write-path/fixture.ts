@@ -3,13 +3,12 @@
  * HTTP, OSB requests carrying a request identity, and the remote's history read back with the
  * trailers the broker writes (Operation, Instance-Id, Request-Identity ...).
  */
-import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
 import { prefillRemote } from "../../bench/prefill.js";
-import { createTempDir, git, gitLog } from "../support/git-fixtures.js";
+import { catFileBatch, createTempDir, git, gitLog } from "../support/git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
 import type { OsbClient, OsbReply } from "../support/osb-client.js";
 
@@ -168,24 +167,6 @@ export async function filesBelow(remoteDir: string, dirs: string[]): Promise<Map
       const tab = line.indexOf("\t");
       return { oid: line.slice(0, tab).split(" ")[2]!, path: line.slice(tab + 1) };
     });
-  const files = new Map<string, string>();
-  if (entries.length === 0) return files;
-  const out = await gitWithInput(["cat-file", "--batch"], remoteDir, `${entries.map((e) => e.oid).join("\n")}\n`);
-  let at = 0;
-  for (const entry of entries) {
-    const eol = out.indexOf(10, at);
-    const size = Number(out.toString("latin1", at, eol).split(" ")[2]);
-    files.set(entry.path, out.toString("utf8", eol + 1, eol + 1 + size));
-    at = eol + 1 + size + 1;
-  }
-  return files;
-}
-
-function gitWithInput(args: string[], cwd: string, input: string): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const child = execFile("git", args, { cwd, encoding: "buffer", maxBuffer: 256 * 1024 * 1024 }, (error, stdout) =>
-      error ? reject(error) : resolve(stdout),
-    );
-    child.stdin!.end(input);
-  });
+  const objects = await catFileBatch(remoteDir, entries.map((e) => e.oid));
+  return new Map(entries.map((entry, i) => [entry.path, objects[i]!.data.toString("utf8")]));
 }
