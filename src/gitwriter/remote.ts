@@ -90,10 +90,14 @@ export class Remote {
       // --verbose: simple-git waits 50 ms longer for a command that printed nothing.
       // --progress: keeps output flowing during a long transfer, so only a stall hits the timeout.
       // Progress only for fetch: push must not print progress into the `remote:` lines it reads.
+      // --no-auto-maintenance: the object store compacts its own packs (compact()); git's
+      // `maintenance run --auto` after a fetch would be one more process per fetch, and could
+      // repack under the store's open packs.
       await this.fetchClient().raw([
         "fetch",
         "--verbose",
         "--progress",
+        "--no-auto-maintenance",
         "--no-tags",
         "--no-write-fetch-head",
         "origin",
