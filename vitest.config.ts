@@ -14,10 +14,10 @@ export default defineConfig({
     // loaded once per worker instead of once per file (import time summed over the files: 84 s
     // -> 21 s for test/broker). No test mocks modules, stubs globals or changes the environment.
     isolate: false,
-    // One more file at a time than there are cores (vitest's default is one fewer): most files
-    // spend their time waiting on git processes, servers and timers, so on 2 cores the default
-    // of one file at a time left a core idle (see docs/benchmarks.md, "The test suite").
-    maxWorkers: availableParallelism() + 1,
+    // Two more files at a time than there are cores (vitest's default is one fewer): files wait
+    // on git processes, servers, timers and bounds they test, so on 2 cores the default of one
+    // file at a time left a core idle, and 4 beat 3 (see docs/benchmarks.md, "The test suite").
+    maxWorkers: availableParallelism() + 2,
     // Before the files: dist/ built when stale, so spawned brokers run the compiled build.
     globalSetup: ["test/support/global-setup.ts"],
     // After each file: every process it started is killed, every temp directory removed.
