@@ -101,6 +101,8 @@ describe("createReconciler", () => {
       maxPerSecond: 1,
       batchSize: 2,
       retryMs: 10,
+      // Time stands still: however slow the first batch's commits, a pause follows it.
+      clock: () => 0,
       // A pause that only close() can end.
       delay: () => {
         paused();
