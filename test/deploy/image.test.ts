@@ -3,6 +3,7 @@ import { builtinModules } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTempDir } from "../support/git-fixtures.js";
+import { currentBuild } from "../support/global-setup.js";
 import { runProcess, startProcess } from "../support/processes.js";
 
 /**
@@ -50,35 +51,6 @@ function envOf(stage: Stage): Record<string, string> {
   return env;
 }
 
-/**
- * The checkout's dist/ when it is what `npm run build` makes of the sources as they are (the suite
- * builds it once before the tests): every file in it comes from a source file (no leftover of a
- * removed one), every source file has its output, and none is older than a source or the
- * compiler's configuration. Else undefined, and the test runs the build itself.
- */
-async function freshBuild(): Promise<string | undefined> {
-  const dist = path.join(PROJECT, "dist");
-  const files = async (dir: string) =>
-    (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
-  let built: string[];
-  try {
-    built = await files(dist);
-  } catch {
-    return undefined; // not built
-  }
-  const sources = (await files(path.join(PROJECT, "src"))).filter((f) => !f.endsWith(".test.ts") && !f.split(path.sep).includes("testdata"));
-  const outputs = new Set(sources.filter((f) => f.endsWith(".ts")).map((f) => f.replace(/\.ts$/, ".js")));
-  const copied = new Set(sources.filter((f) => f.endsWith(".json")));
-  if (built.some((f) => !outputs.has(f) && !copied.has(f)) || [...outputs].some((f) => !built.includes(f))) return undefined;
-  const mtime = async (file: string) => (await stat(file)).mtimeMs;
-  const inputs = [
-    ...(await files(path.join(PROJECT, "src"))).map((f) => path.join(PROJECT, "src", f)),
-    ...["tsconfig.json", "tsconfig.build.json", "package.json", "node_modules/typescript/package.json"].map((f) => path.join(PROJECT, f)),
-  ];
-  const newestInput = Math.max(...(await Promise.all(inputs.map(mtime))));
-  const oldestOutput = Math.min(...(await Promise.all(built.map((f) => mtime(path.join(dist, f))))));
-  return oldestOutput >= newestInput ? dist : undefined;
-}
 
 let dockerfile: Stage[];
 let runtime: Stage;
@@ -118,7 +90,7 @@ describe("deploy/Dockerfile", () => {
         // the checkout's when that is current (a compile costs ~15 s of CPU), else compiled here.
         const scripts = (JSON.parse(await readFile(path.join(PROJECT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
         expect(scripts.build).toBe("tsc -p tsconfig.build.json");
-        const dist = await freshBuild();
+        const dist = await currentBuild();
         if (dist !== undefined) {
           await cp(dist, target, { recursive: true });
         } else {

@@ -1,6 +1,7 @@
 /**
  * Runs once before the test files (vitest `globalSetup`): builds dist/ (`npm run build`'s
- * `tsc -p tsconfig.build.json`) when it is older than a source file or missing.
+ * `tsc -p tsconfig.build.json`) when it is not the current build (`currentBuild`), from scratch,
+ * so that no output of a removed source is left over.
  *
  * Tests that start `bin/gitops-broker.js` as a process (kill -9, replicas, startup failures, the CLI
  * commands) then run the compiled build, as the container image and `npm start` do, instead of
@@ -10,32 +11,49 @@
  * of its branches in a project of its own.
  */
 import { execFile } from "node:child_process";
-import { readdir, stat } from "node:fs/promises";
+import { readdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-async function mtime(file: string): Promise<number> {
+/**
+ * The checkout's dist/ when it is what `npm run build` makes of the sources as they are (the suite
+ * builds it once before the tests): every file in it comes from a source file (no leftover of a
+ * removed one), every source file has its output, and none is older than a source or the
+ * compiler's configuration. Else undefined. The global setup and test/deploy/image.test.ts (which
+ * copies it into the image's layout) ask the same question.
+ */
+export async function currentBuild(): Promise<string | undefined> {
+  const dist = path.join(ROOT, "dist");
+  const files = async (dir: string) =>
+    (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
+  let built: string[];
   try {
-    return (await stat(file)).mtimeMs;
+    built = await files(dist);
   } catch {
-    return -1; // missing
+    return undefined; // not built
   }
-}
-
-async function newestSource(): Promise<number> {
-  let newest = 0;
-  for (const entry of await readdir(path.join(ROOT, "src"), { recursive: true, withFileTypes: true })) {
-    if (entry.isFile()) newest = Math.max(newest, await mtime(path.join(entry.parentPath, entry.name)));
-  }
-  return newest;
+  const allSources = await files(path.join(ROOT, "src"));
+  const sources = allSources.filter((f) => !f.endsWith(".test.ts") && !f.split(path.sep).includes("testdata"));
+  const outputs = new Set(sources.filter((f) => f.endsWith(".ts")).map((f) => f.replace(/\.ts$/, ".js")));
+  const copied = new Set(sources.filter((f) => f.endsWith(".json")));
+  if (built.some((f) => !outputs.has(f) && !copied.has(f)) || [...outputs].some((f) => !built.includes(f))) return undefined;
+  const mtime = async (file: string) => (await stat(file)).mtimeMs;
+  const inputs = [
+    ...allSources.map((f) => path.join(ROOT, "src", f)),
+    ...["tsconfig.json", "tsconfig.build.json", "package.json", "node_modules/typescript/package.json"].map((f) => path.join(ROOT, f)),
+  ];
+  const newestInput = Math.max(...(await Promise.all(inputs.map(mtime))));
+  const oldestOutput = Math.min(...(await Promise.all(built.map((f) => mtime(path.join(dist, f))))));
+  return oldestOutput >= newestInput ? dist : undefined;
 }
 
 export default async function buildOnce(): Promise<void> {
-  if ((await mtime(path.join(ROOT, "dist/cli/main.js"))) >= (await newestSource())) return;
+  if ((await currentBuild()) !== undefined) return;
   const tsc = path.join(ROOT, "node_modules/typescript/bin/tsc");
+  await rm(path.join(ROOT, "dist"), { recursive: true, force: true });
   try {
     await promisify(execFile)(process.execPath, [tsc, "-p", path.join(ROOT, "tsconfig.build.json")], { cwd: ROOT });
   } catch (error) {
