@@ -45,11 +45,10 @@
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
-import { readFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
 import { parse } from "yaml";
+import { readRef } from "../../src/gitwriter/refs.js";
 import { git } from "./git-fixtures.js";
 import { filesAt } from "./git-objects.js";
 import type { KubeApiServer, KubeObject, ObjectRef } from "./kube-api-server.js";
@@ -254,9 +253,10 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
    * rename, and it wins over packed-refs) is read without spawning git; git resolves any other.
    */
   async function tipOf(): Promise<string> {
-    const loose = await readFile(path.join(remoteDir, "refs", "heads", branch), "utf8").catch(() => "");
-    if (/^[0-9a-f]{40}\n?$/.test(loose)) return loose.trim();
-    return (await git(["rev-parse", `refs/heads/${branch}`], remoteDir)).trim();
+    // The ref as git stores it (loose file, else packed-refs): no process on every poll.
+    const tip = await readRef(remoteDir, `refs/heads/${branch}`);
+    if (tip === null) throw new Error(`the remote has no branch ${branch}`);
+    return tip;
   }
 
   /** Flux source-controller: fetch, record the artifact (and the request handled). */
