@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { expect } from "vitest";
+import { readRef } from "../../src/gitwriter/refs.js";
 import type { OsbClient } from "../support/osb-client.js";
 
 const run = promisify(execFile);
@@ -46,10 +47,14 @@ export function provisionBody(serviceId: string, planId: string, extra: Record<s
   };
 }
 
-/** The remote's branch tip (what is acknowledged). */
+/**
+ * The remote's branch tip (what is acknowledged), read from the ref files (loose, else packed-refs)
+ * as the sync doubles do: tests ask for it around most requests, a process each time added up.
+ */
 export async function remoteHead(remoteDir: string, branch = "main"): Promise<string> {
-  const { stdout } = await run("git", ["rev-parse", `refs/heads/${branch}`], { cwd: remoteDir });
-  return stdout.trim();
+  const tip = await readRef(remoteDir, `refs/heads/${branch}`);
+  if (tip === null) throw new Error(`${remoteDir} has no branch ${branch}`);
+  return tip;
 }
 
 export async function remoteFiles(remoteDir: string, prefix = ""): Promise<string[]> {

@@ -60,9 +60,12 @@ export interface GitHttpServer {
 
 const execFileAsync = promisify(execFile);
 
-async function findHttpBackend(): Promise<string> {
-  const { stdout } = await execFileAsync("git", ["--exec-path"]);
-  return path.join(stdout.trim(), "git-http-backend");
+/** Where git keeps git-http-backend: asked once per process (servers start in most test files). */
+let httpBackend: Promise<string> | undefined;
+
+function findHttpBackend(): Promise<string> {
+  httpBackend ??= execFileAsync("git", ["--exec-path"]).then(({ stdout }) => path.join(stdout.trim(), "git-http-backend"));
+  return httpBackend;
 }
 
 export async function startGitHttpServer(options: GitHttpServerOptions): Promise<GitHttpServer> {
