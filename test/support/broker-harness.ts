@@ -1,4 +1,4 @@
-import { rm } from "node:fs/promises";
+import { cp, rm } from "node:fs/promises";
 import path from "node:path";
 import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR, startBroker, type RecordsCollectorOverrides, type RunningBroker } from "../../src/cli/serve.js";
 import { prepareEmbedded, type Config } from "../../src/config/index.js";
@@ -6,6 +6,7 @@ import { silentLogger, type Logger } from "../../src/log/index.js";
 import { createBareRemote, createTempDir } from "./git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "./git-http-server.js";
 import { osbClient, type OsbClient } from "./osb-client.js";
+import { runScopedDir } from "./processes.js";
 
 /**
  * A real broker (the production wiring of `gitops-broker serve`, in process) on 127.0.0.1:0,
@@ -74,14 +75,19 @@ export interface HarnessOptions {
   records?: RecordsCollectorOverrides;
 }
 
-export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const root = await createTempDir("gitops-broker-test-");
-  const remotes = path.join(root, "remotes");
-  const remoteDir = options.files
-    ? await createBareRemote(remotes, "remote.git", options.files)
-    : (
+/** The embedded default's remote, made by `prepareEmbedded` once per worker (runScopedDir). */
+let embeddedSample: Promise<string> | undefined;
+
+/**
+ * A copy of the remote `gitops-broker serve` seeds with the sample catalog when it has no
+ * configuration, in `<dir>/remote.git`. The seed's date is fixed, so every copy holds the same commit.
+ */
+async function sampleRemote(dir: string): Promise<string> {
+  embeddedSample ??= runScopedDir("embedded-").then(
+    async (dataDir) =>
+      (
         await prepareEmbedded({
-          dataDir: remotes,
+          dataDir,
           catalogSource: SAMPLE_CATALOG_DIR,
           registrySource: SAMPLE_REGISTRY_DIR,
           branch: "main",
@@ -89,7 +95,21 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           now: () => new Date("2026-01-01T00:00:00Z"),
           log: silentLogger(),
         })
-      ).remoteDir;
+      ).remoteDir,
+  );
+  const template = await embeddedSample.catch((error: unknown) => {
+    embeddedSample = undefined;
+    throw error;
+  });
+  const remoteDir = path.join(dir, path.basename(template));
+  await cp(template, remoteDir, { recursive: true, errorOnExist: true, force: false });
+  return remoteDir;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const root = await createTempDir("gitops-broker-test-");
+  const remotes = path.join(root, "remotes");
+  const remoteDir = options.files ? await createBareRemote(remotes, "remote.git", options.files) : await sampleRemote(remotes);
   const git = await startGitHttpServer({ root: remotes });
   const remoteUrl = git.url(path.basename(remoteDir));
   const started: RunningBroker[] = [];

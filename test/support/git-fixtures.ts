@@ -10,7 +10,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { trackedTempDir } from "./processes.js";
+import { runScopedDir, trackedTempDir } from "./processes.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -117,7 +117,8 @@ export function createTempDir(prefix = "gitops-broker-"): Promise<string> {
  * Resolves with the repository's absolute path.
  *
  * The first repository with a given seed is made by git; later ones with the same seed (most
- * tests of a file start from the same one) are copies of it, made without a process.
+ * tests start from one of a few) are copies of it, made without a process, in this file and in
+ * the later files of the worker.
  */
 export async function createBareRemote(root: string, name: string, files?: Record<string, string>): Promise<string> {
   const bareDir = path.resolve(root, name);
@@ -138,7 +139,7 @@ export async function createBareRemote(root: string, name: string, files?: Recor
   for (let attempt = 0; ; attempt++) {
     let template = seededRemotes.get(key);
     if (template === undefined) {
-      template = createTempDir("gitops-broker-seed-").then(async (dir) => initBareRemote(path.join(dir, "seed.git"), seed));
+      template = runScopedDir("seed-").then(async (dir) => initBareRemote(path.join(dir, "seed.git"), seed));
       seededRemotes.set(key, template);
       template.catch(() => seededRemotes.delete(key));
     }

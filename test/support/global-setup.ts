@@ -11,7 +11,8 @@
  * of its branches in a project of its own.
  */
 import { execFile } from "node:child_process";
-import { readdir, rm, stat } from "node:fs/promises";
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -50,7 +51,25 @@ export async function currentBuild(): Promise<string | undefined> {
   return oldestOutput >= newestInput ? dist : undefined;
 }
 
-export default async function buildOnce(): Promise<void> {
+/**
+ * The environment variable naming a directory that lives as long as the run (the setup makes it
+ * and removes it after the last file): fixtures made once per worker and copied by later files
+ * (seeded remotes, the embedded sample remote) are kept there. Unset outside a vitest run (the
+ * benchmarks): the fixtures then keep their copies in temporary directories of their own.
+ */
+export const RUN_DIR_VARIABLE = "GITOPS_BROKER_TEST_RUN_DIR";
+
+export default async function setup(): Promise<() => Promise<void>> {
+  const runDir = await mkdtemp(path.join(tmpdir(), "gitops-broker-run-"));
+  // Set before the workers start: they inherit the environment.
+  process.env[RUN_DIR_VARIABLE] = runDir;
+  await buildOnce();
+  return async () => {
+    await rm(runDir, { recursive: true, force: true, maxRetries: 5 });
+  };
+}
+
+async function buildOnce(): Promise<void> {
   if ((await currentBuild()) !== undefined) return;
   const tsc = path.join(ROOT, "node_modules/typescript/bin/tsc");
   await rm(path.join(ROOT, "dist"), { recursive: true, force: true });

@@ -18,6 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
+import { RUN_DIR_VARIABLE } from "./global-setup.js";
 
 /** How long a test waits for something a process or server does: a hang, not slowness, reaches it. */
 export const EVENT_CEILING_MS = 120_000;
@@ -173,6 +174,16 @@ export async function trackedTempDir(prefix: string): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
   tempDirs.add(dir);
   return dir;
+}
+
+/**
+ * A fresh directory for a fixture made once and copied by later test files of the worker: below
+ * the run's directory (made and removed by test/support/global-setup.ts), so it outlives the
+ * file. Outside a vitest run (the benchmarks), a tracked temporary directory.
+ */
+export async function runScopedDir(prefix: string): Promise<string> {
+  const runDir = process.env[RUN_DIR_VARIABLE];
+  return runDir === undefined ? trackedTempDir(prefix) : fs.mkdtemp(path.join(runDir, prefix));
 }
 
 /** Kills every process group still running (and waits for their exits). */
