@@ -116,8 +116,23 @@ describe("git http server", () => {
     expect(await git(["ls-remote", url])).toMatch(/refs\/heads\/main/);
   });
 
-  it("answers 404 for a repository that does not exist", async () => {
-    await expect(git(["ls-remote", server.url("missing.git")])).rejects.toThrow(/not found|404/i);
-    expect(server.requests.at(-1)?.status).toBe(404);
+  it("answers 404 for a repository that does not exist, a path out of its root and a directory that is not a repository", async () => {
+    await fs.mkdir(path.join(root, "remotes", "plain"), { recursive: true });
+    // broken.git (the fsck test's) is a bare repository beside the served root.
+    for (const name of ["missing.git", "..%2Fbroken.git", "plain"]) {
+      await expect(git(["ls-remote", server.url(name)])).rejects.toThrow(/not found|404/i);
+      expect(server.requests.at(-1)?.status).toBe(404);
+    }
+  });
+
+  it("speaks protocol v2 and the original protocol (the ref advertisement after a service line)", async () => {
+    const tip = (await git(["rev-parse", "main"], bare)).trim();
+    for (const version of ["2", "0"]) {
+      expect(await git(["-c", `protocol.version=${version}`, "ls-remote", server.url("served.git"), "main"])).toBe(`${tip}\trefs/heads/main\n`);
+    }
+    // What a client of the original protocol reads first (gitprotocol-http, "Smart Clients").
+    const answer = await fetch(`${server.url("served.git")}/info/refs?service=git-upload-pack`);
+    expect(answer.headers.get("content-type")).toBe("application/x-git-upload-pack-advertisement");
+    expect((await answer.text()).startsWith("001e# service=git-upload-pack\n0000")).toBe(true);
   });
 });

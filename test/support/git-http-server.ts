@@ -1,6 +1,7 @@
 /**
- * A real Git smart-HTTP remote for tests: `node:http` on 127.0.0.1 (port 0) running
- * `git http-backend` as a CGI program over the bare repositories below `root`.
+ * A real Git smart-HTTP remote for tests: `node:http` on 127.0.0.1 (port 0) serving git's own
+ * upload-pack and receive-pack over the bare repositories below `root`, as git-http-backend
+ * serves them (`serveGit`).
  *
  *   const server = await startGitHttpServer({ root });
  *   const bare = await createBareRemote(root, "gitops.git", { "README.md": "hi\n" });
@@ -17,16 +18,17 @@
  * `requests` records every request (method, path, status), e.g. to count pushes:
  * `server.requests.filter((r) => r.path.endsWith("/git-receive-pack")).length`.
  *
- * Pushing is enabled by REMOTE_USER (and `createBareRemote` also sets `http.receivepack true`).
- * The backend runs with the global and system git config ignored, so tests do not depend on
- * the machine's ~/.gitconfig.
+ * Pushing is enabled (as http-backend enables it for an authenticated user; `createBareRemote`
+ * also sets `http.receivepack true`). The services run with the global and system git config
+ * ignored, so tests do not depend on the machine's ~/.gitconfig.
  */
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { promisify } from "node:util";
+import { createGunzip } from "node:zlib";
 
 export interface GitHttpServerOptions {
   /** Directory holding the bare repositories (GIT_PROJECT_ROOT). */
@@ -58,19 +60,8 @@ export interface GitHttpServer {
   close(): Promise<void>;
 }
 
-const execFileAsync = promisify(execFile);
-
-/** Where git keeps git-http-backend: asked once per process (servers start in most test files). */
-let httpBackend: Promise<string> | undefined;
-
-function findHttpBackend(): Promise<string> {
-  httpBackend ??= execFileAsync("git", ["--exec-path"]).then(({ stdout }) => path.join(stdout.trim(), "git-http-backend"));
-  return httpBackend;
-}
-
 export async function startGitHttpServer(options: GitHttpServerOptions): Promise<GitHttpServer> {
   const root = path.resolve(options.root);
-  const backend = await findHttpBackend();
   const requests: RecordedRequest[] = [];
   let available = true;
 
@@ -85,7 +76,7 @@ export async function startGitHttpServer(options: GitHttpServerOptions): Promise
       res.writeHead(503, { "content-type": "text/plain" }).end("unavailable\n");
       return;
     }
-    runBackend(backend, root, req, res, url, record);
+    serveGit(root, req, res, url, record);
   });
 
   server.listen(0, "127.0.0.1");
@@ -119,19 +110,8 @@ export async function startGitHttpServer(options: GitHttpServerOptions): Promise
   };
 }
 
-/** Runs one request through git-http-backend (CGI/1.1: env in, body on stdin, headers + body out). */
-function runBackend(
-  backend: string,
-  root: string,
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-  url: URL,
-  record: (status: number) => void,
-): void {
-  const header = (name: string): string | undefined => {
-    const value = req.headers[name];
-    return Array.isArray(value) ? value.join(", ") : value;
-  };
+/** What git-http-backend sets for the services it runs (http-backend.c): the rest is the environment's. */
+function serviceEnv(req: http.IncomingMessage): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     GIT_CONFIG_NOSYSTEM: "1",
@@ -141,97 +121,88 @@ function runBackend(
     GIT_CONFIG_COUNT: "1",
     GIT_CONFIG_KEY_0: "receive.autogc",
     GIT_CONFIG_VALUE_0: "false",
-    GIT_PROJECT_ROOT: root,
-    GIT_HTTP_EXPORT_ALL: "1",
-    REMOTE_USER: "test",
-    REMOTE_ADDR: req.socket.remoteAddress ?? "127.0.0.1",
-    REQUEST_METHOD: req.method ?? "GET",
-    PATH_INFO: decodeURIComponent(url.pathname),
-    QUERY_STRING: url.search.slice(1),
-    CONTENT_TYPE: header("content-type") ?? "",
+    // The pusher, as http-backend names it for receive-pack's reflog entries.
+    GIT_COMMITTER_NAME: "test",
+    GIT_COMMITTER_EMAIL: `test@http.${req.socket.remoteAddress ?? "127.0.0.1"}`,
   };
-  // Without CONTENT_LENGTH (chunked uploads of large pushes) the backend reads to EOF.
-  const contentLength = header("content-length");
-  if (contentLength !== undefined) env.CONTENT_LENGTH = contentLength;
-  // git sends large request bodies gzip-compressed; the backend inflates them itself.
-  const contentEncoding = header("content-encoding");
-  if (contentEncoding !== undefined) env.HTTP_CONTENT_ENCODING = contentEncoding;
   // Protocol v2 is negotiated through this header.
-  const gitProtocol = header("git-protocol");
-  if (gitProtocol !== undefined) env.GIT_PROTOCOL = gitProtocol;
+  const gitProtocol = req.headers["git-protocol"];
+  if (typeof gitProtocol === "string") env.GIT_PROTOCOL = gitProtocol;
+  return env;
+}
 
-  const child = spawn(backend, [], { env, stdio: ["pipe", "pipe", "pipe"] });
+/** One pkt-line: four hex digits of length (including themselves), then the payload. */
+function pktLine(payload: string): string {
+  return (payload.length + 4).toString(16).padStart(4, "0") + payload;
+}
+
+/**
+ * Serves one smart-HTTP request (gitprotocol-http) the way git-http-backend does, but runs
+ * git's service (upload-pack, receive-pack) directly instead of through http-backend, which would
+ * run it as a child of its own: one process fewer per request, about two per fetch or push.
+ * Hosted Git servers are built the same way: their own HTTP front, git's services behind it.
+ *
+ * - `GET <repo>/info/refs?service=git-<service>`: the ref advertisement
+ *   (`<service> --stateless-rpc --advertise-refs`), after a `# service=` line unless the client
+ *   asked for protocol v2;
+ * - `POST <repo>/git-<service>`: the body (inflated when gzip-compressed) to
+ *   `<service> --stateless-rpc`, its output as the answer.
+ * Anything else (a repository that does not exist, a path outside the root, dumb HTTP) is 404,
+ * like http-backend's "Not Found"; pushes are enabled as http-backend enables them for an
+ * authenticated user.
+ */
+function serveGit(root: string, req: http.IncomingMessage, res: http.ServerResponse, url: URL, record: (status: number) => void): void {
+  const notFound = (): void => {
+    record(404);
+    res.writeHead(404, { "content-type": "text/plain", "cache-control": "no-cache" }).end("Not Found\n");
+  };
+  const route = /^(\/.+)\/(?:info\/refs|git-(upload-pack|receive-pack))$/.exec(decodeURIComponent(url.pathname));
+  const advertise = route !== null && route[2] === undefined;
+  const service = advertise ? /^git-(upload-pack|receive-pack)$/.exec(url.searchParams.get("service") ?? "")?.[1] : route?.[2];
+  const repo = route === null ? undefined : path.join(root, path.normalize(route[1]!));
+  const served =
+    route !== null &&
+    service !== undefined &&
+    repo !== undefined &&
+    repo.startsWith(root + path.sep) &&
+    req.method === (advertise ? "GET" : "POST") &&
+    existsSync(path.join(repo, "HEAD")) &&
+    existsSync(path.join(repo, "objects"));
+  if (!served) {
+    notFound();
+    return;
+  }
+
+  const env = serviceEnv(req);
+  const args = advertise ? [service, "--stateless-rpc", "--advertise-refs", "."] : [service, "--stateless-rpc", "."];
+  const child = spawn("git", args, { cwd: repo, env, stdio: ["pipe", "pipe", "pipe"] });
   const stderr: Buffer[] = [];
   child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
-  req.pipe(child.stdin);
   child.stdin.on("error", () => {
-    // The backend may exit before reading the whole body (e.g. it refused the request).
+    // The service may exit before reading the whole request (e.g. it refused it).
   });
   res.on("close", () => {
     if (child.exitCode === null) child.kill();
   });
-  child.on("error", (error) => {
-    record(500);
-    if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
-    res.end(`cannot run git-http-backend: ${error.message}\n`);
-  });
+  // git cannot be run: the connection breaks, as when http-backend's child dies.
+  child.on("error", (error) => res.destroy(error));
 
-  let head = Buffer.alloc(0);
-  let headersDone = false;
-  child.stdout.on("data", (chunk: Buffer) => {
-    if (headersDone) {
-      res.write(chunk);
-      return;
-    }
-    head = Buffer.concat([head, chunk]);
-    const parsed = parseCgiHead(head);
-    if (parsed === null) return;
-    headersDone = true;
-    record(parsed.status);
-    res.writeHead(parsed.status, parsed.headers);
-    if (parsed.rest.length > 0) res.write(parsed.rest);
+  // Headers first, as http-backend sends them before it runs the service.
+  record(200);
+  res.writeHead(200, {
+    "content-type": `application/x-git-${service}-${advertise ? "advertisement" : "result"}`,
+    expires: "Fri, 01 Jan 1980 00:00:00 GMT",
+    pragma: "no-cache",
+    "cache-control": "no-cache, max-age=0, must-revalidate",
   });
-  child.on("close", (code) => {
-    if (!headersDone) {
-      record(500);
-      res.writeHead(500, { "content-type": "text/plain" });
-      res.end(`git-http-backend exited with ${String(code)}: ${Buffer.concat(stderr).toString()}`);
-      return;
-    }
-    res.end();
-  });
-}
-
-interface CgiHead {
-  status: number;
-  headers: Record<string, string>;
-  rest: Buffer;
-}
-
-/** Splits CGI output into status, headers and the start of the body; null until the blank line arrived. */
-function parseCgiHead(buffer: Buffer): CgiHead | null {
-  const crlf = buffer.indexOf("\r\n\r\n");
-  const lf = buffer.indexOf("\n\n");
-  let end: number;
-  let separator: number;
-  if (crlf !== -1 && (lf === -1 || crlf < lf)) {
-    end = crlf;
-    separator = 4;
-  } else if (lf !== -1) {
-    end = lf;
-    separator = 2;
-  } else {
-    return null;
+  if (advertise && !/version=2/.test(env.GIT_PROTOCOL ?? "")) res.write(`${pktLine(`# service=git-${service}\n`)}0000`);
+  if (advertise) child.stdin.end();
+  else {
+    // git sends large request bodies gzip-compressed; http-backend inflates them.
+    const body = req.headers["content-encoding"] === "gzip" ? req.pipe(createGunzip()) : req;
+    body.on("error", () => child.kill());
+    body.pipe(child.stdin);
   }
-  const headers: Record<string, string> = {};
-  let status = 200;
-  for (const line of buffer.subarray(0, end).toString("latin1").split(/\r?\n/)) {
-    const colon = line.indexOf(":");
-    if (colon === -1) continue;
-    const name = line.slice(0, colon).trim();
-    const value = line.slice(colon + 1).trim();
-    if (name.toLowerCase() === "status") status = Number.parseInt(value, 10);
-    else headers[name] = value;
-  }
-  return { status, headers, rest: buffer.subarray(end + separator) };
+  child.stdout.pipe(res, { end: false });
+  child.on("close", () => res.end());
 }
