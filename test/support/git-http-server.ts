@@ -31,7 +31,7 @@ import path from "node:path";
 import { createGunzip } from "node:zlib";
 
 export interface GitHttpServerOptions {
-  /** Directory holding the bare repositories (GIT_PROJECT_ROOT). */
+  /** Directory holding the bare repositories: `<root>/<name>` is served as `/<name>`. */
   root: string;
 }
 
@@ -175,9 +175,9 @@ function serveGit(root: string, req: http.IncomingMessage, res: http.ServerRespo
 
   const env = serviceEnv(req);
   const args = advertise ? [service, "--stateless-rpc", "--advertise-refs", "."] : [service, "--stateless-rpc", "."];
-  const child = spawn("git", args, { cwd: repo, env, stdio: ["pipe", "pipe", "pipe"] });
-  const stderr: Buffer[] = [];
-  child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+  // The service's own stderr is the server's log (http-backend's too); what the client must see
+  // (hook output, refusals) travels in the protocol's side band.
+  const child = spawn("git", args, { cwd: repo, env, stdio: ["pipe", "pipe", "ignore"] });
   child.stdin.on("error", () => {
     // The service may exit before reading the whole request (e.g. it refused it).
   });
