@@ -83,27 +83,33 @@ let embeddedSample: Promise<string> | undefined;
  * configuration, in `<dir>/remote.git`. The seed's date is fixed, so every copy holds the same commit.
  */
 async function sampleRemote(dir: string): Promise<string> {
-  embeddedSample ??= runScopedDir("embedded-").then(
-    async (dataDir) =>
-      (
-        await prepareEmbedded({
-          dataDir,
-          catalogSource: SAMPLE_CATALOG_DIR,
-          registrySource: SAMPLE_REGISTRY_DIR,
-          branch: "main",
-          author: AUTHOR,
-          now: () => new Date("2026-01-01T00:00:00Z"),
-          log: silentLogger(),
-        })
-      ).remoteDir,
-  );
-  const template = await embeddedSample.catch((error: unknown) => {
-    embeddedSample = undefined;
-    throw error;
-  });
-  const remoteDir = path.join(dir, path.basename(template));
-  await cp(template, remoteDir, { recursive: true, errorOnExist: true, force: false });
-  return remoteDir;
+  for (let attempt = 0; ; attempt++) {
+    embeddedSample ??= runScopedDir("embedded-").then(
+      async (dataDir) =>
+        (
+          await prepareEmbedded({
+            dataDir,
+            catalogSource: SAMPLE_CATALOG_DIR,
+            registrySource: SAMPLE_REGISTRY_DIR,
+            branch: "main",
+            author: AUTHOR,
+            now: () => new Date("2026-01-01T00:00:00Z"),
+            log: silentLogger(),
+          })
+        ).remoteDir,
+    );
+    try {
+      const template = await embeddedSample;
+      const remoteDir = path.join(dir, path.basename(template));
+      await cp(template, remoteDir, { recursive: true, errorOnExist: true, force: false });
+      return remoteDir;
+    } catch (error) {
+      embeddedSample = undefined;
+      // Without the run's directory (a run without the global setup), the template went with the
+      // temporary directories of an earlier file: made again, once.
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt > 0) throw error;
+    }
+  }
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
