@@ -10,6 +10,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { readRef } from "../../src/gitwriter/refs.js";
 import { runScopedDir, trackedTempDir } from "./processes.js";
 
 const execFileAsync = promisify(execFile);
@@ -294,32 +295,22 @@ function stripSpace(message: string): string {
 }
 
 /**
- * The object id `ref` points to, read from the repository's files (loose ref, else packed-refs),
- * null when there is no such ref, undefined when it cannot tell (a symbolic ref in refs/ ...).
+ * The object id `ref` points to, from the repository's files as the writer reads them (its
+ * `readRef`: loose ref, else packed-refs), HEAD followed through its symbolic ref; null when there
+ * is no such ref, undefined when it cannot tell (a ref that holds no object id).
  */
-async function readRef(gitDir: string, ref: string): Promise<string | null | undefined> {
-  let content: string | null = null;
+async function refTip(gitDir: string, ref: string): Promise<string | null | undefined> {
+  if (ref === "HEAD") {
+    const head = (await fs.readFile(path.join(gitDir, "HEAD"), "utf8")).trim();
+    if (/^[0-9a-f]{40}$/.test(head)) return head;
+    const target = /^ref: (refs\/\S+)$/.exec(head)?.[1];
+    return target === undefined ? undefined : refTip(gitDir, target);
+  }
   try {
-    content = (await fs.readFile(path.join(gitDir, ref), "utf8")).trim();
-  } catch (error) {
-    if (!["ENOENT", "ENOTDIR", "EISDIR"].includes((error as NodeJS.ErrnoException).code ?? "")) throw error;
+    return await readRef(gitDir, ref);
+  } catch {
+    return undefined;
   }
-  if (content !== null) {
-    if (/^[0-9a-f]{40}$/.test(content)) return content;
-    const target = /^ref: (refs\/\S+)$/.exec(content)?.[1];
-    return ref === "HEAD" && target !== undefined ? readRef(gitDir, target) : undefined;
-  }
-  let packed = "";
-  try {
-    packed = await fs.readFile(path.join(gitDir, "packed-refs"), "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
-  for (const line of packed.split("\n")) {
-    const [oid, name] = line.split(" ");
-    if (name === ref && oid !== undefined && /^[0-9a-f]{40}$/.test(oid)) return oid;
-  }
-  return null;
 }
 
 /** A path as fast-import reads it: C-style quoted. */
@@ -353,10 +344,10 @@ async function commitWithFastImport(
   const names = edits.map(([file]) => file);
   if (names.some((a) => names.some((b) => b.startsWith(`${a}/`)))) return null;
 
-  const tip = await readRef(bareDir, `refs/heads/${branch}`);
+  const tip = await refTip(bareDir, `refs/heads/${branch}`);
   if (tip === undefined) return null;
   // A new branch beside a HEAD commit: `git checkout --orphan` in the clone starts from HEAD's files.
-  if (tip === null && (await readRef(bareDir, "HEAD")) !== null) return null;
+  if (tip === null && (await refTip(bareDir, "HEAD")) !== null) return null;
 
   const data = (content: string | Buffer) => {
     const bytes = Buffer.from(content);
