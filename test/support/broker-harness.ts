@@ -1,12 +1,11 @@
-import { cp, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import path from "node:path";
 import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR, startBroker, type RecordsCollectorOverrides, type RunningBroker } from "../../src/cli/serve.js";
-import { prepareEmbedded, type Config } from "../../src/config/index.js";
+import { EMBEDDED_REMOTE_DIR, prepareEmbedded, type Config } from "../../src/config/index.js";
 import { silentLogger, type Logger } from "../../src/log/index.js";
-import { createBareRemote, createTempDir } from "./git-fixtures.js";
+import { copyOfTemplate, createBareRemote, createTempDir } from "./git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "./git-http-server.js";
 import { osbClient, type OsbClient } from "./osb-client.js";
-import { runScopedDir } from "./processes.js";
 
 /**
  * A real broker (the production wiring of `gitops-broker serve`, in process) on 127.0.0.1:0,
@@ -75,41 +74,25 @@ export interface HarnessOptions {
   records?: RecordsCollectorOverrides;
 }
 
-/** The embedded default's remote, made by `prepareEmbedded` once per worker (runScopedDir). */
-let embeddedSample: Promise<string> | undefined;
-
 /**
  * A copy of the remote `gitops-broker serve` seeds with the sample catalog when it has no
- * configuration, in `<dir>/remote.git`. The seed's date is fixed, so every copy holds the same commit.
+ * configuration (`prepareEmbedded`, once per worker), in `<dir>/remote.git`. The seed's date is
+ * fixed, so every copy holds the same commit.
  */
-async function sampleRemote(dir: string): Promise<string> {
-  for (let attempt = 0; ; attempt++) {
-    embeddedSample ??= runScopedDir("embedded-").then(
-      async (dataDir) =>
-        (
-          await prepareEmbedded({
-            dataDir,
-            catalogSource: SAMPLE_CATALOG_DIR,
-            registrySource: SAMPLE_REGISTRY_DIR,
-            branch: "main",
-            author: AUTHOR,
-            now: () => new Date("2026-01-01T00:00:00Z"),
-            log: silentLogger(),
-          })
-        ).remoteDir,
-    );
-    try {
-      const template = await embeddedSample;
-      const remoteDir = path.join(dir, path.basename(template));
-      await cp(template, remoteDir, { recursive: true, errorOnExist: true, force: false });
-      return remoteDir;
-    } catch (error) {
-      embeddedSample = undefined;
-      // Without the run's directory (a run without the global setup), the template went with the
-      // temporary directories of an earlier file: made again, once.
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt > 0) throw error;
-    }
-  }
+function sampleRemote(dir: string): Promise<string> {
+  const make = async (dataDir: string) =>
+    (
+      await prepareEmbedded({
+        dataDir,
+        catalogSource: SAMPLE_CATALOG_DIR,
+        registrySource: SAMPLE_REGISTRY_DIR,
+        branch: "main",
+        author: AUTHOR,
+        now: () => new Date("2026-01-01T00:00:00Z"),
+        log: silentLogger(),
+      })
+    ).remoteDir;
+  return copyOfTemplate("the embedded sample", make, path.join(dir, EMBEDDED_REMOTE_DIR));
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {

@@ -136,27 +136,36 @@ export async function createBareRemote(root: string, name: string, files?: Recor
     await initBareRemote(bareDir, seed);
     return bareDir;
   }
-  const key = JSON.stringify(Object.entries(seed));
+  return copyOfTemplate(`seed ${JSON.stringify(Object.entries(seed))}`, (dir) => initBareRemote(path.join(dir, "seed.git"), seed), bareDir);
+}
+
+/** Repositories made once per worker by copyOfTemplate, by key. */
+const templates = new Map<string, Promise<string>>();
+
+/**
+ * `target`, a copy of the repository `make` builds in a fresh directory: made once per worker and
+ * `key` (below the run's directory, runScopedDir), copied without a process by later calls, in
+ * this file and in the later files of the worker.
+ */
+export async function copyOfTemplate(key: string, make: (dir: string) => Promise<string>, target: string): Promise<string> {
   for (let attempt = 0; ; attempt++) {
-    let template = seededRemotes.get(key);
+    let template = templates.get(key);
     if (template === undefined) {
-      template = runScopedDir("seed-").then(async (dir) => initBareRemote(path.join(dir, "seed.git"), seed));
-      seededRemotes.set(key, template);
-      template.catch(() => seededRemotes.delete(key));
+      template = runScopedDir("template-").then(make);
+      templates.set(key, template);
+      template.catch(() => templates.delete(key));
     }
     try {
-      await fs.cp(await template, bareDir, { recursive: true, errorOnExist: true, force: false });
-      return bareDir;
+      await fs.cp(await template, target, { recursive: true, errorOnExist: true, force: false });
+      return target;
     } catch (error) {
-      // The template went with the temp directories of an earlier test file: made again.
+      // Without the run's directory (a run without the global setup, the benchmarks), the template
+      // went with the temporary directories of an earlier test file: made again, once.
       if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt > 0) throw error;
-      seededRemotes.delete(key);
+      templates.delete(key);
     }
   }
 }
-
-/** Seeded repositories made by createBareRemote, by their seed, to copy. */
-const seededRemotes = new Map<string, Promise<string>>();
 
 async function initBareRemote(bareDir: string, files: Record<string, string>): Promise<string> {
   // No template: nothing here uses the sample hooks, and installPreReceiveHook creates hooks/.
