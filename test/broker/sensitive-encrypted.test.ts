@@ -217,7 +217,7 @@ describe("sensitive parameters on a cluster that declares SOPS encryption", () =
   it("leaves no plaintext in any blob or commit message of the remote's history", async () => {
     const blobs = await allBlobs(h.remoteDir);
     expect(blobs.length).toBeGreaterThan(10);
-    const leaks = blobs.filter((b) => PLAINTEXTS.some((p) => b.content.includes(p))).map((b) => b.oid);
+    const leaks = blobs.filter((b) => PLAINTEXTS.some((p) => b.data.includes(p))).map((b) => b.oid);
     expect(leaks).toEqual([]);
     const messages = await git(["log", "--all", "--format=%B"], h.remoteDir);
     expect(messages).toContain("bind postgresql/small instance enc-1 binding b-1");

@@ -250,7 +250,7 @@ describe("credentials never reach Git or the logs", () => {
     expect(blobs.length).toBeGreaterThan(20);
     for (const password of passwords) {
       for (const form of [password, Buffer.from(password).toString("base64")]) {
-        expect(blobs.filter((b) => b.content.includes(form)).map((b) => b.oid)).toEqual([]);
+        expect(blobs.filter((b) => b.data.includes(form)).map((b) => b.oid)).toEqual([]);
         expect(logLines.filter((line) => line.includes(form))).toEqual([]);
       }
     }
