@@ -51,7 +51,6 @@ function envOf(stage: Stage): Record<string, string> {
   return env;
 }
 
-
 let dockerfile: Stage[];
 let runtime: Stage;
 let app: string;

@@ -248,12 +248,8 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
     return undefined;
   }
 
-  /**
-   * The remote's branch tip. Polled every few ms: its loose ref (receive-pack replaces it by a
-   * rename, and it wins over packed-refs) is read without spawning git; git resolves any other.
-   */
+  /** The remote's branch tip, polled every few ms: read from the ref files (loose, else packed-refs), no process per poll. */
   async function tipOf(): Promise<string> {
-    // The ref as git stores it (loose file, else packed-refs): no process on every poll.
     const tip = await readRef(remoteDir, `refs/heads/${branch}`);
     if (tip === null) throw new Error(`the remote has no branch ${branch}`);
     return tip;
