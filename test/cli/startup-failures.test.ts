@@ -14,7 +14,7 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lockDataDir } from "../../src/config/index.js";
-import { EVENT_CEILING_MS, startProcess, stopProcesses, trackedTempDir } from "../support/processes.js";
+import { EVENT_CEILING_MS, runProcess, stopProcesses, trackedTempDir } from "../support/processes.js";
 import { BIN, CREDENTIALS, spawnBroker, type BrokerProcess } from "../write-path/broker-process.js";
 import { startRemote, type Remote } from "../write-path/fixture.js";
 
@@ -32,14 +32,7 @@ const CEILING_MS = 300_000;
 /** Runs the CLI to its exit (a tracked process group: killed after the ceiling, and after the file whatever happened). */
 async function runCli(args: string[], env: Record<string, string>): Promise<Exit> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GITOPS_BROKER_")));
-  const child = startProcess(process.execPath, [BIN, ...args], { env: { ...clean, ...env } });
-  // "close" comes after the output pipes are drained, "exit" may come before.
-  const closed = new Promise<void>((resolve) => child.child.once("close", () => resolve()));
-  const ceiling = setTimeout(() => void child.killGroup(), EVENT_CEILING_MS);
-  const { code } = await child.exited;
-  await closed;
-  clearTimeout(ceiling);
-  const stdout = child.stdout();
+  const { code, stdout, stderr } = await runProcess(process.execPath, [BIN, ...args], { env: { ...clean, ...env }, ceilingMs: EVENT_CEILING_MS });
   const lines = stdout
     .split("\n")
     .filter((l) => l.trim() !== "")
@@ -50,7 +43,7 @@ async function runCli(args: string[], env: Record<string, string>): Promise<Exit
         return []; // not a log line (a command's own output)
       }
     });
-  return { code, lines, stdout, stderr: child.stderr() };
+  return { code, lines, stdout, stderr };
 }
 
 function serveEnv(dataDir: string, remoteUrl: string, listen = "127.0.0.1:0"): Record<string, string> {

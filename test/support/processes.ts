@@ -155,17 +155,22 @@ export function startProcess(command: string, args: readonly string[], { keepOut
   return tracked;
 }
 
-/** Runs `command` to its end; resolves with its exit code and output. */
+/**
+ * Runs `command` to its end; resolves with its exit code and output. With `ceilingMs`, its process
+ * group is killed once that has passed (a hang, then seen in the exit code).
+ */
 export async function runProcess(
   command: string,
   args: readonly string[],
-  options: Omit<SpawnOptions, "detached" | "stdio"> = {},
+  { ceilingMs, ...options }: Omit<SpawnOptions, "detached" | "stdio"> & { ceilingMs?: number } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const p = startProcess(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] });
   // "close" comes after the output pipes are drained, "exit" may come before.
   const closed = new Promise<void>((resolve) => p.child.once("close", () => resolve()));
+  const ceiling = ceilingMs === undefined ? undefined : setTimeout(() => void p.killGroup(), ceilingMs);
   const { code } = await p.exited;
   await closed;
+  clearTimeout(ceiling);
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }
 
