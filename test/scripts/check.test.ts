@@ -1,0 +1,60 @@
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { describe, expect, it } from "vitest";
+import { PROCESS_TEST_TIMEOUT_MS, runProcess, trackedTempDir } from "../support/processes.js";
+
+/**
+ * scripts/check.mjs (`npm test`'s typecheck and lint in one program) on a project of two files:
+ * it must report what tsc and typescript-eslint's type-aware rules report, and fail with them.
+ */
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const CHECK = path.join(ROOT, "scripts/check.mjs");
+
+/** A project in a temporary directory: tsconfig.json, a flat ESLint config and `files`. */
+async function project(files: Record<string, string>): Promise<string> {
+  const dir = await trackedTempDir("gitops-broker-check-");
+  const tseslint = pathToFileURL(path.join(ROOT, "node_modules/typescript-eslint/dist/index.js")).href;
+  await writeFile(
+    path.join(dir, "tsconfig.json"),
+    JSON.stringify({ compilerOptions: { strict: true, module: "NodeNext", lib: ["ES2022"], types: [], noEmit: true }, include: ["*.ts"] }),
+  );
+  await writeFile(path.join(dir, "package.json"), JSON.stringify({ type: "module" }));
+  await writeFile(
+    path.join(dir, "eslint.config.js"),
+    [
+      `import tseslint from ${JSON.stringify(tseslint)};`,
+      "export default [",
+      "  { ignores: ['eslint.config.js'] },",
+      "  { files: ['**/*.ts'], languageOptions: { parser: tseslint.parser, parserOptions: { projectService: true } },",
+      "    plugins: { '@typescript-eslint': tseslint.plugin }, rules: { '@typescript-eslint/no-floating-promises': 'error' } },",
+      "];",
+    ].join("\n"),
+  );
+  for (const [name, content] of Object.entries(files)) await writeFile(path.join(dir, name), content);
+  return dir;
+}
+
+const run = (cwd: string) => runProcess(process.execPath, [CHECK], { cwd, ceilingMs: PROCESS_TEST_TIMEOUT_MS });
+
+describe("scripts/check.mjs", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
+  it("exits 0 and prints nothing for a clean project", async () => {
+    const dir = await project({ "ok.ts": "export async function one(): Promise<number> {\n  return 1;\n}\n" });
+    expect(await run(dir)).toEqual({ code: 0, stdout: "", stderr: "" });
+  });
+
+  it("exits 1 with tsc's error and the type-aware rule's, one each", async () => {
+    const dir = await project({
+      "ok.ts": "export async function one(): Promise<number> {\n  return 1;\n}\n",
+      "bad.ts": 'import { one } from "./ok.js";\n\nexport function bad(): number {\n  one();\n  const n: number = "two";\n  return n;\n}\n',
+    });
+    const { code, stdout } = await run(dir);
+    expect(code).toBe(1);
+    expect(stdout).toContain("bad.ts(5,9): error TS2322: Type 'string' is not assignable to type 'number'.");
+    expect(stdout).toContain("tsc: 1 error(s)");
+    // no-floating-promises knows `one()` is a promise only from the program's types.
+    expect(stdout).toMatch(/bad\.ts\n\s+4:3\s+error\s+Promises must be awaited[^\n]*@typescript-eslint\/no-floating-promises/);
+    expect(stdout).toContain("1 problem (1 error, 0 warnings)");
+  });
+});
