@@ -52,6 +52,7 @@ describe("prepareEmbedded", () => {
     expect((await stat(options.dataDir)).mode & 0o777).toBe(0o700);
     expect(await readdir(options.dataDir)).toEqual(["remote.git"]);
     expect(await readdir(remoteDir)).not.toContain("index");
+    expect(await readdir(remoteDir)).not.toContain("seed.marks");
     expect(await git(remoteDir, "rev-parse", "--is-bare-repository")).toBe("true");
     expect(await git(remoteDir, "symbolic-ref", "HEAD")).toBe("refs/heads/trunk");
     expect(await git(remoteDir, "rev-list", "--count", "--all")).toBe("1");
@@ -68,6 +69,19 @@ describe("prepareEmbedded", () => {
     expect(await git(remoteDir, "show", "trunk:catalog/templates/postgres.hbs")).toBe("{{instance.metadata.name}}");
     expect(await git(remoteDir, "show", "trunk:registry/clusters/local.yaml")).toBe("kind: Cluster\nspec:\n  namespace: sample-instances");
     expect(`${await git(remoteDir, "show", "trunk:clusters/local/namespace.yaml")}\n`).toBe(namespaceManifest("sample-instances"));
+    // The whole commit object: no header or line beyond these (2024-05-01T12:00:00Z is 1714564800).
+    const identity = "Seeder <seeder@example.com> 1714564800 +0000";
+    const tree = await git(remoteDir, "rev-parse", "trunk^{tree}");
+    expect(await git(remoteDir, "cat-file", "commit", "trunk")).toBe(`tree ${tree}\nauthor ${identity}\ncommitter ${identity}\n\n${SEED_MESSAGE}`);
+  });
+
+  it("keeps a file name with a newline, quotes and a backslash as it is", async () => {
+    const name = 'catalog/templates/two\nlines "quoted" back\\slash.hbs';
+    await write(`src/${name}`, "q\n");
+    const { remoteDir } = await prepareEmbedded(options);
+    const names = (await run("git", ["--git-dir", remoteDir, "ls-tree", "-r", "-z", "--name-only", "trunk"])).stdout.split("\0");
+    expect(names).toContain(name);
+    expect(await git(remoteDir, "show", `trunk:${name}`)).toBe("q");
   });
 
   it("builds the same commit from the same input and clock", async () => {

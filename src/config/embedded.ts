@@ -31,9 +31,9 @@ export interface PrepareEmbeddedOptions {
  * one commit on `branch`: the sample catalog, cluster `local` in the registry and that cluster's
  * namespace manifest. An existing one is left untouched, so restarts keep their state.
  *
- * The seed is built with Git plumbing (hash-object, update-index on a throw-away index,
- * write-tree, commit-tree) in a temporary bare repository that is renamed into place: there is
- * never a working tree in the data dir, and a crash leaves no half-seeded remote behind.
+ * The seed is written by `git fast-import` (every file, the tree and the commit in one process)
+ * into a temporary bare repository that is renamed into place: there is never a working tree in
+ * the data dir, and a crash leaves no half-seeded remote behind.
  */
 export async function prepareEmbedded(options: PrepareEmbeddedOptions): Promise<{ remoteDir: string }> {
   const { dataDir, branch, log } = options;
@@ -121,28 +121,27 @@ async function seed(gitDir: string, files: Map<string, Buffer>, options: Prepare
   const { branch, author, now = () => new Date() } = options;
   await git(gitDir, ["init", "--quiet", "--bare", `--initial-branch=${branch}`, gitDir]);
 
-  const index: string[] = [];
+  // One commit, every file inline (git fast-import's stream format); `done` makes a cut-off
+  // stream an error instead of a shorter commit.
+  const identity = `${author.name} <${author.email}> ${Math.floor(now().getTime() / 1000)} +0000`;
+  const data = (content: Buffer): Buffer[] => [Buffer.from(`data ${content.length}\n`), content, Buffer.from("\n")];
+  const stream: Buffer[] = [
+    Buffer.from(`commit refs/heads/${branch}\nmark :1\nauthor ${identity}\ncommitter ${identity}\n`),
+    ...data(Buffer.from(`${SEED_MESSAGE}\n`)),
+  ];
   for (const [file, content] of files) {
-    const oid = await git(gitDir, ["hash-object", "-w", "--stdin"], { input: content });
-    index.push(`100644 ${oid}\t${file}`);
+    // A path is the rest of the line; one that starts with a quote or holds a newline is C-quoted.
+    const quoted = file.startsWith('"') || file.includes("\n") ? JSON.stringify(file) : file;
+    stream.push(Buffer.from(`M 100644 inline ${quoted}\n`), ...data(content));
   }
-  const indexEnv = { GIT_INDEX_FILE: path.join(gitDir, "seed.index") };
-  await git(gitDir, ["update-index", "--add", "--index-info"], { input: `${index.join("\n")}\n`, env: indexEnv });
-  const tree = await git(gitDir, ["write-tree"], { env: indexEnv });
-  await rm(indexEnv.GIT_INDEX_FILE);
-
-  const date = `${Math.floor(now().getTime() / 1000)} +0000`;
-  const commit = await git(gitDir, ["commit-tree", "--no-gpg-sign", "-m", SEED_MESSAGE, tree], {
-    env: {
-      GIT_AUTHOR_NAME: author.name,
-      GIT_AUTHOR_EMAIL: author.email,
-      GIT_AUTHOR_DATE: date,
-      GIT_COMMITTER_NAME: author.name,
-      GIT_COMMITTER_EMAIL: author.email,
-      GIT_COMMITTER_DATE: date,
-    },
-  });
-  await git(gitDir, ["update-ref", `refs/heads/${branch}`, commit]);
+  stream.push(Buffer.from("done\n"));
+  const marks = path.join(gitDir, "seed.marks");
+  // unpackLimit=0: the seed stays one pack (below the limit, fast-import runs unpack-objects).
+  const args = ["-c", "fastimport.unpackLimit=0", "fast-import", "--quiet", "--done", `--export-marks=${marks}`];
+  await git(gitDir, args, { input: Buffer.concat(stream) });
+  const commit = /^:1 ([0-9a-f]{40,64})$/m.exec(await readFile(marks, "utf8"))?.[1];
+  await rm(marks);
+  if (commit === undefined) throw new Error("git fast-import did not report the seed commit");
   return commit;
 }
 
