@@ -1,5 +1,4 @@
 import { createCipheriv, createHash, randomBytes as nodeRandomBytes } from "node:crypto";
-import { armor, Encrypter } from "age-encryption";
 import { Document, Scalar } from "yaml";
 
 /**
@@ -131,8 +130,13 @@ function encryptValue(value: Leaf, key: Uint8Array, additionalData: string, rand
   return `ENC[AES256_GCM,data:${b64(data)},iv:${b64(iv)},tag:${b64(cipher.getAuthTag())},type:${typeOf(value)}]`;
 }
 
-/** age/keysource.go Encrypt: the raw data key, age-encrypted to one recipient, ASCII-armored. */
+/**
+ * age/keysource.go Encrypt: the raw data key, age-encrypted to one recipient, ASCII-armored.
+ * age-encryption (with its post-quantum code, ~0.16 s of CPU to import) is loaded on the first
+ * encryption: a broker whose plans have no sensitive parameters never loads it.
+ */
 async function wrapDataKey(dataKey: Uint8Array, recipient: string): Promise<string> {
+  const { armor, Encrypter } = await import("age-encryption");
   const encrypter = new Encrypter();
   try {
     encrypter.addRecipient(recipient);

@@ -7,7 +7,8 @@ import { PROCESS_TEST_TIMEOUT_MS, runProcess, startProcess, trackedTempDir } fro
 
 /**
  * @kubernetes/client-node (~0.8 s of CPU to import) is loaded only when a cluster is talked to:
- * a broker in commit status mode never loads it. Every module a child process loads is recorded
+ * a broker in commit status mode never loads it. Nor does a broker that encrypts nothing load
+ * age-encryption (~0.16 s), which only sensitive parameters need (src/sops). Every module a child process loads is recorded
  * by a loader hook (test/support/record-loads.mjs); the control shows that the recording sees the
  * module when the lazy load does happen, through the same loader chain (tsx registered after the
  * recorder, as bin/gitops-broker.js does when the build is not fresh).
@@ -52,6 +53,8 @@ describe("loading @kubernetes/client-node", { timeout: PROCESS_TEST_TIMEOUT_MS }
     expect(urls.some((u) => u.includes("/node_modules/express/"))).toBe(true);
     const loaded = clientNodeUrls(urls);
     expect(loaded.slice(0, 3), `${loaded.length} modules of client-node loaded`).toEqual([]);
+    const age = urls.filter((url) => url.includes("/node_modules/age-encryption/"));
+    expect(age.slice(0, 3), `${age.length} modules of age-encryption loaded`).toEqual([]);
   });
 
   it("control: the recording sees the module once the status watcher loads it", async () => {
