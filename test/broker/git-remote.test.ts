@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { instanceRecordPath } from "../../src/repo/index.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
-import { fsck, pushExternalCommit, readRemoteFile } from "../support/git-fixtures.js";
+import { fsck, pushExternalCommit, readRemoteFile, readRemoteFiles } from "../support/git-fixtures.js";
 import { validateManifest } from "../support/kube-validate.js";
 import { commitCount, provisionBody, remoteFiles, samplePlans, type SamplePlans } from "./helpers.js";
 
@@ -31,7 +31,7 @@ describe("the Git remote as the system of record", () => {
     expect(await commitCount(h.remoteDir)).toBe(before + 50);
     const { stdout: merges } = await run("git", ["rev-list", "--merges", "--count", "main"], { cwd: h.remoteDir });
     expect(merges.trim()).toBe("0");
-    for (const id of ids) expect(await readRemoteFile(h.remoteDir, "main", instanceRecordPath(id))).not.toBeNull();
+    for (const [i, record] of (await readRemoteFiles(h.remoteDir, "main", ids.map(instanceRecordPath))).entries()) expect(record, ids[i]).not.toBeNull();
     const { stdout: subjects } = await run("git", ["log", "--format=%s", `-50`, "main"], { cwd: h.remoteDir });
     expect(new Set(subjects.trim().split("\n"))).toEqual(new Set(ids.map((id) => `provision postgresql/small instance ${id}`)));
     await fsck(h.remoteDir);
@@ -73,9 +73,10 @@ describe("the Git remote as the system of record", () => {
     const files = await remoteFiles(h.remoteDir, "clusters");
     expect(files.length).toBeGreaterThan(50);
     let validatedWithModel = 0;
-    for (const file of files) {
+    const texts = await readRemoteFiles(h.remoteDir, "main", files);
+    for (const [i, file] of files.entries()) {
       expect(file).toMatch(/\.yaml$/);
-      const text = (await readRemoteFile(h.remoteDir, "main", file)) ?? "";
+      const text = texts[i] ?? "";
       const docs = parseAllDocuments(text);
       expect(docs, file).toHaveLength(1);
       const [doc] = docs;

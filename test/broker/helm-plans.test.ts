@@ -5,7 +5,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { adler32 } from "../../src/charts/index.js";
 import { bindingManifestDir, instanceManifestDir, keyOf } from "../../src/repo/index.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
-import { readRemoteFile } from "../support/git-fixtures.js";
+import { readRemoteFile, readRemoteFiles } from "../support/git-fixtures.js";
 import { repoFiles } from "../support/repo-files.js";
 import { provisionBody, remoteFiles } from "./helpers.js";
 
@@ -99,7 +99,7 @@ afterAll(async () => {
 async function objectsIn(dir: string): Promise<Record<string, unknown>[]> {
   const files = (await remoteFiles(h.remoteDir, dir)).filter((f) => path.posix.dirname(f) === dir);
   const out: Record<string, unknown>[] = [];
-  for (const f of files) out.push(...parseAllDocuments((await readRemoteFile(h.remoteDir, "main", f)) ?? "").map((d) => d.toJS() as Record<string, unknown>));
+  for (const text of await readRemoteFiles(h.remoteDir, "main", files)) out.push(...parseAllDocuments(text ?? "").map((d) => d.toJS() as Record<string, unknown>));
   return out.sort((a, b) => key(a).localeCompare(key(b)));
 }
 
