@@ -78,6 +78,14 @@ async function lines(files: Record<string, string | null>): Promise<string[]> {
   return (await validateRepo(dirTreeReader(await fixture(files)))).map(formatValidationProblem);
 }
 
+/** `gitops-broker validate <args>` in process: its exit code and what it wrote to each stream. */
+async function validateInProcess(args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runValidate(args, { stdout: (t) => out.push(t), stderr: (t) => err.push(t) });
+  return { code, out, err };
+}
+
 async function read(dir: string, file: string): Promise<string> {
   return fs.readFile(path.join(dir, file), "utf8");
 }
@@ -319,9 +327,8 @@ describe("plan-driven drift", () => {
     expect(problems[0]!.detail).toMatch(/^-\s+memory: 1Gi$/m);
     expect(problems[0]!.detail).toMatch(/^\+\s+memory: 2Gi$/m);
 
-    const out: string[] = [];
-    const err: string[] = [];
-    expect(await runValidate([dir], { stdout: (t) => out.push(t), stderr: (t) => err.push(t) })).toBe(0);
+    const { code, out, err } = await validateInProcess([dir]);
+    expect(code).toBe(0);
     expect(out.join("")).toMatch(/will be re-rendered[^\n]*\n {4}--- a\/clusters\/[\s\S]*\n {4}-\s+memory: 1Gi\n {4}\+\s+memory: 2Gi\n/);
     expect(err.join("")).toMatch(/0 error\(s\), 2 warning\(s\)/);
   });
@@ -337,9 +344,8 @@ describe("not a GitOps repository", () => {
         [h.remoteDir, /is a bare Git repository: validate a checkout of it/],
         [path.join(empty, "nope"), /is not a directory/],
       ] as const) {
-        const out: string[] = [];
-        const err: string[] = [];
-        expect(await runValidate([dir], { stdout: (t) => out.push(t), stderr: (t) => err.push(t) })).toBe(2);
+        const { code, out, err } = await validateInProcess([dir]);
+        expect(code).toBe(2);
         expect(out).toEqual([]);
         expect(err.join("")).toMatch(message);
       }
@@ -357,18 +363,12 @@ function cli(args: string[]): Promise<{ code: number | null; stdout: string; std
 describe("gitops-broker validate", () => {
   it("exits 0 on a clean repository, 1 with the problems as a JSON array with --json", async () => {
     const [cleanDir, dir] = [await fixture(), await fixture({ "clusters/local/notes.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n" })];
-    const run = async (args: string[]) => {
-      const out: string[] = [];
-      const err: string[] = [];
-      const code = await runValidate(args, { stdout: (t) => out.push(t), stderr: (t) => err.push(t) });
-      return { code, stdout: out.join(""), stderr: err.join("") };
-    };
-    const clean = await run([cleanDir]);
-    expect(clean).toMatchObject({ code: 0, stdout: "" });
-    expect(clean.stderr).toMatch(/0 error\(s\), 0 warning\(s\)/);
-    const json = await run(["--json", dir]);
+    const clean = await validateInProcess([cleanDir]);
+    expect({ code: clean.code, stdout: clean.out.join("") }).toMatchObject({ code: 0, stdout: "" });
+    expect(clean.err.join("")).toMatch(/0 error\(s\), 0 warning\(s\)/);
+    const json = await validateInProcess(["--json", dir]);
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toEqual([
+    expect(JSON.parse(json.out.join(""))).toEqual([
       { file: "clusters/local/notes.yaml", path: "", message: "drift: not rendered by the broker for any live instance", severity: "error" },
     ]);
   });
