@@ -1,6 +1,6 @@
 /**
  * Runs once before the test files (vitest `globalSetup`): builds dist/ (what `npm run build` emits,
- * without its type check: `npm test` runs the typecheck beside vitest) when it is not the current
+ * without its type check: `npm test` runs `npm run check` beside vitest) when it is not the current
  * build (`currentBuild`), from scratch, so that no output of a removed source is left over.
  *
  * Tests that start `bin/gitops-broker.js` as a process (kill -9, replicas, startup failures, the CLI
@@ -73,7 +73,7 @@ async function buildOnce(): Promise<void> {
   if ((await currentBuild()) !== undefined) return;
   const tsc = path.join(ROOT, "node_modules/typescript/bin/tsc");
   await rm(path.join(ROOT, "dist"), { recursive: true, force: true });
-  // --noCheck: the same output without a second type check; `npm test`'s typecheck step checks
-  // these sources and the tests together.
+  // --noCheck: the same output without a second type check; `npm test`'s check step
+  // (scripts/check.mjs) checks these sources and the tests together.
   await promisify(execFile)(process.execPath, [tsc, "-p", path.join(ROOT, "tsconfig.build.json"), "--noCheck"], { cwd: ROOT });
 }
