@@ -9,7 +9,7 @@ import tseslint from "typescript-eslint";
 
 export default tseslint.config(
   // wasm/wasm_exec.js is Go's own loader, copied from the Go distribution unchanged (ADR 0011).
-  { ignores: ["dist/", "node_modules/", "go/", "deploy/", "examples/", "repo-layout/", "wasm/wasm_exec.js"] },
+  { ignores: ["dist/", "node_modules/", "go/", "deploy/", "examples/", "repo-layout/", "wasm/wasm_exec.js", "**/*.generated.ts"] },
   {
     files: ["**/*.ts"],
     extends: [eslint.configs.recommended, ...tseslint.configs.strictTypeChecked],
