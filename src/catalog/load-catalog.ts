@@ -45,9 +45,8 @@ export interface LoadCatalogOptions {
  * repeated until no file is left out any more, since leaving one out can break another.
  */
 export async function loadCatalog(tree: TreeReader, options: LoadCatalogOptions = {}): Promise<{ catalog: Catalog; problems: Problem[] }> {
-  const validators = await documentValidators();
   const files = await listYamlFiles(tree, CATALOG_DIR, true);
-  const loaded = await Promise.all(files.map((file) => loadFile(tree, file, validators, options)));
+  const loaded = await Promise.all(files.map((file) => loadFile(tree, file, documentValidators, options)));
 
   // A template given by `path` may well end in .yaml: what fails to load as catalog documents
   // there is a template, not a problem.

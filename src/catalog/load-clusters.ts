@@ -119,9 +119,8 @@ async function loadClusterFile(tree: TreeReader, file: string): Promise<{ cluste
   if (rest.length > 0) return { problems: [{ file, path: "", message: "must hold exactly one cluster document" }] };
   if (!isRecord(doc.value)) return { problems: [{ file, path: "", message: "must be a mapping (a Cluster document)" }] };
 
-  const validators = await documentValidators();
   const kind = doc.value.kind;
-  const validate = kind === "Cluster" ? validators.cluster : kind === "SFCluster" ? validators.sfCluster : undefined;
+  const validate = kind === "Cluster" ? documentValidators.cluster : kind === "SFCluster" ? documentValidators.sfCluster : undefined;
   if (!validate) {
     return {
       problems: [{ file, path: "kind", message: `${JSON.stringify(kind ?? null)} is not a cluster registry entry (expected Cluster or SFCluster)` }],

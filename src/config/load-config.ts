@@ -1,8 +1,8 @@
 import { readFile as fsReadFile } from "node:fs/promises";
 import path from "node:path";
-import { Ajv, type ErrorObject } from "ajv";
+import type { ErrorObject, ValidateFunction } from "ajv";
 import { ConfigError, type Problem } from "../errors/index.js";
-import schema from "./config.schema.json" with { type: "json" };
+import { validators } from "./config-validator.generated.js";
 import { parseSubjectPattern } from "./subject-pattern.js";
 import { envSource, fileSource, flagsSource, isPlainObject, type Assignment, type Origin, type SourceResult } from "./sources.js";
 import type { Config } from "./types.js";
@@ -16,7 +16,8 @@ export interface LoadConfigOptions {
   readFile?: (file: string) => Promise<string>;
 }
 
-const validate = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile<Config>(schema);
+// config.schema.json, precompiled (scripts/generate-validators.mjs).
+const validate = validators.config as ValidateFunction<Config>;
 
 function defaults(cwd: string): Config {
   return {

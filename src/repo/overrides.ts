@@ -67,7 +67,7 @@ export async function readOverrides(tree: TreeReader, instanceId: string): Promi
         problems.push({ file, path: at.slice(0, -1), message: `cannot be read: ${e instanceof Error ? e.message : String(e)}` });
         continue;
       }
-      const found = await documentProblems("override", value, file, at);
+      const found = documentProblems("override", value, file, at);
       if (found.length > 0) {
         problems.push(...found);
         continue;

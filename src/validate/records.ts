@@ -42,7 +42,7 @@ async function readRecord<T>(tree: TreeReader, file: string, kind: RepoDocumentK
     problems.push(error({ file, path: "", message: `is not valid YAML: ${e instanceof Error ? e.message.split("\n", 1)[0] : String(e)}` }));
     return undefined;
   }
-  const found = await documentProblems(kind, value, file);
+  const found = documentProblems(kind, value, file);
   problems.push(...found.map(error));
   return found.length === 0 ? (value as T) : undefined;
 }

@@ -107,14 +107,14 @@ describe("deploy/Dockerfile", () => {
         await cp(from, into, { recursive: true });
       }
     }
-    expect((await readdir(app)).sort()).toEqual(["bin", "dist", "examples", "package-lock.json", "package.json", "repo-layout"]);
+    expect((await readdir(app)).sort()).toEqual(["bin", "dist", "examples", "package-lock.json", "package.json"]);
 
     // Production dependencies only: every package the build imports is in "dependencies".
     const pkg = JSON.parse(await readFile(path.join(app, "package.json"), "utf8")) as { dependencies: Record<string, string> };
     const imported = new Set<string>();
     const files = (await readdir(path.join(app, "dist"), { recursive: true })).filter((f) => f.endsWith(".js"));
     for (const file of [...files.map((f) => path.join(app, "dist", f)), path.join(app, "bin/gitops-broker.js")]) {
-      for (const m of (await readFile(file, "utf8")).matchAll(/(?:from\s+|import\()\s*"([^"./][^"]*)"/g)) {
+      for (const m of (await readFile(file, "utf8")).matchAll(/(?:from\s+|import\(|require\()\s*"([^"./][^"]*)"/g)) {
         const spec = m[1]!;
         if (spec.startsWith("node:") || builtinModules.includes(spec)) continue;
         imported.add(spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!);
