@@ -4,7 +4,7 @@ import type { TreeReader } from "../gitwriter/index.js";
 import { CATALOG_DIR } from "../repo/index.js";
 import { isRecord, listYamlFiles, parseYamlFile, schemaProblems, trimDot, type YamlDocument } from "./documents.js";
 import { compileParametersSchema, parametersSchemaOf, PARAMETERS_SCHEMA_KEYS } from "./parameters.js";
-import { documentValidators, type DocumentValidators } from "./repo-schemas.js";
+import { documentValidators } from "./repo-schemas.js";
 import type { Catalog, MaintenanceInfo, Plan, PlanTemplate, Service } from "./types.js";
 
 const SERVICE_KINDS = new Set(["SFService", "Service"]);
@@ -46,7 +46,7 @@ export interface LoadCatalogOptions {
  */
 export async function loadCatalog(tree: TreeReader, options: LoadCatalogOptions = {}): Promise<{ catalog: Catalog; problems: Problem[] }> {
   const files = await listYamlFiles(tree, CATALOG_DIR, true);
-  const loaded = await Promise.all(files.map((file) => loadFile(tree, file, documentValidators, options)));
+  const loaded = await Promise.all(files.map((file) => loadFile(tree, file, options)));
 
   // A template given by `path` may well end in .yaml: what fails to load as catalog documents
   // there is a template, not a problem.
@@ -69,7 +69,7 @@ export async function loadCatalog(tree: TreeReader, options: LoadCatalogOptions 
   return { catalog: assemble(live), problems };
 }
 
-async function loadFile(tree: TreeReader, file: string, validators: DocumentValidators, options: LoadCatalogOptions): Promise<LoadedFile> {
+async function loadFile(tree: TreeReader, file: string, options: LoadCatalogOptions): Promise<LoadedFile> {
   const out: LoadedFile = { file, services: [], plans: [], problems: [], templatePaths: [], chartDirs: [] };
   const text = await tree.readText(file);
   if (text === null) {
@@ -85,13 +85,13 @@ async function loadFile(tree: TreeReader, file: string, validators: DocumentVali
     }
     const kind = typeof doc.value.kind === "string" ? doc.value.kind : undefined;
     if (kind !== undefined && SERVICE_KINDS.has(kind)) {
-      const found = schemaProblems(validators.service, doc, file);
+      const found = schemaProblems(documentValidators.service, doc, file);
       out.problems.push(...found);
       if (found.length === 0) out.services.push(toService(doc, file, out.problems));
     } else if (kind !== undefined && PLAN_KINDS.has(kind)) {
       out.templatePaths.push(...templatePathsOf(doc.value));
       out.chartDirs.push(...chartDirsOf(doc.value));
-      const found = schemaProblems(validators.plan, doc, file);
+      const found = schemaProblems(documentValidators.plan, doc, file);
       out.problems.push(...found);
       if (found.length === 0) out.plans.push(await toPlan(tree, doc, file, out.problems, options));
     } else {
