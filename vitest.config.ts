@@ -18,9 +18,9 @@ export default defineConfig({
     // on git processes, servers, timers and bounds they test, so on 2 cores the default of one
     // file at a time left a core idle, and 4 beat 3 (see docs/benchmarks.md, "The test suite").
     maxWorkers: availableParallelism() + 2,
-    // Workers without V8's optimizing compiler: a test runs most code a few times, and the
-    // background compilation of what got warm (a third of the workers' CPU beside their main
-    // threads) rarely paid back (ADR 0019, session 9). Brokers started as processes are not workers.
+    // Workers without V8's optimizing compiler: a test runs most code a few times, and compiling
+    // what got warm (on background threads, a third as much CPU again as the workers' main threads)
+    // rarely paid back (ADR 0019, session 9). Brokers started as processes are not workers.
     execArgv: ["--no-opt"],
     // Before the files: dist/ built when stale, so spawned brokers run the compiled build.
     globalSetup: ["test/support/global-setup.ts"],
