@@ -50,10 +50,10 @@ export interface CatalogSource {
 
 /**
  * Catalog and cluster registry, loaded from the last pushed tip and reloaded whenever the tip
- * moves. A load with problems is reported (logs, /readyz) and the last good catalog keeps being
- * served. On the very first load (a start), the last good catalog is looked for in the branch's
- * first-parent history, at most CATALOG_HISTORY_DEPTH catalog changes back; only when there is
- * none is whatever loaded cleanly served. A registry (catalog) that drops a cluster (plan) that
+ * moves. A load with problems is reported (logs, a /readyz warning, metrics) and the last good
+ * catalog keeps being served. On the very first load (a start), the last good catalog is looked
+ * for in the branch's first-parent history, at most CATALOG_HISTORY_DEPTH catalog changes back;
+ * only when there is none is whatever loaded cleanly served. A registry (catalog) that drops a cluster (plan) that
  * still has live instances counts as a problem (offboarding protection): the last good one stays.
  */
 export interface LiveRepoView extends RepoView {
@@ -199,11 +199,14 @@ export function createRepoView(
     reload: () => sync(writer.snapshot()),
     async readiness() {
       await chain.catch(() => undefined); // report on the latest load, including one under way
+      // A warning, not unreadiness: the broker answers from its last good catalog and registry,
+      // and every replica reads the same branch, so a 503 here would take them all out of
+      // service at once for a file an operator fixes in Git (ADR 0021).
       const checks: ReadinessCheck[] = [
         {
           name: "repository",
           ok: problems.length === 0,
-          ...(problems.length ? { message: problems.map(formatProblem).join("; ") } : {}),
+          ...(problems.length ? { severity: "warning" as const, message: problems.map(formatProblem).join("; ") } : {}),
         },
       ];
       if (source.state !== "tip") checks.push({ name: "catalog-source", ok: false, severity: "warning", message: describeSource(source) });
