@@ -59,14 +59,40 @@ export async function currentBuild(): Promise<string | undefined> {
  */
 export const RUN_DIR_VARIABLE = "GITOPS_BROKER_TEST_RUN_DIR";
 
+/** Prefix of a run's directory in the system's temporary directory; the run's PID follows it. */
+const RUN_DIR_PREFIX = "gitops-broker-run-";
+
 export default async function setup(): Promise<() => Promise<void>> {
-  const runDir = await mkdtemp(path.join(tmpdir(), "gitops-broker-run-"));
+  await removeAbandonedRunDirs();
+  const runDir = await mkdtemp(path.join(tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
   // Set before the workers start: they inherit the environment.
   process.env[RUN_DIR_VARIABLE] = runDir;
   await buildOnce();
   return async () => {
     await rm(runDir, { recursive: true, force: true, maxRetries: 5 });
   };
+}
+
+/**
+ * The directories of runs that were killed before their teardown (kill -9, a CI job cancelled):
+ * those whose PID no longer runs. A live run's directory, or one of a PID reused since, is kept.
+ */
+export async function removeAbandonedRunDirs(parent = tmpdir()): Promise<void> {
+  for (const name of await readdir(parent)) {
+    const match = new RegExp(`^${RUN_DIR_PREFIX}(\\d+)-`).exec(name);
+    if (match === null || isRunning(Number(match[1]))) continue;
+    await rm(path.join(parent, name), { recursive: true, force: true, maxRetries: 5 });
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    return (error as NodeJS.ErrnoException).code !== "ESRCH";
+  }
 }
 
 async function buildOnce(): Promise<void> {

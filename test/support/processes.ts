@@ -174,9 +174,13 @@ export async function runProcess(
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }
 
-/** A fresh temporary directory, removed by `cleanUp()` (callers may remove it earlier). */
+/**
+ * A fresh temporary directory, removed by `cleanUp()` (callers may remove it earlier). In a vitest
+ * run it is below the run's directory, so a run killed before its clean-up leaves one directory,
+ * which the next run's setup removes (global-setup.ts).
+ */
 export async function trackedTempDir(prefix: string): Promise<string> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  const dir = await fs.mkdtemp(path.join(process.env[RUN_DIR_VARIABLE] ?? os.tmpdir(), prefix));
   tempDirs.add(dir);
   return dir;
 }
