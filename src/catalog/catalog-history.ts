@@ -1,56 +1,83 @@
 import type { Problem } from "../errors/index.js";
 import type { GitReader, TreeReader } from "../gitwriter/index.js";
-import { CATALOG_DIR } from "../repo/index.js";
+import { CATALOG_DIR, CLUSTER_REGISTRY_DIR } from "../repo/index.js";
 import { loadCatalog, type LoadCatalogOptions } from "./load-catalog.js";
+import { loadClusters, type ClusterEntry } from "./load-clusters.js";
 import type { Catalog } from "./types.js";
 
 /**
- * The catalog as it was, change by change, back along the branch's first-parent history (the
- * merges into the branch, not the commits of the branches merged). Git is the only store
- * (ADR 0001): a restarted broker finds its last good catalog, and the commit a plan's current
- * version came in with, here rather than in any state of its own.
+ * The catalog (and the cluster registry) as it was, change by change, back along the branch's
+ * first-parent history (the merges into the branch, not the commits of the branches merged). Git
+ * is the only store (ADR 0001): a restarted broker finds its last good catalog and registry, and
+ * the commit a plan's current version came in with, here rather than in any state of its own.
  */
 
 /**
  * How many catalog changes (first-parent commits that changed `catalog/`) a walk looks back at
  * most. Commits that change only records or manifests do not count, so 50 reaches back over
- * months of catalog pull requests however many OSB operations came between them.
+ * months of catalog pull requests however many OSB operations came between them. The same bound
+ * holds for registry changes.
  */
 export const CATALOG_HISTORY_DEPTH = 50;
 
-export interface CatalogVersion {
-  /** The commit that made `catalog/` what it is in this version. */
+/** One version of a directory in the walk. */
+interface Version {
+  /** The commit that made the directory what it is in this version. */
   commit: string;
   subject: string;
-  /** 0: the change that gave the tip its catalog; 1: the one before it, ... */
+  /** 0: the change that gave the tip its version; 1: the one before it, ... */
   back: number;
   tree: TreeReader;
-  catalog: Catalog;
   problems: Problem[];
 }
 
-export interface CatalogHistory {
+export interface CatalogVersion extends Version {
+  catalog: Catalog;
+}
+
+export interface RegistryVersion extends Version {
+  clusters: ClusterEntry[];
+}
+
+export interface History<V> {
   /** The versions, newest first, loaded one at a time as the caller iterates. */
-  versions: AsyncIterable<CatalogVersion>;
+  versions: AsyncIterable<V>;
   /** True when the walk stops at the depth bound while history goes on (older versions were not looked at). */
   bounded: boolean;
 }
 
-export async function catalogHistory(
-  reader: Pick<GitReader, "log" | "readerAt">,
+export type CatalogHistory = History<CatalogVersion>;
+
+type HistoryReader = Pick<GitReader, "log" | "readerAt">;
+
+export function catalogHistory(
+  reader: HistoryReader,
   tip: string,
   options: { depth?: number; catalogOptions?: LoadCatalogOptions } = {},
 ): Promise<CatalogHistory> {
-  const depth = options.depth ?? CATALOG_HISTORY_DEPTH;
+  return historyOf(reader, tip, CATALOG_DIR, options.depth, (tree) => loadCatalog(tree, options.catalogOptions ?? {}));
+}
+
+/** The cluster registry's versions (`registry/`), as catalogHistory walks the catalog's. */
+export function registryHistory(reader: HistoryReader, tip: string, options: { depth?: number } = {}): Promise<History<RegistryVersion>> {
+  return historyOf(reader, tip, CLUSTER_REGISTRY_DIR, options.depth, loadClusters);
+}
+
+async function historyOf<T extends { problems: Problem[] }>(
+  reader: HistoryReader,
+  tip: string,
+  dir: string,
+  depth: number = CATALOG_HISTORY_DEPTH,
+  load: (tree: TreeReader) => Promise<T>,
+): Promise<History<Version & T>> {
   // One more than the bound: whether there is anything beyond it.
-  const commits = await reader.log(tip, [CATALOG_DIR], { firstParent: true, max: depth + 1 });
+  const commits = await reader.log(tip, [dir], { firstParent: true, max: depth + 1 });
   const walked = commits.slice(0, depth);
-  async function* versions(): AsyncGenerator<CatalogVersion> {
+  async function* versions(): AsyncGenerator<Version & T> {
     for (const [back, info] of walked.entries()) {
       const tree = await reader.readerAt(info.commit);
       if (!tree) return; // history shallower than the log says: nothing older can be read either
-      const { catalog, problems } = await loadCatalog(tree, options.catalogOptions ?? {});
-      yield { commit: info.commit, subject: info.subject, back, tree, catalog, problems };
+      yield { commit: info.commit, subject: info.subject, back, tree, ...(await load(tree)) };
     }
   }
   return { versions: versions(), bounded: commits.length > depth };

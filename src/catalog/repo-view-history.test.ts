@@ -3,16 +3,17 @@ import path from "node:path";
 import { Writable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBareRemote, createTempDir, pushExternalCommit, revParse } from "../../test/support/git-fixtures.js";
-import { repoFiles } from "../../test/support/repo-files.js";
+import { clusterFiles, repoFiles } from "../../test/support/repo-files.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import { createLogger } from "../log/index.js";
 import { createInstanceSummaryCache } from "../repo/index.js";
 import { createRepoView, type LiveRepoView } from "./repo-view.js";
 
-/** The bound of the walk a start makes for the last good catalog (ADR 0012), on a real repository. */
+/** The bound of the walk a start makes for the last good catalog and registry (ADR 0012), on a real repository. */
 
 const MEDIUM = "catalog/postgresql/plans/medium.yaml";
 const SMALL = "catalog/postgresql/plans/small.yaml";
+const LOCAL = "registry/clusters/local.yaml";
 
 let root: string;
 let remote: string;
@@ -83,5 +84,45 @@ describe("last good catalog at start: the walk's bound", () => {
     expect(plans(v)).toEqual(["medium"]);
     expect(v.catalogSource().state).toBe("partial");
     expect(lines.find((l) => typeof l.msg === "string" && l.msg.includes("no earlier catalog loads"))).toMatchObject({ bounded: false });
+  });
+});
+
+describe("last good cluster registry at start", () => {
+  const clusterIds = (v: LiveRepoView) => v.clusters().map((c) => c.id).sort();
+
+  it("within the bound: the newest registry without problems, skipping commits that do not touch the registry", async () => {
+    const good = await pushExternalCommit(remote, { "registry/clusters/other.yaml": clusterFiles([{ id: "other" }])["registry/clusters/other.yaml"]! }, "add other");
+    await pushExternalCommit(remote, { "registry/notes.txt": "not a registry change\n" }, "notes");
+    await pushExternalCommit(remote, { [LOCAL]: "spec: [\n" }, "local: broken");
+    const v = await start(2);
+    expect(clusterIds(v)).toEqual(["local", "other"]);
+    expect(v.registrySource()).toEqual({ state: "last-good", commit: good, back: 1 });
+    expect(v.catalogSource().state).toBe("tip");
+    expect((await v.readiness()).find((c) => c.name === "registry-source")).toEqual({
+      name: "registry-source",
+      ok: false,
+      severity: "warning",
+      message: `serving the last good cluster registry, of commit ${good}, found 1 registry change(s) back in the branch's history at start: the tip's has problems`,
+    });
+    const said = lines.find((l) => typeof l.msg === "string" && l.msg.includes("serving the last good registry"));
+    expect(said).toMatchObject({ level: 50, registryCommit: good, back: 1, subject: "add other" });
+  });
+
+  it("beyond the bound: the clusters that load at the tip, said as such", async () => {
+    await pushExternalCommit(remote, { "registry/clusters/other.yaml": clusterFiles([{ id: "other" }])["registry/clusters/other.yaml"]! }, "add other");
+    await pushExternalCommit(remote, { [LOCAL]: "spec: [\n" }, "local: broken");
+    const tip = await pushExternalCommit(remote, { [LOCAL]: "spec: {\n" }, "local: broken again");
+    const v = await start(2);
+    expect(clusterIds(v)).toEqual(["other"]);
+    expect(v.registrySource()).toEqual({ state: "partial", commit: tip });
+    expect((await v.readiness()).find((c) => c.name === "registry-source")?.message).toBe(
+      `serving the cluster registry of ${tip} without the files that have problems (no earlier cluster registry without problems is known)`,
+    );
+  });
+
+  it("a registry without problems at the tip: no warning line", async () => {
+    const v = await start(2);
+    expect(v.registrySource()).toEqual({ state: "tip", commit: seeded });
+    expect((await v.readiness()).map((c) => c.name)).toEqual(["repository"]);
   });
 });

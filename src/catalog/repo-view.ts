@@ -1,4 +1,4 @@
-import { catalogHistory, CATALOG_HISTORY_DEPTH } from "./catalog-history.js";
+import { catalogHistory, CATALOG_HISTORY_DEPTH, registryHistory } from "./catalog-history.js";
 import { loadCatalog, type LoadCatalogOptions } from "./load-catalog.js";
 import { loadClusters, type ClusterEntry } from "./load-clusters.js";
 import type { Catalog } from "./types.js";
@@ -51,13 +51,16 @@ export interface CatalogSource {
 /**
  * Catalog and cluster registry, loaded from the last pushed tip and reloaded whenever the tip
  * moves. A load with problems is reported (logs, a /readyz warning, metrics) and the last good
- * catalog keeps being served. On the very first load (a start), the last good catalog is looked
- * for in the branch's first-parent history, at most CATALOG_HISTORY_DEPTH catalog changes back;
- * only when there is none is whatever loaded cleanly served. A registry (catalog) that drops a cluster (plan) that
- * still has live instances counts as a problem (offboarding protection): the last good one stays.
+ * catalog and registry keep being served. On the very first load (a start), the last good catalog
+ * and the last good registry are looked for in the branch's first-parent history, at most
+ * CATALOG_HISTORY_DEPTH changes of each back; only when there is none is whatever loaded cleanly
+ * served. A registry (catalog) that drops a cluster (plan) that still has live instances counts
+ * as a problem (offboarding protection): the last good one stays.
  */
 export interface LiveRepoView extends RepoView {
   catalogSource(): CatalogSource;
+  /** Where the cluster registry served comes from, as catalogSource() says of the catalog. */
+  registrySource(): CatalogSource;
   /** Load from the writer's current snapshot. */
   reload(): Promise<void>;
   problems(): readonly Problem[];
@@ -96,6 +99,7 @@ export function createRepoView(
   let clusters: readonly ClusterEntry[] = [];
   let problems: readonly Problem[] = [];
   let source: CatalogSource = { state: "partial", commit: null };
+  let registrySource: CatalogSource = { state: "partial", commit: null };
   /** Whether the catalog served loaded without problems (where it came from). */
   let servedGood = false;
   let loadedKey: string | undefined;
@@ -127,8 +131,15 @@ export function createRepoView(
       logger.warn({ commit: tree.commit, catalogCommit: source.commit }, "catalog has problems: keeping the last good catalog");
       if (servedGood) source = { ...source, state: "last-good" };
     }
-    if (first || registryOk) clusters = r.clusters;
-    else logger.warn({ commit: tree.commit }, "cluster registry has problems: keeping the last good registry");
+    if (registryOk) {
+      clusters = r.clusters;
+      registrySource = { state: "tip", commit: tree.commit };
+    } else if (first) {
+      await restoreLastGoodRegistry(tree, r.clusters, summary);
+    } else {
+      logger.warn({ commit: tree.commit }, "cluster registry has problems: keeping the last good registry");
+      if (registrySource.state === "tip") registrySource = { ...registrySource, state: "last-good" };
+    }
     loadedKey = key;
     logger.info(
       { commit: tree.commit, services: catalog.services.length, clusters: clusters.length, problems: problems.length },
@@ -176,6 +187,37 @@ export function createRepoView(
     );
   }
 
+  /**
+   * A start on a registry with problems (a file that does not load, a cluster with live instances
+   * dropped): serve the newest registry of the branch's first-parent history that loads without
+   * problems and holds every cluster with live instances of `tree`, as a broker that had been
+   * running would have kept it; failing that, the clusters that loaded at `tree`.
+   */
+  async function restoreLastGoodRegistry(tree: TreeReader, partial: ClusterEntry[], summary: InstanceSummary): Promise<void> {
+    try {
+      if (tree.commit !== null) {
+        const history = await registryHistory(writer, tree.commit, { depth: historyDepth });
+        for await (const version of history.versions) {
+          if (version.problems.length > 0) continue;
+          const known = { clusterIds: new Set(version.clusters.map((c) => c.id)), planIds: new Set<string>() };
+          if (offboardingProblems(summary, known).some((p) => p.file !== "catalog/")) continue;
+          clusters = version.clusters;
+          registrySource = { state: "last-good", commit: version.commit, back: version.back };
+          logger.error(
+            { commit: tree.commit, registryCommit: version.commit, subject: version.subject, back: version.back },
+            `cluster registry has problems: serving the last good registry, of commit ${version.commit.slice(0, 12)} (${version.back} registry change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
+          );
+          return;
+        }
+      }
+    } catch (e) {
+      logger.error({ err: e, commit: tree.commit }, "looking for the last good cluster registry in the branch's history failed");
+    }
+    clusters = partial;
+    registrySource = { state: "partial", commit: tree.commit };
+    logger.error({ commit: tree.commit, depth: historyDepth }, "cluster registry has problems and no earlier registry loads without any: serving the clusters that load");
+  }
+
   /** Make the view reflect `tree`'s catalog and registry (loads only when they changed). */
   function sync(tree: TreeReader): Promise<void> {
     const run = async () => {
@@ -193,6 +235,7 @@ export function createRepoView(
   return {
     catalog: () => catalog,
     catalogSource: () => source,
+    registrySource: () => registrySource,
     clusters: () => clusters,
     problems: () => problems,
     sync,
@@ -210,15 +253,19 @@ export function createRepoView(
         },
       ];
       if (source.state !== "tip") checks.push({ name: "catalog-source", ok: false, severity: "warning", message: describeSource(source) });
+      if (registrySource.state !== "tip") {
+        checks.push({ name: "registry-source", ok: false, severity: "warning", message: describeSource(registrySource, "cluster registry") });
+      }
       return checks;
     },
     close: unsubscribe,
   };
 }
 
-/** The /readyz line of a catalog that is not the tip's. */
-export function describeSource(source: CatalogSource): string {
-  if (source.state === "partial") return `serving the catalog of ${source.commit ?? "the empty repository"} without the files that have problems (no earlier catalog without problems is known)`;
-  const where = source.back === undefined ? "" : `, found ${source.back} catalog change(s) back in the branch's history at start`;
-  return `serving the last good catalog, of commit ${source.commit ?? "?"}${where}: the tip's has problems`;
+/** The /readyz line of a catalog (or registry) that is not the tip's. */
+export function describeSource(source: CatalogSource, what: "catalog" | "cluster registry" = "catalog"): string {
+  const change = what === "catalog" ? "catalog" : "registry";
+  if (source.state === "partial") return `serving the ${what} of ${source.commit ?? "the empty repository"} without the files that have problems (no earlier ${what} without problems is known)`;
+  const where = source.back === undefined ? "" : `, found ${source.back} ${change} change(s) back in the branch's history at start`;
+  return `serving the last good ${what}, of commit ${source.commit ?? "?"}${where}: the tip's has problems`;
 }

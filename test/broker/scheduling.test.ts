@@ -133,7 +133,7 @@ describe("scheduling across sister clusters", () => {
     expectOsbError(bad, 400, /plan broken: template clusterSelector rendered an invalid label selector: .*"tier in gold"/);
   });
 
-  it("refuses a registry that drops a cluster with live instances, keeping the last good one", async () => {
+  it("refuses a registry that drops a cluster with live instances, keeping the last good one, across a restart too", async () => {
     h = await startHarness({ scheduler: "least-utilized", files: await repoFiles([{ id: "keep" }, { id: "busy" }]) });
     expect(await provisionAll(h, ["o-1", "o-2"])).toEqual([201, 201]);
     expect(await clusterOf(h, "o-1")).toBe("busy");
@@ -152,5 +152,16 @@ describe("scheduling across sister clusters", () => {
     // The last good registry is still in force: the instance on "busy" can be updated and bound.
     const plans = await samplePlans(h.osb);
     expect((await h.osb.update("o-1", { service_id: plans.serviceId, parameters: { storageGB: 9 } })).status).toBe(200);
+
+    // A broker started now (a restart, a new replica) finds that registry in the branch's history
+    // and answers as the running one does (it used to serve the tip's: 422, "not in the registry").
+    const restarted = await h.startReplica("restarted");
+    expect((await restarted.osb.update("o-1", { service_id: plans.serviceId, parameters: { storageGB: 10 } })).status).toBe(200);
+    const afterRestart = ((await (await fetch(new URL("/readyz", restarted.broker.url))).json()) as { checks: { name: string; ok: boolean; severity?: string; message?: string }[] }).checks;
+    expect(afterRestart.find((c) => c.name === "registry-source")).toMatchObject({
+      ok: false,
+      severity: "warning",
+      message: expect.stringMatching(/^serving the last good cluster registry, of commit [0-9a-f]{40}, found 1 registry change\(s\) back/),
+    });
   });
 });
