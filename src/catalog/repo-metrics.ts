@@ -26,6 +26,10 @@ export async function fillRepoInstruments(
   m.catalogProblems.set(problems);
   m.catalogLoaded.set(problems === 0 && view.catalog().services.length > 0 ? 1 : 0);
   m.catalogPlans.set(view.catalog().services.reduce((n, s) => n + s.plans.length, 0));
-  const { state } = view.catalogSource();
-  for (const s of ["tip", "last-good", "partial"] as const) m.catalogState.set(s === state ? 1 : 0, { state: s });
+  const catalog = view.catalogSource().state;
+  const registry = view.registrySource().state;
+  for (const s of ["tip", "last-good", "partial"] as const) {
+    m.catalogState.set(s === catalog ? 1 : 0, { state: s });
+    m.registryState.set(s === registry ? 1 : 0, { state: s });
+  }
 }

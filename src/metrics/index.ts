@@ -82,6 +82,8 @@ export interface RepoInstruments {
   catalogPlans: Gauge;
   /** 1 for where the catalog served comes from (tip, last-good, partial), 0 for the others, by state. */
   catalogState: Gauge;
+  /** The same for the cluster registry. */
+  registryState: Gauge;
 }
 
 /** The reconciler. */
@@ -178,6 +180,11 @@ export function createInstruments(metrics: Metrics = noopMetrics, now: () => num
       catalogState: metrics.gauge(
         "gitops_broker_catalog_state",
         "1 for where the catalog served comes from: tip, last-good (the tip's has problems) or partial (the tip's without its bad files)",
+        ["state"],
+      ),
+      registryState: metrics.gauge(
+        "gitops_broker_registry_state",
+        "1 for where the cluster registry served comes from: tip, last-good (the tip's has problems) or partial (the tip's without its bad files)",
         ["state"],
       ),
     },

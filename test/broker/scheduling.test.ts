@@ -134,7 +134,11 @@ describe("scheduling across sister clusters", () => {
   });
 
   it("refuses a registry that drops a cluster with live instances, keeping the last good one, across a restart too", async () => {
-    h = await startHarness({ scheduler: "least-utilized", files: await repoFiles([{ id: "keep" }, { id: "busy" }]) });
+    h = await startHarness({
+      scheduler: "least-utilized",
+      files: await repoFiles([{ id: "keep" }, { id: "busy" }]),
+      configure: (c) => void (c.metrics.listen = { host: "127.0.0.1", port: 0 }),
+    });
     expect(await provisionAll(h, ["o-1", "o-2"])).toEqual([201, 201]);
     expect(await clusterOf(h, "o-1")).toBe("busy");
     await pushExternalCommit(h.remoteDir, { [clusterRegistryPath("busy")]: null }, "remove cluster busy");
@@ -163,5 +167,7 @@ describe("scheduling across sister clusters", () => {
       severity: "warning",
       message: expect.stringMatching(/^serving the last good cluster registry, of commit [0-9a-f]{40}, found 1 registry change\(s\) back/),
     });
+    const metrics = (await (await fetch(restarted.broker.metricsUrl!)).text()).split("\n");
+    expect(metrics).toEqual(expect.arrayContaining(['gitops_broker_registry_state{state="last-good"} 1', 'gitops_broker_registry_state{state="tip"} 0']));
   });
 });
