@@ -141,7 +141,10 @@ describe("deploy/Dockerfile", () => {
           return {}; // not a log line
         }
       };
-      const listening = await child.waitForLine((line) => entry(line).msg === "gitops-broker listening" && entry(line).url !== undefined, "the listening log line");
+      const listening = await child.waitForLine((line) => {
+        const { msg, url } = entry(line);
+        return msg === "gitops-broker listening" && url !== undefined;
+      }, "the listening log line");
       const url = entry(listening).url!;
       const health = await fetch(`${url}/healthz`);
       expect(health.status).toBe(200);
