@@ -1,8 +1,9 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { expect } from "vitest";
-import { readRef } from "../../src/gitwriter/refs.js";
 import type { OsbClient } from "../support/osb-client.js";
+
+export { remoteHead } from "../support/git-fixtures.js";
 
 const run = promisify(execFile);
 
@@ -45,16 +46,6 @@ export function provisionBody(serviceId: string, planId: string, extra: Record<s
     context: { platform: "cloudfoundry", organization_guid: "org-guid", space_guid: "space-guid" },
     ...extra,
   };
-}
-
-/**
- * The remote's branch tip (what is acknowledged), read from the ref files (loose, else packed-refs)
- * as the sync doubles do: tests ask for it around most requests, a process each time added up.
- */
-export async function remoteHead(remoteDir: string, branch = "main"): Promise<string> {
-  const tip = await readRef(remoteDir, `refs/heads/${branch}`);
-  if (tip === null) throw new Error(`${remoteDir} has no branch ${branch}`);
-  return tip;
 }
 
 export async function remoteFiles(remoteDir: string, prefix = ""): Promise<string[]> {

@@ -106,6 +106,16 @@ export async function catFileBatch(gitDir: string, names: readonly string[]): Pr
   return objects;
 }
 
+/**
+ * The remote's branch tip (what is acknowledged), read from the ref files (loose, else packed-refs):
+ * tests and the sync doubles ask for it around most requests, a process each time added up.
+ */
+export async function remoteHead(remoteDir: string, branch = DEFAULT_BRANCH): Promise<string> {
+  const tip = await readRef(remoteDir, `refs/heads/${branch}`);
+  if (tip === null) throw new Error(`${remoteDir} has no branch ${branch}`);
+  return tip;
+}
+
 /** A fresh temp directory; the caller may remove it, and it is removed after the test file anyway (processes.ts). */
 export function createTempDir(prefix = "gitops-broker-"): Promise<string> {
   return trackedTempDir(prefix);

@@ -48,8 +48,7 @@ import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parse } from "yaml";
-import { readRef } from "../../src/gitwriter/refs.js";
-import { git } from "./git-fixtures.js";
+import { git, remoteHead } from "./git-fixtures.js";
 import { filesAt } from "./git-objects.js";
 import type { KubeApiServer, KubeObject, ObjectRef } from "./kube-api-server.js";
 
@@ -248,12 +247,8 @@ export function createSyncAgent(options: SyncAgentOptions): SyncAgent {
     return undefined;
   }
 
-  /** The remote's branch tip, polled every few ms: read from the ref files (loose, else packed-refs), no process per poll. */
-  async function tipOf(): Promise<string> {
-    const tip = await readRef(remoteDir, `refs/heads/${branch}`);
-    if (tip === null) throw new Error(`the remote has no branch ${branch}`);
-    return tip;
-  }
+  /** The remote's branch tip, polled every few ms: no process per poll. */
+  const tipOf = (): Promise<string> => remoteHead(remoteDir, branch);
 
   /** Flux source-controller: fetch, record the artifact (and the request handled). */
   async function fetchSource(handled: boolean): Promise<string> {
