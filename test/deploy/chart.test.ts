@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { runRenderChart } from "../../src/cli/render-chart.js";
 import { loadConfig } from "../../src/config/index.js";
+import { createInstruments, noopMetrics, type Metrics } from "../../src/metrics/index.js";
 import { helmModuleCall } from "../../src/render/index.js";
 import { createTempDir } from "../support/git-fixtures.js";
 import { validateManifest } from "../support/kube-validate.js";
@@ -163,6 +164,43 @@ describe("deploy/chart", () => {
     expect(ingress.spec.rules[0].http.paths[0].backend.service).toEqual({ name: "prod-gitops-broker", port: { name: "http" } });
     const pdb = objects.find((o) => o.kind === "PodDisruptionBudget") as Obj & { spec: any };
     expect(pdb.spec.minAvailable).toBe(2);
+  });
+
+  it("with a PrometheusRule: alerts on metrics the broker exports, for this release's series only", async () => {
+    const objects = await render({ ...REMOTE, metrics: { enabled: true, serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } } });
+    const rule = objects.find((o) => o.kind === "PrometheusRule") as Obj & { spec: { groups: { rules: Record<string, any>[] }[] } };
+    expect(rule.apiVersion).toBe("monitoring.coreos.com/v1");
+    const rules = rule.spec.groups.flatMap((g) => g.rules);
+    expect(rules.map((r) => [r.alert, r.labels.severity, r.for])).toEqual([
+      ["GitopsBrokerRepositoryProblems", "warning", "5m"],
+      ["GitopsBrokerRemoteNotFetched", "critical", "5m"],
+      ["GitopsBrokerHistoryRewritten", "critical", undefined],
+    ]);
+    // Every series an alert reads is one the broker registers, selected by the job the
+    // ServiceMonitor gives its scrapes (the Service's name) in the release's namespace.
+    const registered = new Set<string>();
+    const recording: Metrics = {
+      ...noopMetrics,
+      counter: (name) => (registered.add(name), noopMetrics.counter(name, "")),
+      gauge: (name) => (registered.add(name), noopMetrics.gauge(name, "")),
+      histogram: (name) => (registered.add(name), noopMetrics.histogram(name, "")),
+    };
+    createInstruments(recording);
+    const service = objects.find((o) => o.kind === "Service")!;
+    for (const r of rules) {
+      const [, metric, selector] = /^max\((\w+)\{([^}]*)\}\) > \d+$/.exec(r.expr as string) ?? [];
+      expect(registered, `${r.alert as string}: ${r.expr as string}`).toContain(metric);
+      expect(selector).toBe(`namespace="default",job="${service.metadata.name}"`);
+    }
+    // Ten poll intervals, at least ten minutes, unless set.
+    expect(rules[1]!.expr).toMatch(/ > 600$/);
+    const hourly = await render({ config: { git: { ...REMOTE.config.git, pollIntervalSeconds: 3600 } }, metrics: { enabled: true, prometheusRule: { enabled: true, fetchAgeSeconds: "" } } });
+    const hourlyRules = (hourly.find((o) => o.kind === "PrometheusRule") as typeof rule).spec.groups[0]!.rules;
+    expect(hourlyRules[1]!.expr).toMatch(/ > 36000$/);
+    const set = await render({ ...REMOTE, metrics: { enabled: true, prometheusRule: { enabled: true, fetchAgeSeconds: 900, for: "2m" } } });
+    const setRules = (set.find((o) => o.kind === "PrometheusRule") as typeof rule).spec.groups[0]!.rules;
+    expect(setRules.map((r) => r.for)).toEqual(["2m", "2m", undefined]);
+    expect(setRules[1]!.expr).toMatch(/ > 900$/);
   });
 
   it("with TLS and client certificates: HTTPS probes, the Secrets mounted, a configuration the broker loads with auth.mode both", async () => {
