@@ -58,7 +58,7 @@ export function catalogHistory(
   return historyOf(reader, tip, CATALOG_DIR, options.depth, (tree) => loadCatalog(tree, options.catalogOptions ?? {}));
 }
 
-/** The cluster registry's versions (`registry/`), as catalogHistory walks the catalog's. */
+/** The cluster registry's versions (`registry/clusters/`), as catalogHistory walks the catalog's. */
 export function registryHistory(reader: HistoryReader, tip: string, options: { depth?: number } = {}): Promise<History<RegistryVersion>> {
   return historyOf(reader, tip, CLUSTER_REGISTRY_DIR, options.depth, loadClusters);
 }

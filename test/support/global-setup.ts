@@ -78,8 +78,9 @@ export default async function setup(): Promise<() => Promise<void>> {
  * those whose PID no longer runs. A live run's directory, or one of a PID reused since, is kept.
  */
 export async function removeAbandonedRunDirs(parent = tmpdir()): Promise<void> {
+  const runDir = new RegExp(`^${RUN_DIR_PREFIX}(\\d+)-`);
   for (const name of await readdir(parent)) {
-    const match = new RegExp(`^${RUN_DIR_PREFIX}(\\d+)-`).exec(name);
+    const match = runDir.exec(name);
     if (match === null || isRunning(Number(match[1]))) continue;
     await rm(path.join(parent, name), { recursive: true, force: true, maxRetries: 5 });
   }
