@@ -1,7 +1,6 @@
 import * as fs from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
@@ -9,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
 import { RemoteCharts, sha256Hex } from "../charts/index.js";
 import { loadCatalog } from "./index.js";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../examples/catalog/", import.meta.url));
 const EXAMPLE_SERVICE_ID = "4de30cf9-a981-48c9-9acf-909805db46bc";
@@ -106,7 +106,7 @@ describe("loadCatalog: helm charts", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-    const cache = await fs.mkdtemp(path.join(tmpdir(), "charts-"));
+    const cache = await createTempDir("charts-");
     cleanups.push(() => fs.rm(cache, { recursive: true, force: true }));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/kv-1.0.0.tgz`;
     const digest = `sha256:${sha256Hex(archive)}`;

@@ -1,12 +1,12 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
 import { adler32, chartFromPath, chartFromTree, releaseName, RemoteCharts, sha256Hex } from "./index.js";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -14,7 +14,7 @@ afterEach(async () => {
 });
 
 async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "charts-"));
+  const dir = await createTempDir("charts-");
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
   return dir;
 }

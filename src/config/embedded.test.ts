@@ -1,6 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -8,6 +7,7 @@ import { ConfigError } from "../errors/index.js";
 import { silentLogger } from "../log/index.js";
 import { namespaceManifest } from "../repo/index.js";
 import { prepareEmbedded, SEED_MESSAGE, type PrepareEmbeddedOptions } from "./index.js";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 
 const run = promisify(execFile);
 
@@ -25,7 +25,7 @@ async function write(rel: string, content: string): Promise<void> {
 }
 
 beforeEach(async () => {
-  tmp = await mkdtemp(path.join(os.tmpdir(), "gitops-broker-embedded-"));
+  tmp = await createTempDir("gitops-broker-embedded-");
   await write("src/catalog/services/postgres.yaml", "kind: SFService\n");
   await write("src/catalog/plans/postgres-small.yaml", "kind: SFPlan\n");
   await write("src/catalog/templates/postgres.hbs", "{{instance.metadata.name}}\n");

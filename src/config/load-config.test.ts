@@ -1,13 +1,13 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigError, type Problem } from "../errors/index.js";
 import { loadConfig, type Config } from "./index.js";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 
 let tmp: string;
 beforeEach(async () => {
-  tmp = await mkdtemp(path.join(os.tmpdir(), "gitops-broker-config-"));
+  tmp = await createTempDir("gitops-broker-config-");
 });
 afterEach(async () => {
   await rm(tmp, { recursive: true, force: true });

@@ -1,14 +1,14 @@
-import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { chmod, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../errors/index.js";
 import { ensurePassword, readPassword, readWebhookSecret, type AuthConfig } from "./index.js";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 
 let tmp: string;
 let dataDir: string;
 beforeEach(async () => {
-  tmp = await mkdtemp(path.join(os.tmpdir(), "gitops-broker-password-"));
+  tmp = await createTempDir("gitops-broker-password-");
   dataDir = path.join(tmp, "data");
 });
 afterEach(async () => {

@@ -1,12 +1,11 @@
 import { createDecipheriv, createHash } from "node:crypto";
 import fs from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { decryptSops } from "sops-age";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseDocument } from "yaml";
 import { ageDecrypt, ageKeygen, type AgeIdentity } from "../../test/support/age.js";
 import { ENCRYPTED_REGEX, SOPS_VERSION, encryptYaml, isEncryptedValue } from "./index.js";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 
 /**
  * What encryptYaml writes is checked against implementations that are not this one: the
@@ -94,7 +93,7 @@ function secret(stringData: Record<string, string>): Record<string, unknown> {
 }
 
 beforeAll(async () => {
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), "sops-test-"));
+  dir = await createTempDir("sops-test-");
   alice = await ageKeygen(dir, "alice");
   bob = await ageKeygen(dir, "bob");
 });

@@ -1,5 +1,4 @@
 import * as fs from "node:fs/promises";
-import * as os from "node:os";
 import * as path from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +6,7 @@ import { startKubeApiServer, type KubeApiServer } from "../../test/support/kube-
 import type { ClusterEntry } from "../catalog/index.js";
 import { KubeApiError } from "../errors/index.js";
 import { createKubeConfigResolver } from "./kubeconfig.js";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 
 let home: KubeApiServer;
 let sister: KubeApiServer;
@@ -15,7 +15,7 @@ beforeAll(async () => {
   home = await startKubeApiServer();
   sister = await startKubeApiServer({ token: "sister-token" });
   sister.store.upsert({ apiVersion: "v1", kind: "Namespace", metadata: { name: "only-on-sister" } });
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), "kubeconfig-"));
+  dir = await createTempDir("kubeconfig-");
 });
 afterAll(async () => {
   await home.close();

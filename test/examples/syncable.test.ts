@@ -1,5 +1,4 @@
 import fs from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { generateIdentity, identityToRecipient } from "age-encryption";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -19,6 +18,7 @@ import {
 import { encryptYaml } from "../../src/sops/index.js";
 import { writeFiles } from "../support/dir-tree.js";
 import { assertSyncableClusterDir, commandExists, kustomizeClusterDir, readClusterDirObjects } from "../support/syncable.js";
+import { createTempDir } from "../support/git-fixtures.js";
 
 /**
  * A cluster directory written the way the broker writes it (layout paths from src/repo, the
@@ -100,7 +100,7 @@ let repo: string;
 let dir: string;
 
 beforeEach(async () => {
-  repo = await fs.mkdtemp(path.join(os.tmpdir(), "syncable-"));
+  repo = await createTempDir("syncable-");
   dir = path.join(repo, clusterDir(CLUSTER));
   await writeFiles(repo, await brokerClusterFiles());
 });

@@ -1,14 +1,14 @@
 import * as fs from "node:fs/promises";
-import * as os from "node:os";
 import * as path from "node:path";
 import type { TreeReader } from "../../src/gitwriter/types.js";
 import { dirTreeReader } from "../../src/repo/index.js";
+import { trackedTempDir } from "./processes.js";
 
 /**
  * Tests of code that reads the GitOps repo (catalog, registry, records) without a git
  * repository use the production TreeReader over a plain directory:
  *
- *   const tree = dirTreeReader(await fs.mkdtemp(path.join(os.tmpdir(), "repo-")));
+ *   const tree = dirTreeReader(await createTempDir("repo-"));
  */
 export { dirTreeReader };
 
@@ -32,7 +32,7 @@ export interface TempDirTree {
 
 /** A fresh temp directory with a TreeReader over it. */
 export async function tempDirTree(prefix = "repo-"): Promise<TempDirTree> {
-  const root = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  const root = await trackedTempDir(prefix);
   return {
     root,
     tree: dirTreeReader(root),

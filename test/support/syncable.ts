@@ -13,10 +13,10 @@
 import { execFile } from "node:child_process";
 import { isDeepStrictEqual, promisify } from "node:util";
 import fs from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
 import { validateManifest } from "./kube-validate.js";
+import { trackedTempDir } from "./processes.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -100,7 +100,7 @@ export async function readClusterDirObjects(dir: string): Promise<ClusterObject[
  * `kubectl kustomize` and resolves with the objects it prints.
  */
 export async function kustomizeClusterDir(dir: string, options: SyncableOptions = {}): Promise<Record<string, unknown>[]> {
-  const copy = await fs.mkdtemp(path.join(os.tmpdir(), "kustomize-"));
+  const copy = await trackedTempDir("kustomize-");
   try {
     await fs.cp(dir, copy, { recursive: true });
     const resources = (await walk(copy)).filter((f) => /\.ya?ml$/.test(f)).map((f) => `./${f}`);
