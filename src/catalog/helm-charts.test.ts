@@ -6,9 +6,9 @@ import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 import { RemoteCharts, sha256Hex } from "../charts/index.js";
 import { loadCatalog } from "./index.js";
-import { createTempDir } from "../../test/support/git-fixtures.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../examples/catalog/", import.meta.url));
 const EXAMPLE_SERVICE_ID = "4de30cf9-a981-48c9-9acf-909805db46bc";

@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
-import { adler32, chartFromPath, chartFromTree, releaseName, RemoteCharts, sha256Hex } from "./index.js";
 import { createTempDir } from "../../test/support/git-fixtures.js";
+import { adler32, chartFromPath, chartFromTree, releaseName, RemoteCharts, sha256Hex } from "./index.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -3,11 +3,11 @@ import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 import { ConfigError } from "../errors/index.js";
 import { silentLogger } from "../log/index.js";
 import { namespaceManifest } from "../repo/index.js";
 import { prepareEmbedded, SEED_MESSAGE, type PrepareEmbeddedOptions } from "./index.js";
-import { createTempDir } from "../../test/support/git-fixtures.js";
 
 const run = promisify(execFile);
 

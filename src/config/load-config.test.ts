@@ -1,9 +1,9 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 import { ConfigError, type Problem } from "../errors/index.js";
 import { loadConfig, type Config } from "./index.js";
-import { createTempDir } from "../../test/support/git-fixtures.js";
 
 let tmp: string;
 beforeEach(async () => {

@@ -1,9 +1,9 @@
 import { chmod, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 import { ConfigError } from "../errors/index.js";
 import { ensurePassword, readPassword, readWebhookSecret, type AuthConfig } from "./index.js";
-import { createTempDir } from "../../test/support/git-fixtures.js";
 
 let tmp: string;
 let dataDir: string;

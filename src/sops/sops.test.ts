@@ -4,8 +4,8 @@ import { decryptSops } from "sops-age";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseDocument } from "yaml";
 import { ageDecrypt, ageKeygen, type AgeIdentity } from "../../test/support/age.js";
-import { ENCRYPTED_REGEX, SOPS_VERSION, encryptYaml, isEncryptedValue } from "./index.js";
 import { createTempDir } from "../../test/support/git-fixtures.js";
+import { ENCRYPTED_REGEX, SOPS_VERSION, encryptYaml, isEncryptedValue } from "./index.js";
 
 /**
  * What encryptYaml writes is checked against implementations that are not this one: the

@@ -2,11 +2,11 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTempDir } from "../../test/support/git-fixtures.js";
 import { startKubeApiServer, type KubeApiServer } from "../../test/support/kube-api-server.js";
 import type { ClusterEntry } from "../catalog/index.js";
 import { KubeApiError } from "../errors/index.js";
 import { createKubeConfigResolver } from "./kubeconfig.js";
-import { createTempDir } from "../../test/support/git-fixtures.js";
 
 let home: KubeApiServer;
 let sister: KubeApiServer;

@@ -17,8 +17,8 @@ import {
 } from "../../src/repo/index.js";
 import { encryptYaml } from "../../src/sops/index.js";
 import { writeFiles } from "../support/dir-tree.js";
-import { assertSyncableClusterDir, commandExists, kustomizeClusterDir, readClusterDirObjects } from "../support/syncable.js";
 import { createTempDir } from "../support/git-fixtures.js";
+import { assertSyncableClusterDir, commandExists, kustomizeClusterDir, readClusterDirObjects } from "../support/syncable.js";
 
 /**
  * A cluster directory written the way the broker writes it (layout paths from src/repo, the
