@@ -82,3 +82,23 @@ async function historyOf<T extends { problems: Problem[] }>(
   }
   return { versions: versions(), bounded: commits.length > depth };
 }
+
+/**
+ * The newest version of a walk that loads without problems and that `keeps` accepts (it strands
+ * no live instance): what a broker that had kept running would still serve. None within the
+ * bound: no `version`. History that cannot be read (a git error) ends the walk with `error`.
+ */
+export async function newestGoodVersion<V extends Version>(
+  walk: () => Promise<History<V>>,
+  keeps: (version: V) => boolean,
+): Promise<{ version?: V; bounded: boolean; error?: unknown }> {
+  let bounded = false;
+  try {
+    const history = await walk();
+    bounded = history.bounded;
+    for await (const version of history.versions) if (version.problems.length === 0 && keeps(version)) return { version, bounded };
+  } catch (error) {
+    return { bounded, error };
+  }
+  return { bounded };
+}

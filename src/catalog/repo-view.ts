@@ -1,4 +1,4 @@
-import { catalogHistory, CATALOG_HISTORY_DEPTH, registryHistory } from "./catalog-history.js";
+import { catalogHistory, CATALOG_HISTORY_DEPTH, newestGoodVersion, registryHistory } from "./catalog-history.js";
 import { loadCatalog, type LoadCatalogOptions } from "./load-catalog.js";
 import { loadClusters, type ClusterEntry } from "./load-clusters.js";
 import type { Catalog } from "./types.js";
@@ -100,8 +100,6 @@ export function createRepoView(
   let problems: readonly Problem[] = [];
   let source: CatalogSource = { state: "partial", commit: null };
   let registrySource: CatalogSource = { state: "partial", commit: null };
-  /** Whether the catalog served loaded without problems (where it came from). */
-  let servedGood = false;
   let loadedKey: string | undefined;
   let chain: Promise<void> = Promise.resolve();
 
@@ -123,13 +121,12 @@ export function createRepoView(
     for (const p of problems) logger.error({ file: p.file, path: p.path, commit: tree.commit }, formatProblem(p));
     if (catalogOk) {
       catalog = c.catalog;
-      servedGood = true;
       source = { state: "tip", commit: tree.commit };
     } else if (first) {
       await restoreLastGood(tree, c.catalog, summary, new Set(r.clusters.map((x) => x.id)));
     } else {
       logger.warn({ commit: tree.commit, catalogCommit: source.commit }, "catalog has problems: keeping the last good catalog");
-      if (servedGood) source = { ...source, state: "last-good" };
+      if (source.state === "tip") source = { ...source, state: "last-good" };
     }
     if (registryOk) {
       clusters = r.clusters;
@@ -153,34 +150,33 @@ export function createRepoView(
    * had been running would have kept it; failing that, what loaded cleanly at `tree`.
    */
   async function restoreLastGood(tree: TreeReader, partial: Catalog, summary: InstanceSummary, clusterIds: Set<string>): Promise<void> {
-    let bounded = false;
-    try {
-      if (tree.commit !== null) {
-        const history = await catalogHistory(writer, tree.commit, { catalogOptions, depth: historyDepth });
-        bounded = history.bounded;
-        for await (const version of history.versions) {
-          if (version.problems.length > 0) continue;
-          const planIds = new Set(version.catalog.services.flatMap((s) => s.plans.map((p) => p.id)));
-          if (offboardingProblems(summary, { clusterIds, planIds }).some((p) => p.file === "catalog/")) continue;
-          catalog = version.catalog;
-          servedGood = true;
-          source = { state: "last-good", commit: version.commit, back: version.back };
-          logger.error(
-            { commit: tree.commit, catalogCommit: version.commit, subject: version.subject, back: version.back },
-            `catalog has problems: serving the last good catalog, of commit ${version.commit.slice(0, 12)} (${version.back} catalog change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
+    const tip = tree.commit;
+    const found =
+      tip === null
+        ? { bounded: false }
+        : await newestGoodVersion(
+            () => catalogHistory(writer, tip, { catalogOptions, depth: historyDepth }),
+            (version) => {
+              const planIds = new Set(version.catalog.services.flatMap((s) => s.plans.map((p) => p.id)));
+              return !offboardingProblems(summary, { clusterIds, planIds }).some((p) => p.file === "catalog/");
+            },
           );
-          return;
-        }
-      }
-    } catch (e) {
-      // Reading history failed (a git error): the start goes on with what the tip offers.
-      logger.error({ err: e, commit: tree.commit }, "looking for the last good catalog in the branch's history failed");
+    // Reading history failed (a git error): the start goes on with what the tip offers.
+    if ("error" in found) logger.error({ err: found.error, commit: tip }, "looking for the last good catalog in the branch's history failed");
+    const { version, bounded } = found;
+    if (version) {
+      catalog = version.catalog;
+      source = { state: "last-good", commit: version.commit, back: version.back };
+      logger.error(
+        { commit: tip, catalogCommit: version.commit, subject: version.subject, back: version.back },
+        `catalog has problems: serving the last good catalog, of commit ${version.commit.slice(0, 12)} (${version.back} catalog change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
+      );
+      return;
     }
     catalog = partial;
-    servedGood = false;
-    source = { state: "partial", commit: tree.commit };
+    source = { state: "partial", commit: tip };
     logger.error(
-      { commit: tree.commit, depth: historyDepth, bounded },
+      { commit: tip, depth: historyDepth, bounded },
       bounded
         ? `catalog has problems and none of the last ${historyDepth} catalog changes loads without any: serving only what loads (the plans that fail are missing)`
         : "catalog has problems and no earlier catalog loads without any: serving only what loads (the plans that fail are missing)",
@@ -194,28 +190,31 @@ export function createRepoView(
    * running would have kept it; failing that, the clusters that loaded at `tree`.
    */
   async function restoreLastGoodRegistry(tree: TreeReader, partial: ClusterEntry[], summary: InstanceSummary): Promise<void> {
-    try {
-      if (tree.commit !== null) {
-        const history = await registryHistory(writer, tree.commit, { depth: historyDepth });
-        for await (const version of history.versions) {
-          if (version.problems.length > 0) continue;
-          const known = { clusterIds: new Set(version.clusters.map((c) => c.id)), planIds: new Set<string>() };
-          if (offboardingProblems(summary, known).some((p) => p.file !== "catalog/")) continue;
-          clusters = version.clusters;
-          registrySource = { state: "last-good", commit: version.commit, back: version.back };
-          logger.error(
-            { commit: tree.commit, registryCommit: version.commit, subject: version.subject, back: version.back },
-            `cluster registry has problems: serving the last good registry, of commit ${version.commit.slice(0, 12)} (${version.back} registry change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
+    const tip = tree.commit;
+    const found =
+      tip === null
+        ? { bounded: false }
+        : await newestGoodVersion(
+            () => registryHistory(writer, tip, { depth: historyDepth }),
+            (version) => {
+              const known = { clusterIds: new Set(version.clusters.map((c) => c.id)), planIds: new Set<string>() };
+              return !offboardingProblems(summary, known).some((p) => p.file !== "catalog/");
+            },
           );
-          return;
-        }
-      }
-    } catch (e) {
-      logger.error({ err: e, commit: tree.commit }, "looking for the last good cluster registry in the branch's history failed");
+    if ("error" in found) logger.error({ err: found.error, commit: tip }, "looking for the last good cluster registry in the branch's history failed");
+    const { version } = found;
+    if (version) {
+      clusters = version.clusters;
+      registrySource = { state: "last-good", commit: version.commit, back: version.back };
+      logger.error(
+        { commit: tip, registryCommit: version.commit, subject: version.subject, back: version.back },
+        `cluster registry has problems: serving the last good registry, of commit ${version.commit.slice(0, 12)} (${version.back} registry change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
+      );
+      return;
     }
     clusters = partial;
-    registrySource = { state: "partial", commit: tree.commit };
-    logger.error({ commit: tree.commit, depth: historyDepth }, "cluster registry has problems and no earlier registry loads without any: serving the clusters that load");
+    registrySource = { state: "partial", commit: tip };
+    logger.error({ commit: tip, depth: historyDepth }, "cluster registry has problems and no earlier registry loads without any: serving the clusters that load");
   }
 
   /** Make the view reflect `tree`'s catalog and registry (loads only when they changed). */
