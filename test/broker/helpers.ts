@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { expect } from "vitest";
+import type { ReadinessCheck } from "../../src/catalog/index.js";
 import type { OsbClient } from "../support/osb-client.js";
 
 export { remoteHead } from "../support/git-fixtures.js";
@@ -46,6 +47,12 @@ export function provisionBody(serviceId: string, planId: string, extra: Record<s
     context: { platform: "cloudfoundry", organization_guid: "org-guid", space_guid: "space-guid" },
     ...extra,
   };
+}
+
+/** GET /readyz of the broker at `url` (no credentials: probes carry none): its status and body. */
+export async function readyz(url: string): Promise<{ status: number; body: { status: string; checks: ReadinessCheck[] } }> {
+  const res = await fetch(new URL("/readyz", url));
+  return { status: res.status, body: (await res.json()) as never };
 }
 
 export async function remoteFiles(remoteDir: string, prefix = ""): Promise<string[]> {

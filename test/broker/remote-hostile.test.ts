@@ -15,7 +15,7 @@ import { createTempDir } from "../support/git-fixtures.js";
 import { startHangProxy, type HangProxy } from "../support/hang-proxy.js";
 import { osbClient, type OsbClient } from "../support/osb-client.js";
 import { startRemote, type Remote } from "../write-path/fixture.js";
-import { provisionBody, remoteHead, samplePlans } from "./helpers.js";
+import { provisionBody, readyz, remoteHead, samplePlans } from "./helpers.js";
 
 const run = promisify(execFile);
 
@@ -65,11 +65,6 @@ async function remote(): Promise<Remote> {
   const r = await startRemote("gitops-broker-remote-hostile-");
   cleanups.push(() => r.close());
   return r;
-}
-
-async function readyz(url: string): Promise<{ status: number; body: { status: string; checks: { name: string; ok: boolean; message?: string; severity?: string }[] } }> {
-  const res = await fetch(new URL("/readyz", url));
-  return { status: res.status, body: (await res.json()) as never };
 }
 
 /** Polls until `check` passes (every 100 ms, generous ceiling). */

@@ -4,7 +4,7 @@ import { clusterRegistryPath, instanceManifestDir, instanceRecordPath } from "..
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { pushExternalCommit, readRemoteFile } from "../support/git-fixtures.js";
 import { repoFiles, sampleCatalogFiles } from "../support/repo-files.js";
-import { commitCount, expectOsbError, provisionBody, remoteFiles, remoteHead, samplePlans } from "./helpers.js";
+import { commitCount, expectOsbError, provisionBody, readyz, remoteFiles, remoteHead, samplePlans } from "./helpers.js";
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -145,10 +145,9 @@ describe("scheduling across sister clusters", () => {
     await h.broker.writer.refresh();
 
     // Said on /readyz as a warning: the broker stays ready, as it keeps serving (ADR 0021).
-    const ready = await fetch(new URL("/readyz", h.broker.url));
+    const ready = await readyz(h.broker.url);
     expect(ready.status).toBe(200);
-    const checks = ((await ready.json()) as { checks: { name: string; ok: boolean; severity?: string; message?: string }[] }).checks;
-    expect(checks.find((c) => c.name === "repository")).toMatchObject({
+    expect(ready.body.checks.find((c) => c.name === "repository")).toMatchObject({
       ok: false,
       severity: "warning",
       message: expect.stringMatching(/cluster busy is missing from the registry but holds 1 live instance/),
@@ -161,8 +160,7 @@ describe("scheduling across sister clusters", () => {
     // and answers as the running one does (it used to serve the tip's: 422, "not in the registry").
     const restarted = await h.startReplica("restarted");
     expect((await restarted.osb.update("o-1", { service_id: plans.serviceId, parameters: { storageGB: 10 } })).status).toBe(200);
-    const afterRestart = ((await (await fetch(new URL("/readyz", restarted.broker.url))).json()) as { checks: { name: string; ok: boolean; severity?: string; message?: string }[] }).checks;
-    expect(afterRestart.find((c) => c.name === "registry-source")).toMatchObject({
+    expect((await readyz(restarted.broker.url)).body.checks.find((c) => c.name === "registry-source")).toMatchObject({
       ok: false,
       severity: "warning",
       message: expect.stringMatching(/^serving the last good cluster registry, of commit [0-9a-f]{40}, found 1 registry change\(s\) back/),
