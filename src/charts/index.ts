@@ -1,7 +1,7 @@
 /**
  * Helm charts for `type: helm` plans and `render-chart`: reading a chart (from the repository
  * tree, a local path, or a digest-pinned remote archive cached on disk) and calling the Go
- * module's Helm engine (go/src/gitops-broker/helm). See docs/adr/0015-helm-charts-from-the-repository.md.
+ * module's Helm engine (go/helm). See docs/adr/0015-helm-charts-from-the-repository.md.
  */
 export { chartFromPath, chartFromTree, isGzip } from "./chart-input.js";
 export type { ChartFile, ChartInput } from "./chart-input.js";

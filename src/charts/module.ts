@@ -4,7 +4,7 @@ import { schemaViolations, type SchemaCheck } from "./schema.js";
 /** Calls a method of the WebAssembly module: request bytes in, response bytes out. */
 export type ModuleCall = (method: string, request: Uint8Array) => Promise<Uint8Array>;
 
-/** `helm template`'s flags that change what it prints (see go/src/gitops-broker/helm). */
+/** `helm template`'s flags that change what it prints (see go/helm). */
 export interface HelmOptions {
   releaseName?: string;
   nameTemplate?: string;

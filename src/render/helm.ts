@@ -9,7 +9,7 @@ import { WasmCallError, wasmHost } from "./wasm-module.js";
 /**
  * Service Fabrik's `helm`: the plan's chart (`url`, resolved by the catalog from the repository
  * or the digest-pinned cache) rendered with Helm 3's semantics by the WebAssembly module
- * (go/src/gitops-broker/helm, ADR 0015); `content` is a gotemplate that renders the values.
+ * (go/helm, ADR 0015); `content` is a gotemplate that renders the values.
  * The output is what `helm template --include-crds --skip-tests` prints, without NOTES.txt.
  */
 

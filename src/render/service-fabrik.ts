@@ -15,7 +15,7 @@ import type { RenderValues } from "./types.js";
  * body with its top-level keys camelCased (context and parameters as sent). The inter-operator
  * read it into its Go type (unknown spec keys dropped, empty strings omitted) and gave
  * templates its JSON: so every number in these four objects is a float64 in Go (the module
- * decodes them so; see go/src/gitops-broker/gotemplate).
+ * decodes them so; see go/gotemplate).
  *
  * Where we differ: `metadata.namespace` is the namespace the broker renders into (SF used
  * `sf-<id>`); the fields only the API server sets (uid, resourceVersion, creationTimestamp) and

@@ -4,7 +4,7 @@ import { Worker } from "node:worker_threads";
 import { gunzipSync } from "node:zlib";
 
 /**
- * The WebAssembly module built from go/src (Go's text/template and sprig, ADR 0011), run in a
+ * The WebAssembly module built from the Go module in go/ (Go's text/template and sprig, ADR 0011), run in a
  * worker thread so a template that runs away never blocks the event loop: each call has a time
  * limit, after which the worker is terminated (a Go program cannot be interrupted from inside)
  * and the next call starts a fresh one from the module compiled once per process.

@@ -126,3 +126,23 @@ func TestParsedTemplatesAreReusedUnderEachRequestsName(t *testing.T) {
 		t.Fatalf("got %q, %v", got, err)
 	}
 }
+
+func TestSprigIsTheReleaseServiceFabrikShipped(t *testing.T) {
+	// go.mod pins sprig v3.2.2 as Service Fabrik's interoperator/go.mod did, and with it
+	// huandu/xstrings v1.3.1. Sprig v3.2.3 (Debian's, which built this module before) moved to
+	// xstrings v1.3.3, whose camelCaseToLowerCase no longer writes a connector after a number that
+	// a connector follows. v1.3.1 writes it, and its case for a connector writes one more: a
+	// doubled connector where a number stands between two underscores. That is what SF rendered.
+	cases := []struct{ tpl, want string }{
+		{`{{ snakecase "v1_2_3" }}`, "v1_2__3"},
+		{`{{ kebabcase "v1_2_3" }}`, "v1-2--3"},
+		// A number that no connector follows is the same in both releases.
+		{`{{ snakecase "HTTP20xOK" }}`, "http_20x_ok"},
+	}
+	for _, c := range cases {
+		got, err := render(t, "i/provision", c.tpl, `{}`)
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %q, %v; want %q", c.tpl, got, err, c.want)
+		}
+	}
+}
