@@ -47,10 +47,18 @@ func (s *ChartSource) Load() (*Chart, error) {
 // RenderRequest is the JSON request of "helm.render".
 type RenderRequest struct {
 	Chart *ChartSource `json:"chart"`
-	// ValueFiles are YAML documents merged in order (-f); Set are --set expressions applied after.
-	ValueFiles []string `json:"valueFiles,omitempty"`
-	Set        []string `json:"set,omitempty"`
-	Options    struct {
+	// ValueFiles are YAML documents merged in order (-f), ValueFileNames their names for errors;
+	// then come --set-json, --set, --set-string, --set-file (SetFileData: the files' contents by
+	// path, FilePaths tells which) and --set-literal expressions, in Helm's order.
+	ValueFiles     []string          `json:"valueFiles,omitempty"`
+	ValueFileNames []string          `json:"valueFileNames,omitempty"`
+	SetJSON        []string          `json:"setJson,omitempty"`
+	Set            []string          `json:"set,omitempty"`
+	SetString      []string          `json:"setString,omitempty"`
+	SetFile        []string          `json:"setFile,omitempty"`
+	SetFileData    map[string]string `json:"setFileData,omitempty"`
+	SetLiteral     []string          `json:"setLiteral,omitempty"`
+	Options        struct {
 		ReleaseName  string   `json:"releaseName,omitempty"`
 		NameTemplate string   `json:"nameTemplate,omitempty"`
 		Namespace    string   `json:"namespace,omitempty"`
@@ -100,7 +108,10 @@ func renderRequest(req *RenderRequest) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals, err := UserValues(req.ValueFiles, req.Set)
+	vals, err := MergeUserValues(ValueSources{
+		Files: req.ValueFiles, FileNames: req.ValueFileNames, JSON: req.SetJSON, Set: req.Set,
+		String: req.SetString, File: req.SetFile, FileData: req.SetFileData, Literal: req.SetLiteral,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +122,24 @@ func renderRequest(req *RenderRequest) (*Result, error) {
 		APIVersions: o.APIVersions, IncludeCRDs: o.IncludeCRDs, SkipTests: o.SkipTests,
 		DisableHooks: o.DisableHooks, ShowOnly: o.ShowOnly,
 	})
+}
+
+// HandleSetFilePaths answers "helm.setFilePaths": the paths that --set-file expressions name, for
+// the caller to read before "helm.render" (the module reads no files).
+func HandleSetFilePaths(request []byte) ([]byte, error) {
+	var req struct {
+		SetFile []string `json:"setFile"`
+	}
+	if err := json.Unmarshal(request, &req); err != nil {
+		return nil, fmt.Errorf("helm.setFilePaths: bad request: %w", err)
+	}
+	paths := FilePaths(req.SetFile)
+	if paths == nil {
+		paths = []string{}
+	}
+	return json.Marshal(struct {
+		Paths []string `json:"paths"`
+	}{paths})
 }
 
 // CheckResponse is the answer of "helm.check".

@@ -2,6 +2,7 @@ package helm
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -80,6 +81,39 @@ func TestParseSet(t *testing.T) {
 	for in, want := range errs {
 		if err := ParseSet(in, map[string]interface{}{}); err == nil || err.Error() != want {
 			t.Errorf("%s: error %v, want %s", in, err, want)
+		}
+	}
+}
+
+func TestMergeUserValuesInHelmsOrder(t *testing.T) {
+	vals, err := MergeUserValues(ValueSources{
+		Files:    []string{"v: file\nkeep: 1\n"},
+		JSON:     []string{`v="json",j={"a":[1,{"b":null}]}, n=`}, // Helm too reads " n" as the key
+		Set:      []string{"v=set,s=007"},
+		String:   []string{"v=string,str=true"},
+		File:     []string{`v=one.txt,fl={one.txt,two\,x.txt}`},
+		FileData: map[string]string{"one.txt": "ONE", "two,x.txt": "TWO"},
+		Literal:  []string{"lit.k={a,b},c=d\\e"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(vals)
+	want := `{" n":null,"fl":["ONE","TWO"],"j":{"a":[1,{"b":null}]},"keep":1,"lit":{"k":"{a,b},c=d\\e"},"s":"007","str":"true","v":"ONE"}`
+	if string(got) != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+	if got := FilePaths([]string{`a=x.txt,b[0]=y\,z.txt`, "c={p,q}"}); fmt.Sprint(got) != "[x.txt y,z.txt p q]" {
+		t.Fatalf("FilePaths got %q", got)
+	}
+	errs := map[string]ValueSources{
+		"failed parsing --set-json data j={x}":                                     {JSON: []string{"j={x}"}},
+		"failed parsing --set-file data: open none.txt: no such file or directory": {File: []string{"f=none.txt"}},
+		"failed to parse a.yaml: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}": {Files: []string{"- 1\n"}, FileNames: []string{"a.yaml"}},
+	}
+	for want, v := range errs {
+		if _, err := MergeUserValues(v); err == nil || err.Error() != want {
+			t.Errorf("error %v, want %s", err, want)
 		}
 	}
 }

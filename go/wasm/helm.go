@@ -10,4 +10,5 @@ import (
 func init() {
 	rpc.Register("helm.render", helm.HandleRender)
 	rpc.Register("helm.check", helm.HandleCheck)
+	rpc.Register("helm.setFilePaths", helm.HandleSetFilePaths)
 }

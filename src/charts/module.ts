@@ -23,8 +23,19 @@ export interface HelmRenderRequest {
   chart: ChartInput;
   /** YAML documents merged in order, as `-f` files. */
   valueFiles?: string[];
-  /** `--set` expressions, applied after the files. */
+  /** The names of the files, for Helm's errors ("failed to parse NAME: ..."). */
+  valueFileNames?: string[];
+  /**
+   * `--set-json`, `--set`, `--set-string`, `--set-file` and `--set-literal` expressions, applied
+   * after the files in that order, as Helm applies them whatever the order of the flags.
+   */
+  setJson?: string[];
   set?: string[];
+  setString?: string[];
+  setFile?: string[];
+  /** The contents of the files `setFile` names, by path as written (`helmSetFilePaths`); a path missing here cannot be read. */
+  setFileData?: Record<string, string>;
+  setLiteral?: string[];
   options?: HelmOptions;
 }
 
@@ -71,7 +82,8 @@ const decoder = new TextDecoder();
 
 /** Renders a chart as `helm template` does. Throws ChartError for the chart's own failures. */
 export async function helmRender(call: ModuleCall, req: HelmRenderRequest): Promise<HelmRenderResult> {
-  const body = { chart: chartJson(req.chart), valueFiles: req.valueFiles ?? [], set: req.set ?? [], options: req.options ?? {} };
+  const { chart, options, ...values } = req;
+  const body = { ...values, chart: chartJson(chart), valueFiles: req.valueFiles ?? [], set: req.set ?? [], options: options ?? {} };
   const response = JSON.parse(decoder.decode(await call("helm.render", encoder.encode(JSON.stringify(body))))) as
     | (HelmRenderResult & { error?: undefined; schemas?: SchemaCheck[] })
     | { error: string; debugHint?: boolean };
@@ -80,6 +92,13 @@ export async function helmRender(call: ModuleCall, req: HelmRenderRequest): Prom
   const violations = schemaViolations(schemas ?? []);
   if (violations !== undefined) throw new ChartError(violations);
   return result;
+}
+
+/** The paths `--set-file` expressions name, in order: the files to read for `setFileData`. */
+export async function helmSetFilePaths(call: ModuleCall, setFile: string[]): Promise<string[]> {
+  if (setFile.length === 0) return [];
+  const response = JSON.parse(decoder.decode(await call("helm.setFilePaths", encoder.encode(JSON.stringify({ setFile }))))) as { paths?: string[] };
+  return response.paths ?? [];
 }
 
 export interface ChartSummary {

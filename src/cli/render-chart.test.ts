@@ -2,20 +2,21 @@ import { describe, expect, it } from "vitest";
 import { parseRenderChartArgs, runRenderChart } from "./render-chart.js";
 
 describe("render-chart arguments", () => {
-  it("reads Helm's flags in both forms, slices split on commas, arrays not", () => {
+  it("reads Helm's flags in every form, slices split on commas, arrays not", () => {
     const p = parseRenderChartArgs([
       "my-release", "./chart", "-f", "a.yaml,b.yaml", "--values=c.yaml", "--set", "a=1,b=2", "--set=c={x,y}",
       "-n", "shop", "--kube-version=1.29", "-a", "x.io/v1,y.io/v2", "--api-versions", "z.io/v1",
       "--include-crds", "--skip-tests", "--is-upgrade=false", "-s", "templates/a.yaml", "--show-only=templates/b,c.yaml",
+      "--set-string", "s=1,t=2", "--set-json=j={\"a\":1}", "--set-file", "f=x.txt", "--set-literal", "l=a,b", "-nother", "-a=w.io/v1",
     ]);
     expect(p).toEqual({
       positional: ["my-release", "./chart"],
       valueFiles: ["a.yaml", "b.yaml", "c.yaml"],
-      set: ["a=1,b=2", "c={x,y}"],
+      sets: { set: ["a=1,b=2", "c={x,y}"], setString: ["s=1,t=2"], setJson: ['j={"a":1}'], setFile: ["f=x.txt"], setLiteral: ["l=a,b"] },
       options: {
-        namespace: "shop",
+        namespace: "other",
         kubeVersion: "1.29",
-        apiVersions: ["x.io/v1", "y.io/v2", "z.io/v1"],
+        apiVersions: ["x.io/v1", "y.io/v2", "z.io/v1", "w.io/v1"],
         includeCrds: true,
         skipTests: true,
         isUpgrade: false,
