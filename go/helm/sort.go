@@ -114,7 +114,9 @@ func sortManifests(files map[string]string) ([]Hook, []Manifest, error) {
 		for _, doc := range SplitManifests(content) {
 			var head SimpleHead
 			if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
-				return hooks, generic, fmt.Errorf("YAML parse error on %s: %w", name, err)
+				// The message names the Go type decoded into; Helm's is releaseutil.SimpleHead.
+				msg := strings.Replace(err.Error(), "Go value of type helm.SimpleHead", "Go value of type releaseutil.SimpleHead", 1)
+				return hooks, generic, fmt.Errorf("YAML parse error on %s: %s", name, msg)
 			}
 			m := Manifest{Source: name, Content: doc, Head: head}
 			if head.Metadata == nil || len(head.Metadata.Annotations) == 0 {
