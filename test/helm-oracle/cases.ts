@@ -1,0 +1,191 @@
+/**
+ * The oracle's generated cases: value sets and flags over test/helm-oracle/charts/oracle (a parent
+ * chart with a conditional subchart used twice under an alias, a nested subchart, a tagged one, a
+ * library and one whose values are imported), and over the repository's own charts. Every case
+ * runs through `helm template` and `render-chart` with the same arguments (helm-oracle.test.ts).
+ */
+import path from "node:path";
+import { ROOT, type OracleCase } from "./oracle.js";
+
+export const ORACLE_CHART = path.join(ROOT, "test/helm-oracle/charts/oracle");
+const O = ORACLE_CHART;
+const WEBAPP = path.join(ROOT, "go/helm/testdata/webapp");
+const KVSTORE = path.join(ROOT, "test/broker/testdata/charts/kvstore");
+const WEBAPP_VALUES = path.join(ROOT, "go/helm/testdata/extra-values.yaml");
+const DEPLOY = path.join(ROOT, "deploy/chart");
+
+/** A values file in the case's directory. */
+const f = (name: string): string => `$DIR/${name}`;
+
+export const GENERATED_CASES: OracleCase[] = [
+  // Release, namespace, name template.
+  { name: "defaults", args: [O] },
+  { name: "release name and namespace", args: ["my-rel", O, "--namespace", "prod"] },
+  { name: "-n=NS and a NAME", args: ["x1", O, "-n=team-a"] },
+  { name: "--name-template", args: [O, "--name-template", "{{ printf \"%s-%s\" \"gen\" \"rel\" }}"] },
+  { name: "NAME and --name-template together fails", args: ["a", O, "--name-template", "b"] },
+  { name: "an invalid release name fails", args: ["Not_Valid", O] },
+  { name: "a release name longer than 53 fails", args: ["a".repeat(54), O] },
+  { name: "--is-upgrade", args: [O, "--is-upgrade"] },
+
+  // Null deletion.
+  { name: "--set null deletes a default table", args: [O, "--set", "config.b=null"] },
+  { name: "--set null deletes a nested default", args: [O, "--set", "config.b.c=null,config.flag=null"] },
+  { name: "--set null deletes a subchart's default", args: [O, "--set", "sub.replicas=null,sub.settings.shape=null"] },
+  { name: "--set null on the nested subchart", args: [O, "--set", "sub.deep.level=null"] },
+  {
+    name: "-f nulls in parent and subchart",
+    args: [O, "-f", f("nulls.yaml")],
+    files: { "nulls.yaml": "config:\n  a: null\n  b:\n    d: null\nsub:\n  image: null\n  settings:\n    color: null\nimage:\n  tag: null\n" },
+  },
+  {
+    name: "-f null then a later file sets it again",
+    args: [O, "-f", f("a.yaml"), "-f", f("b.yaml")],
+    files: { "a.yaml": "config:\n  b: null\n", "b.yaml": "config:\n  b:\n    e: 5\n" },
+  },
+  { name: "null for a key without default", args: [O, "--set", "nothere=null,config.nothere=null"] },
+  { name: "null for a global", args: [O, "--set", "global.labels.tier=null"] },
+
+  // Globals and subchart scopes.
+  { name: "--set a global reaches the subcharts", args: [O, "--set", "global.region=us-2,global.extra=x"] },
+  {
+    name: "-f globals merged as tables",
+    args: [O, "-f", f("g.yaml")],
+    files: { "g.yaml": "global:\n  labels:\n    owner: me\n  nested:\n    a: {b: 1}\nsub:\n  global:\n    region: from-parent-for-sub\n" },
+  },
+  { name: "values for the subchart by its name", args: [O, "--set", "sub.settings.color=green,sub.newKey=1,exporter.port=1234"] },
+  { name: "values for the aliased subchart", args: [O, "--set", "second.enabled=true,second.replicas=7,second.settings.size=xl"] },
+  { name: "a subchart's values that are not a table fails", args: [O, "--set", "sub=oops"] },
+
+  // Conditions and tags.
+  { name: "condition off", args: [O, "--set", "sub.enabled=false"] },
+  { name: "second condition path used when the first is unset", args: [O, "--set", "sub.enabled=null,global.subEnabled=false"] },
+  { name: "condition that is not a bool is ignored", args: [O, "--set", "sub.enabled=maybe"] },
+  { name: "nested condition off", args: [O, "--set", "sub.deep.enabled=false"] },
+  { name: "tag off", args: [O, "--set", "tags.backend=false"] },
+  { name: "one tag on wins over one off", args: [O, "--set", "tags.backend=false,tags.extras=true"] },
+  { name: "tags not a table", args: [O, "--set", "tags=none"] },
+
+  // --set forms.
+  { name: "--set list items with fields", args: [O, "--set", "service.ports[0].name=web,service.ports[0].port=8080,service.ports[1].name=tls,service.ports[1].port=443"] },
+  { name: "--set list item beyond the end", args: [O, "--set", "config.list[3]=z"] },
+  { name: "--set nested lists", args: [O, "--set", "config.grid[1][0]=a,config.grid[0][2]=b"] },
+  { name: "--set {a,b} lists", args: [O, "--set", "config.list={p,q,r},config.nums={1,2,true}"] },
+  { name: "--set escaped dots and commas", args: [O, "--set", "annotations.example\\.com/team=a\\,b,config.dotted\\.key=1"] },
+  { name: "--set repeated flags, the last wins", args: [O, "--set", "replicas=2", "--set", "replicas=3", "--set=config.a=x"] },
+  { name: "--set comma-separated pairs", args: [O, "--set", "replicas=4,image.tag=v9,config.flag=false"] },
+  { name: "--set typed values", args: [O, "--set", "config.t=TRUE,config.z=0,config.lead=0123,config.big=12345678901234567890,config.neg=-5,config.f=1.5,config.e="] },
+  { name: "--set value with '=' in it", args: [O, "--set", "config.eq=a=b"] },
+  { name: "--set key without a value fails", args: [O, "--set", "config.a"] },
+  { name: "--set with a trailing comma", args: [O, "--set", "config.a=1,"] },
+  { name: "--set unterminated list fails", args: [O, "--set", "config.list={a,b"] },
+  { name: "--set bad index fails", args: [O, "--set", "config.list[x]=1"] },
+  { name: "--set negative index fails", args: [O, "--set", "config.list[-1]=1"] },
+  { name: "--set a list where the default is a table fails", args: [O, "--set", "config.b[0]=1"] },
+  { name: "--set-string keeps strings", args: [O, "--set-string", "replicas=3,config.t=true,config.n=null,image.tag=0123"] },
+  { name: "--set-json objects, lists and null", args: [O, "--set-json", "config.obj={\"x\":[1,2,{\"y\":null}],\"z\":1.5}", "--set-json", "service.ports=[{\"name\":\"j\",\"port\":1}],config.b=null"] },
+  { name: "--set-json blanks around the comma belong to the next key", args: [O, "--set-json", "config.j=1 , x=2,config.k=\"s\""] },
+  { name: "--set-json empty value is null", args: [O, "--set-json", "config.b="] },
+  { name: "--set-json bad JSON fails", args: [O, "--set-json", "config.obj={x}"] },
+  {
+    name: "--set-file",
+    args: [O, "--set-file", `config.script=${f("script.sh")},config.other=${f("other.txt")}`],
+    files: { "script.sh": "#!/bin/sh\necho 'hi, there'\n", "other.txt": "plain" },
+  },
+  { name: "--set-file of a missing file fails", args: [O, "--set-file", `config.script=${f("none.sh")}`] },
+  { name: "--set-literal keeps commas and braces", args: [O, "--set-literal", "config.raw={a,b},c=d\\e"] },
+  {
+    name: "-f then --set-json then --set then --set-string then --set-file, whatever the flag order",
+    args: [O, "--set-file", `config.v=${f("v.txt")}`, "--set-string", "config.v=string", "--set", "config.v=set", "--set-json", "config.v=\"json\"", "-f", f("v.yaml")],
+    files: { "v.txt": "file", "v.yaml": "config:\n  v: values-file\n" },
+  },
+
+  // -f files.
+  {
+    name: "-f files: later wins, tables merge",
+    args: [O, "-f", f("one.yaml"), "--values", f("two.yaml")],
+    files: { "one.yaml": "replicas: 5\nconfig:\n  b:\n    c: 10\n  list: [1]\n", "two.yaml": "config:\n  b:\n    d: 20\n  list: []\n" },
+  },
+  {
+    name: "-f comma-separated",
+    args: [O, "-f", `${f("one.yaml")},${f("two.yaml")}`],
+    files: { "one.yaml": "replicas: 6\n", "two.yaml": "image:\n  tag: two\n" },
+  },
+  { name: "-f JSON values", args: [O, "-f", f("v.json")], files: { "v.json": "{\"replicas\": 8, \"config\": {\"b\": {\"c\": \"json\"}}}" } },
+  { name: "-f empty file", args: [O, "-f", f("empty.yaml")], files: { "empty.yaml": "" } },
+  { name: "-f values that are not a map fails", args: [O, "-f", f("list.yaml")], files: { "list.yaml": "- a\n- b\n" } },
+  { name: "-f missing file fails", args: [O, "-f", f("missing.yaml")] },
+  { name: "-f bad YAML fails", args: [O, "-f", f("bad.yaml")], files: { "bad.yaml": "a: [1, 2\n" } },
+  {
+    name: "-f extraObjects rendered through tpl",
+    args: [O, "-f", f("extra.yaml")],
+    files: { "extra.yaml": "extraObjects:\n  - apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: '{{ .Release.Name }}-extra'\n  - apiVersion: v1\n    kind: LimitRange\n    metadata:\n      name: lr\n" },
+  },
+  { name: "schema violation in a subchart fails", args: [O, "--set", "sub.replicas=-1"] },
+  { name: "schema: wrong type in a subchart fails", args: [O, "--set", "sub.replicas=many"] },
+
+  // Capabilities.
+  { name: "--api-versions", args: [O, "--api-versions", "example.com/v1", "-a", "example.com/v1/Widget"] },
+  { name: "--api-versions comma-separated", args: [O, "--api-versions=example.com/v1,other.io/v2"] },
+  { name: "--kube-version", args: [O, "--kube-version", "1.28.3"] },
+  { name: "--kube-version with v and suffix", args: [O, "--kube-version", "v1.31.0-gke.1"] },
+  { name: "--kube-version major.minor", args: [O, "--kube-version", "1.29"] },
+  { name: "--kube-version below the chart's kubeVersion fails", args: [O, "--kube-version", "1.20.0"] },
+  { name: "--kube-version invalid fails", args: [O, "--kube-version", "banana"] },
+
+  // CRDs, hooks, tests, NOTES.
+  { name: "--include-crds", args: [O, "--include-crds"] },
+  { name: "--include-crds with the subchart off", args: [O, "--include-crds", "--set", "sub.enabled=false"] },
+  { name: "--no-hooks", args: [O, "--no-hooks"] },
+  { name: "--skip-tests", args: [O, "--skip-tests"] },
+  { name: "--no-hooks --skip-tests --include-crds", args: [O, "--no-hooks", "--skip-tests", "--include-crds"] },
+  { name: "hooks off by value", args: [O, "--set", "hooks.enabled=false"] },
+  { name: "hook weight not a number", args: [O, "--set", "hooks.weight=heavy"] },
+  { name: "NOTES that fail: the render fails", args: [O, "--set", "notes.fail=true"] },
+
+  // Failing templates: the errors are compared.
+  ...["include-missing", "nil-pointer", "tpl-parse", "tpl-exec", "fail-in-include", "required-in-include", "invalid-yaml", "wrong-arg", "recursion"].map(
+    (how): OracleCase => ({ name: `a template that fails: ${how} fails`, args: [O, "--set", `failWith=${how}`] }),
+  ),
+  { name: "a document without a kind is kept", args: [O, "--set", "failWith=kind-missing", "-s", "templates/failures.yaml"] },
+  { name: "a template parse error in a subchart fails", args: [path.join(ROOT, "test/helm-oracle/charts/broken"), "--set", "x=1"] },
+
+  // --show-only.
+  { name: "--show-only one template", args: [O, "--show-only", "templates/workload.yaml"] },
+  { name: "--show-only several, in flag order", args: [O, "-s", "templates/kinds.yaml", "-s", "templates/values-dump.yaml"] },
+  { name: "--show-only a subchart's template", args: [O, "-s", "charts/sub/templates/configmap.yaml", "--set", "second.enabled=true"] },
+  { name: "--show-only a glob", args: [O, "-s", "templates/*.yaml"] },
+  { name: "--show-only a hook template", args: [O, "-s", "templates/hooks.yaml"] },
+  { name: "--show-only a test with --skip-tests fails", args: [O, "-s", "templates/tests/test-connection.yaml", "--skip-tests"] },
+  { name: "--show-only a missing template fails", args: [O, "-s", "templates/none.yaml"] },
+  { name: "--show-only an empty template fails", args: [O, "-s", "templates/blank.yaml"] },
+
+  // Documented differences (ADR 0023), asserted precisely.
+  {
+    name: "toToml and fromToml: toml v0.4.1's float form and error text (documented)",
+    args: [O, "--set", "probeToml=true", "-s", "templates/toml.yaml"],
+    // Helm 3.21 links BurntSushi/toml v1.6.0, the module v0.4.1 (Service Fabrik's): floats from
+    // 1e6 up in 'f' form, not 'g'; the decoder's errors in v0.4's words.
+    documented: (helm) =>
+      helm
+        .replace("big = 9.007199254740992e+15", "big = 9007199254740992.0")
+        .replace("m = 1e+06", "m = 1000000.0")
+        .replace(String.raw`toml: line 1 (last key \\\"a\\\"): unexpected EOF; expected value`, "Near line 1 (last key parsed 'a'): unexpected EOF; expected value"),
+  },
+
+  // The repository's charts with values.
+  { name: "webapp with values", args: ["w", WEBAPP, "-f", WEBAPP_VALUES, "--set", "database.host=db,replicaCount=3,metrics.enabled=true", "--include-crds", "--kube-version", "1.30.0"] },
+  { name: "webapp subchart off", args: ["w", WEBAPP, "--set", "database.host=db,cache.enabled=false,metrics.enabled=false"] },
+  { name: "kvstore with exporter", args: ["my-kv", KVSTORE, "--set", "auth.username=admin,exporter.enabled=true", "--namespace", "data", "--include-crds"] },
+  { name: "kvstore without its required value fails", args: [KVSTORE] },
+  {
+    name: "deploy/chart as the README installs it",
+    args: [
+      "gitops-broker", DEPLOY, "-n", "gitops-broker",
+      "--set", "image.repository=registry.example.com/gitops-broker", "--set", "image.tag=0.1.0",
+      "--set", "config.git.remote=https://github.com/acme/gitops.git",
+      "--set", "auth.existingSecret=broker-auth", "--set", "git.tokenSecret=git-token", "--set", "webhook.existingSecret=webhook",
+    ],
+  },
+  { name: "deploy/chart upgrade with monitoring APIs", args: ["b", DEPLOY, "--is-upgrade", "-a", "monitoring.coreos.com/v1", "--set", "config.git.remote=/data/remote.git"] },
+];

@@ -1,0 +1,1 @@
+{{- define "lib.greeting" -}}hello from lib to {{ .Chart.Name }}{{- end -}}
