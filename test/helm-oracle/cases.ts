@@ -14,6 +14,19 @@ const KVSTORE = path.join(ROOT, "test/broker/testdata/charts/kvstore");
 const WEBAPP_VALUES = path.join(ROOT, "go/helm/testdata/extra-values.yaml");
 const DEPLOY = path.join(ROOT, "deploy/chart");
 
+/**
+ * The files of a chart at `dir` of a case's directory: Chart.yaml (apiVersion v2, `meta` added),
+ * values.yaml when given, and one template whose text is `body`, printed in a ConfigMap.
+ */
+function chart(dir: string, meta: string, values: string, body: string): Record<string, string> {
+  const name = path.basename(dir);
+  return {
+    [`${dir}/Chart.yaml`]: `apiVersion: v2\nname: ${name}\nversion: 0.1.0\n${meta}`,
+    ...(values === "" ? {} : { [`${dir}/values.yaml`]: values }),
+    [`${dir}/templates/${name}.yaml`]: `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  body: |\n    ${body}\n`,
+  };
+}
+
 /** A values file in the case's directory. */
 const f = (name: string): string => `$DIR/${name}`;
 
@@ -159,6 +172,93 @@ export const GENERATED_CASES: OracleCase[] = [
   { name: "--show-only a test with --skip-tests fails", args: [O, "-s", "templates/tests/test-connection.yaml", "--skip-tests"] },
   { name: "--show-only a missing template fails", args: [O, "-s", "templates/none.yaml"] },
   { name: "--show-only an empty template fails", args: [O, "-s", "templates/blank.yaml"] },
+
+  // Charts written for one case (in $DIR/c).
+  {
+    name: "a dependency whose version does not match is rendered as an unlisted subchart",
+    args: [f("c"), "--set", "sub.enabled=false"],
+    files: {
+      ...chart("c", "dependencies:\n  - name: sub\n    version: ~0.2.0\n    condition: sub.enabled\n", "", "parent"),
+      ...chart("c/charts/sub", "", "v: sub\n", "{{ .Values.v }}"),
+    },
+  },
+  {
+    name: "import-values into nested parent paths",
+    args: [f("c")],
+    files: {
+      ...chart("c", "dependencies:\n  - name: sub\n    version: 0.1.0\n    import-values:\n      - child: deep.table\n        parent: into.here\n      - child: scalar\n        parent: s\n      - missing\n", "into:\n  here:\n    own: parent\ns: parent\n", "{{ toJson .Values }}"),
+      ...chart("c/charts/sub", "", "deep:\n  table:\n    a: 1\n    own: child\nscalar: 5\nexports:\n  other: {x: 1}\n", "{{ toJson .Values }}"),
+    },
+  },
+  {
+    name: "a chart of apiVersion v1 with requirements.yaml",
+    args: [f("c"), "--set", "sub.on=false"],
+    files: {
+      "c/Chart.yaml": "apiVersion: v1\nname: c\nversion: 1.0.0\n",
+      "c/requirements.yaml": "dependencies:\n  - name: sub\n    version: 0.1.0\n    condition: sub.on\n",
+      "c/templates/t.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+      ...chart("c/charts/sub", "", "on: true\n", "{{ .Values.on }}"),
+    },
+  },
+  {
+    name: "tags from a subchart's values.yaml act at the top, the parent's win",
+    args: [f("c"), "--set", "tags.two=true"],
+    files: {
+      ...chart("c", "dependencies:\n  - name: sub\n    version: 0.1.0\n", "", "{{ toJson .Values }}"),
+      ...chart("c/charts/sub", "dependencies:\n  - name: one\n    version: 0.1.0\n    tags: [one]\n  - name: two\n    version: 0.1.0\n    tags: [two]\n", "tags:\n  one: false\n  two: false\n", "{{ toJson .Values }}"),
+      ...chart("c/charts/sub/charts/one", "", "", "one"),
+      ...chart("c/charts/sub/charts/two", "", "", "two"),
+    },
+  },
+  {
+    name: "defines: the parent's wins over a subchart's of the same name",
+    args: [f("c")],
+    files: {
+      ...chart("c", "dependencies:\n  - name: sub\n    version: 0.1.0\n", "", '{{ define "both" }}parent{{ end }}{{ include "both" . }}'),
+      ...chart("c/charts/sub", "", "", '{{ define "both" }}sub{{ end }}{{ include "both" . }}/{{ .Template.Name }}'),
+    },
+  },
+  {
+    name: "CRLF line ends in values and templates",
+    args: [f("c"), "--include-crds"],
+    files: {
+      ...chart("c", "", "a: 1\r\nb:\r\n  c: two\r\n", "{{ toJson .Values }}\r\nline: 2\r\n"),
+      "c/crds/crd.yaml": "apiVersion: apiextensions.k8s.io/v1\r\nkind: CustomResourceDefinition\r\nmetadata:\r\n  name: x.example.com\r\n",
+    },
+  },
+  {
+    name: "templates ordered by kind, then by file name, then in the file",
+    args: [f("c")],
+    files: {
+      "c/Chart.yaml": "apiVersion: v2\nname: c\nversion: 1.0.0\n",
+      "c/templates/b.yaml": "kind: Service\nmetadata: {name: b1}\n---\nkind: ConfigMap\nmetadata: {name: b2}\n---\nkind: Service\nmetadata: {name: b3}\n",
+      "c/templates/a/z.yaml": "kind: Service\nmetadata: {name: az}\n",
+      "c/templates/a.yaml": "kind: Service\nmetadata: {name: a}\n---\nkind: Zeta\n---\nkind: Alpha\n---\n# no kind\nmetadata: {name: none}\n",
+      "c/templates/_partial.yaml": "kind: ConfigMap\nmetadata: {name: never}\n",
+      "c/templates/notes.txt": "kind: ConfigMap\nmetadata: {name: from-txt}\n",
+    },
+  },
+  {
+    name: ".helmignore leaves templates out",
+    args: [f("c")],
+    files: {
+      ...chart("c", "", "", "kept"),
+      "c/.helmignore": "templates/skip*\n# comment\n\n*.bak\nsub/\n",
+      "c/templates/skip-me.yaml": "kind: ConfigMap\nmetadata: {name: skipped}\n",
+      "c/templates/sub/x.yaml": "kind: ConfigMap\nmetadata: {name: in-sub}\n",
+      "c/templates/y.yaml.bak": "kind: ConfigMap\nmetadata: {name: bak}\n",
+    },
+  },
+  {
+    // Helm ignores every path a negated pattern does not match, Chart.yaml included.
+    name: "a negated .helmignore pattern fails",
+    args: [f("c")],
+    files: { ...chart("c", "", "", "kept"), "c/.helmignore": "!templates/c.yaml\n" },
+  },
+  { name: "a Chart.yaml without a version fails", args: [f("c")], files: { "c/Chart.yaml": "apiVersion: v2\nname: c\n", "c/templates/t.yaml": "x: 1\n" } },
+  { name: "a chart whose values.yaml is not YAML fails", args: [f("c")], files: { ...chart("c", "", "a: [\n", "x") } },
+  { name: "a global that is not a table", args: [f("c")], files: { ...chart("c", "dependencies:\n  - name: sub\n    version: 0.1.0\n", "global: flat\n", "{{ toJson .Values }}"), ...chart("c/charts/sub", "", "global:\n  g: 1\n", "{{ toJson .Values }}") } },
+  { name: "--kube-version with +build metadata against a prerelease range", args: [f("c"), "--kube-version", "v1.29.4+k3s1"], files: { ...chart("c", 'kubeVersion: ">=1.29.0-0 <1.30.0-0"\n', "", "{{ .Capabilities.KubeVersion }}") } },
 
   // Documented differences (ADR 0023), asserted precisely.
   {

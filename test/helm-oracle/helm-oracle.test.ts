@@ -87,7 +87,10 @@ describe("helm template is the oracle for render-chart", () => {
     await mapLimit(CASES, 2, async (c) => {
       const dir = path.join(root, String(n++));
       await mkdir(dir, { recursive: true });
-      for (const [name, text] of Object.entries(c.files ?? {})) await writeFile(path.join(dir, name), text);
+      for (const [name, text] of Object.entries(c.files ?? {})) {
+        await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
+        await writeFile(path.join(dir, name), text);
+      }
       const args = expand(c.args, dir);
       argsOf.set(c.name, args);
       helmOutcomes.set(c.name, await runHelm(helm, args, dir));
