@@ -17,6 +17,8 @@ export interface HelmOptions {
   skipTests?: boolean;
   disableHooks?: boolean;
   showOnly?: string[];
+  /** `--skip-schema-validation`: values.schema.json files are not checked. */
+  skipSchemaValidation?: boolean;
 }
 
 export interface HelmRenderRequest {
@@ -89,7 +91,7 @@ export async function helmRender(call: ModuleCall, req: HelmRenderRequest): Prom
     | { error: string; debugHint?: boolean };
   if (response.error !== undefined) throw new ChartError(response.error, response.debugHint === true);
   const { schemas, ...result } = response;
-  const violations = schemaViolations(schemas ?? []);
+  const violations = req.options?.skipSchemaValidation === true ? undefined : schemaViolations(schemas ?? []);
   if (violations !== undefined) throw new ChartError(violations);
   return result;
 }

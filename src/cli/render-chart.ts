@@ -22,6 +22,7 @@ Flags:
       --skip-tests         leave out test hooks
       --no-hooks           leave out all hooks
       --is-upgrade         .Release.IsUpgrade instead of .Release.IsInstall
+      --skip-schema-validation  do not check values against values.schema.json
   -s, --show-only PATH     only templates matching PATH (repeatable)
 `;
 
@@ -70,6 +71,7 @@ const BOOL_FLAGS: Record<string, keyof HelmOptions> = {
   "--skip-tests": "skipTests",
   "--no-hooks": "disableHooks",
   "--is-upgrade": "isUpgrade",
+  "--skip-schema-validation": "skipSchemaValidation",
 };
 
 /**

@@ -136,6 +136,7 @@ export const GENERATED_CASES: OracleCase[] = [
   },
   { name: "schema violation in a subchart fails", args: [O, "--set", "sub.replicas=-1"] },
   { name: "schema: wrong type in a subchart fails", args: [O, "--set", "sub.replicas=many"] },
+  { name: "--skip-schema-validation", args: [O, "--set", "sub.replicas=-1", "--skip-schema-validation"] },
 
   // Capabilities.
   { name: "--api-versions", args: [O, "--api-versions", "example.com/v1", "-a", "example.com/v1/Widget"] },
