@@ -1,5 +1,6 @@
 /**
- * Runs once before the test files (vitest `globalSetup`): builds dist/ (what `npm run build` emits,
+ * Runs once before the test files (vitest `globalSetup`): builds the Go test tools that are not
+ * cached (the real kube-apiserver and etcd, Helm: test-tools.ts) and dist/ (what `npm run build` emits,
  * without its type check: `npm test` runs `npm run check` beside vitest) when it is not the current
  * build (`currentBuild`), from scratch, so that no output of a removed source is left over.
  *
@@ -16,6 +17,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { buildTestTools } from "./test-tools.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -67,7 +69,8 @@ export default async function setup(): Promise<() => Promise<void>> {
   const runDir = await mkdtemp(path.join(tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
   // Set before the workers start: they inherit the environment.
   process.env[RUN_DIR_VARIABLE] = runDir;
-  await buildOnce();
+  // The Go test tools and dist/ side by side: both are needed before the first file.
+  await Promise.all([buildOnce(), buildTestTools()]);
   return async () => {
     await rm(runDir, { recursive: true, force: true, maxRetries: 5 });
   };

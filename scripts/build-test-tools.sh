@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Builds the programs the tests use as references and counterparts, from their Go modules (the
+# Go module proxy; no binary download, no container), and prints where they are:
+#   kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver  (tools/kube-apiserver)
+#   etcd            go.etcd.io/etcd/server/v3              (tools/etcd)
+#   helm            helm.sh/helm/v3/cmd/helm               (tools/helm)
+#   crds            the CustomResourceDefinitions of Flux's GitRepository and Kustomization and Argo
+#                   CD's Application, as their projects ship them in their modules (CRDS below)
+# None of them ships: they are test tools (ADR 0022). Each tools/<name> module pins its versions in
+# its go.mod and go.sum; a binary is cached under $GITOPS_BROKER_TEST_TOOLS (default
+# ~/.cache/gitops-broker/test-tools) by a key of those files, the flags and the Go release, and
+# built again only when one of them changes.
+#   scripts/build-test-tools.sh [NAME ...]   build what is missing (all by default); print NAME=PATH
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+cache=${GITOPS_BROKER_TEST_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/gitops-broker/test-tools}
+
+# Tools modules name a toolchain like go/go.mod: the same Go, never a silent switch.
+want=$(sed -n 's/^toolchain //p' go/go.mod)
+if [ "${GOTOOLCHAIN:-local}" != "$want" ]; then export GOTOOLCHAIN=local; fi
+have=$(go env GOVERSION)
+if [ "$have" != "$want" ]; then
+  echo "scripts/build-test-tools.sh: the tools modules are built with $want, but 'go' is $have; see scripts/build-wasm.sh" >&2
+  exit 1
+fi
+export CGO_ENABLED=0 GOFLAGS="-trimpath -mod=readonly -buildvcs=false"
+
+# The version of a module the tools module requires.
+version_of() { (cd "tools/$1" && go list -m -f '{{.Version}}' "$2"); }
+
+# NAME -> package and link flags. The flags set the version the programs report, as their own
+# release builds do (Kubernetes' hack/lib/version.sh, Helm's Makefile); without them kube-apiserver
+# says v0.0.0-master and helm's .Capabilities.KubeVersion is v1.20.
+spec() {
+  case "$1" in
+    kube-apiserver)
+      local v; v=$(version_of kube-apiserver k8s.io/kubernetes)
+      local minor; minor=$(echo "$v" | cut -d. -f2)
+      package=k8s.io/kubernetes/cmd/kube-apiserver
+      ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+      ;;
+    etcd)
+      package=go.etcd.io/etcd/server/v3
+      ldflags="-s -w"
+      ;;
+    helm)
+      local v; v=$(version_of helm helm.sh/helm/v3)
+      # Helm's Makefile: Kubernetes 1.<client-go's minor> is what .Capabilities.KubeVersion defaults to.
+      local minor; minor=$(version_of helm k8s.io/client-go | cut -d. -f2)
+      package=helm.sh/helm/v3/cmd/helm
+      ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$v -X helm.sh/helm/v3/internal/version.metadata="
+      for p in pkg/chartutil pkg/lint/rules; do
+        ldflags="$ldflags -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=$minor"
+      done
+      ;;
+    *) echo "scripts/build-test-tools.sh: no tool named $1 (kube-apiserver, etcd, helm, crds)" >&2; exit 2 ;;
+  esac
+}
+
+# module@version and the CRD's path in it: Flux and Argo CD releases whose modules the proxy serves
+# and Go 1.26 accepts (source- and kustomize-controller v1.10 and Argo CD v3.6 need Go 1.27).
+CRDS=(
+  "github.com/fluxcd/source-controller@v1.9.6 config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml"
+  "github.com/fluxcd/kustomize-controller@v1.9.6 config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"
+  "github.com/argoproj/argo-cd/v3@v3.5.7 manifests/crds/application-crd.yaml"
+)
+
+# The CRDs, copied out of the module cache into one directory (go mod download checks each
+# module against go.sum's database like any dependency).
+crds() {
+  local key dir
+  key=$(printf '%s\n' "${CRDS[@]}" | sha256sum | cut -c1-16)
+  dir="$cache/crds-$key"
+  if [ ! -d "$dir" ]; then
+    mkdir -p "$cache"
+    local tmp entry module file moddir
+    tmp=$(mktemp -d "$cache/.crds-XXXXXX")
+    for entry in "${CRDS[@]}"; do
+      read -r module file <<<"$entry"
+      moddir=$(cd "$tmp" && GOFLAGS= go mod download -json "$module" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+      [ -n "$moddir" ] || { echo "scripts/build-test-tools.sh: go mod download $module failed" >&2; exit 1; }
+      cp "$moddir/$file" "$tmp/$(basename "$file")"
+    done
+    chmod -R u+w "$tmp" && rm -rf "$dir" && mv "$tmp" "$dir"
+  fi
+  echo "crds=$dir"
+}
+
+build() {
+  local name=$1 package ldflags
+  if [ "$name" = crds ]; then crds; return; fi
+  spec "$name"
+  local key
+  key=$(cat "tools/$name/go.mod" "tools/$name/go.sum" <(echo "$package $ldflags $have $GOFLAGS") | sha256sum | cut -c1-16)
+  local dir="$cache/$name-$key"
+  if [ ! -x "$dir/$name" ]; then
+    mkdir -p "$cache"
+    # One build at a time per tool, however many suites start at once; the others wait for it.
+    exec 9>"$cache/$name.lock"
+    flock 9
+    if [ ! -x "$dir/$name" ]; then
+      echo "building $name ($package) into $dir: a few minutes on a fresh machine" >&2
+      local started=$SECONDS tmp
+      tmp=$(mktemp -d "$cache/.$name-XXXXXX")
+      (cd "tools/$name" && go build -ldflags "$ldflags" -o "$tmp/$name" "$package")
+      rm -rf "$dir" && mv "$tmp" "$dir"
+      echo "built $name in $((SECONDS - started)) s" >&2
+    fi
+    exec 9>&-
+  fi
+  echo "$name=$dir/$name"
+}
+
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(kube-apiserver etcd helm crds)
+for name in "${names[@]}"; do build "$name"; done
