@@ -88,9 +88,9 @@ afterAll(async () => {
 });
 
 describe("deploy/chart", () => {
-  it("renders valid objects by default: Deployment, Service, ConfigMap, ServiceAccount, PodDisruptionBudget", async () => {
+  it("renders valid objects by default: Deployment, Service, ConfigMap, ServiceAccount, PodDisruptionBudget, the Role reading secretRefs", async () => {
     const objects = await render({ ...REMOTE, auth: { existingSecret: "broker-auth" } });
-    expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"]);
+    expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"]);
     for (const o of objects) expect(validateManifest(o), `${o.kind} has a model`).toBe(true);
 
     const deployment = objects.find((o) => o.kind === "Deployment") as Obj & { spec: any };
@@ -141,7 +141,7 @@ describe("deploy/chart", () => {
       ingress: { enabled: true, className: "nginx", host: "broker.acme.example", tls: [{ secretName: "broker-tls", hosts: ["broker.acme.example"] }] },
       podDisruptionBudget: { enabled: true, minAvailable: 2 },
     });
-    expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "Ingress", "PodDisruptionBudget", "Service", "ServiceAccount", "ServiceMonitor"]);
+    expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "Ingress", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"]);
     for (const o of objects.filter((o) => o.kind !== "ServiceMonitor")) expect(validateManifest(o), `${o.kind} has a model`).toBe(true);
 
     const monitor = objects.find((o) => o.kind === "ServiceMonitor") as Obj & { spec: any };
@@ -244,6 +244,45 @@ describe("deploy/chart", () => {
       clientCa: path.join(tmp, "mounted/client-ca/ca.crt"),
       clientSubjects: [subject],
     });
+  });
+
+  it("RBAC: a Role per instance namespace and agent on a sister cluster, bound to the release's ServiceAccount or to the given subjects", async () => {
+    const names = (objects: Obj[]) => objects.filter((o) => o.kind === "Role" || o.kind === "RoleBinding").map((o) => `${o.kind} ${o.metadata.namespace ?? "-"}/${o.metadata.name}`).sort();
+    const sister = await render({ ...REMOTE, auth: { existingSecret: "a" }, rbac: { sister: { create: true, instanceNamespaces: ["pg-a", "pg-b"] } } });
+    for (const o of sister) expect(validateManifest(o), `${o.kind} has a model`).toBe(true);
+    expect(names(sister)).toEqual(
+      ["pg-a", "pg-b"].flatMap((ns) => [`Role ${ns}/prod-gitops-broker-live-status`, `RoleBinding ${ns}/prod-gitops-broker-live-status`])
+        .concat(["Role -/prod-gitops-broker-secret-refs", "RoleBinding -/prod-gitops-broker-secret-refs"])
+        .concat(["argocd", "flux"].flatMap((agent) => {
+          const ns = agent === "argocd" ? "argocd" : "flux-system";
+          return [`Role ${ns}/prod-gitops-broker-${agent}`, `RoleBinding ${ns}/prod-gitops-broker-${agent}`];
+        }))
+        .sort(),
+    );
+    const liveStatus = sister.find((o) => o.kind === "Role" && o.metadata.name === "prod-gitops-broker-live-status") as Obj & { rules: unknown[] };
+    expect(liveStatus.rules).toEqual([
+      { apiGroups: [""], resources: ["secrets"], verbs: ["list", "watch"] },
+      { apiGroups: ["acid.zalan.do"], resources: ["postgresqls"], verbs: ["list", "watch"] },
+      { apiGroups: [""], resources: ["services"], verbs: ["list", "watch"] },
+    ]);
+    const binding = sister.find((o) => o.kind === "RoleBinding" && o.metadata.name === "prod-gitops-broker-flux") as Obj & { subjects: unknown[] };
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "prod-gitops-broker", namespace: "default" }]);
+
+    // Another cluster: the identity its kubeconfig names, one agent, and no Role at home.
+    const other = await render({
+      ...REMOTE,
+      auth: { existingSecret: "a" },
+      rbac: { home: { create: false }, sister: { create: true, subjects: [{ kind: "User", name: "broker-east", apiGroup: "rbac.authorization.k8s.io" }], flux: null } },
+    });
+    expect(names(other)).toEqual([
+      "Role argocd/prod-gitops-broker-argocd",
+      "Role gitops-broker-instances/prod-gitops-broker-live-status",
+      "RoleBinding argocd/prod-gitops-broker-argocd",
+      "RoleBinding gitops-broker-instances/prod-gitops-broker-live-status",
+    ]);
+    for (const o of other.filter((x) => x.kind === "RoleBinding") as (Obj & { subjects: unknown[] })[]) {
+      expect(o.subjects).toEqual([{ kind: "User", name: "broker-east", apiGroup: "rbac.authorization.k8s.io" }]);
+    }
   });
 
   it("refuses tls.enabled without tls.secretName, as helm template does (required)", async () => {
