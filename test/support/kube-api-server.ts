@@ -2,7 +2,14 @@
  * A small Kubernetes API server for tests: `node:http` on 127.0.0.1 (port 0) speaking the JSON
  * protocol that @kubernetes/client-node 1.x uses (discovery, CRUD, patch, list with selectors,
  * chunked watch streams with bookmarks and 410 Expired), over an in-memory object store with a
- * global resourceVersion and an event history. No real kube-apiserver can run on these machines.
+ * global resourceVersion and an event history.
+ *
+ * A DOUBLE, kept for what a real server cannot do quickly or on demand: injected faults (429 and
+ * 503 answers with Retry-After, dropped watch sockets, a listener that stops answering, a history
+ * compacted at a chosen moment), thousands of objects, and a request log to prove that polls cost
+ * no request. What only a real server can show (its watch cache and bookmarks, 410 after an etcd
+ * compaction, CRD validation, status subresources, TokenRequest, RBAC) is tested against the real
+ * kube-apiserver and etcd built from their modules: test/support/real-kube.ts, test/real-kube/.
  *
  *   const server = await startKubeApiServer({ bookmarkIntervalMs: 50 });
  *   server.registerResource({ group: "acid.zalan.do", version: "v1", kind: "postgresql", plural: "postgresqls", namespaced: true });

@@ -1,0 +1,143 @@
+/**
+ * Stand-ins for the controllers of a sister cluster, acting on a REAL kube-apiserver
+ * (real-kube.ts) through its API, as the controllers do: Flux's kustomize-controller (apply
+ * `clusters/<id>/` of a commit with server-side apply, prune what Git no longer has, write the
+ * Kustomization's status through its status subresource) and Zalando's postgres-operator (status
+ * through the subresource, the master Service, one credentials Secret per user). The API server,
+ * its validation of what they write (Flux's CRD requires a condition's reason, message and
+ * lastTransitionTime ...), its resourceVersions and watch events are Kubernetes' own.
+ */
+import { randomBytes } from "node:crypto";
+import { parse } from "yaml";
+import { git } from "./git-fixtures.js";
+import { filesAt } from "./git-objects.js";
+import type { KubeObject, RealKube } from "./real-kube.js";
+
+const MANAGED_BY = "app.kubernetes.io/managed-by";
+const rfc3339 = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
+
+type Loose = Record<string, unknown>;
+
+/** The items of a list answer, with apiVersion and kind set (the API server leaves them out of items). */
+async function list(kube: RealKube, apiPath: string, apiVersion: string, kind: string): Promise<KubeObject[]> {
+  const res = await kube.request("GET", apiPath);
+  if (res.status !== 200) throw new Error(`list ${apiPath}: ${res.status} ${JSON.stringify(res.body)}`);
+  return ((res.body.items ?? []) as KubeObject[]).map((o) => ({ ...o, apiVersion, kind }));
+}
+
+export interface FluxStandIn {
+  /** Applies `clusters/<clusterId>/` at the branch's tip (or `commit`), prunes, writes the status; resolves with the commit. */
+  sync(commit?: string): Promise<string>;
+}
+
+/**
+ * kustomize-controller for one Kustomization (`name` in `namespace`) whose path is
+ * `./clusters/<clusterId>` of the bare repository `remoteDir`.
+ */
+export function fluxStandIn(kube: RealKube, options: { remoteDir: string; clusterId: string; name: string; namespace: string; branch?: string }): FluxStandIn {
+  const branch = options.branch ?? "main";
+  const applied = new Map<string, KubeObject>();
+  const key = (o: KubeObject) => `${o.apiVersion} ${o.kind} ${o.metadata.namespace ?? ""} ${o.metadata.name}`;
+  return {
+    async sync(commit) {
+      const target = commit ?? (await git(["rev-parse", `refs/heads/${branch}`], options.remoteDir)).trim();
+      const desired = [...(await filesAt(options.remoteDir, target, `clusters/${options.clusterId}`)).values()].map((text) => parse(text) as KubeObject);
+      const wanted = new Set(desired.map(key));
+      for (const object of desired) {
+        await kube.apply(object, "kustomize-controller");
+        applied.set(key(object), object);
+      }
+      // prune: true, for the objects this Kustomization applied.
+      for (const [k, object] of applied) {
+        if (wanted.has(k) || (object.metadata.labels as Record<string, string> | undefined)?.[MANAGED_BY] !== "gitops-broker") continue;
+        await deleteObject(kube, object);
+        applied.delete(k);
+      }
+      const revision = `${branch}@sha1:${target}`;
+      const kustomization = { apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", metadata: { name: options.name, namespace: options.namespace } };
+      const current = await kube.request("GET", `/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/${options.namespace}/kustomizations/${options.name}`);
+      await kube.patchStatus(
+        kustomization,
+        {
+          observedGeneration: (current.body.metadata as { generation?: number }).generation,
+          lastAttemptedRevision: revision,
+          lastAppliedRevision: revision,
+          conditions: [{ type: "Ready", status: "True", reason: "ReconciliationSucceeded", message: `Applied revision: ${revision}`, lastTransitionTime: rfc3339() }],
+        },
+        "kustomizations",
+      );
+      return target;
+    },
+  };
+}
+
+async function deleteObject(kube: RealKube, object: Pick<KubeObject, "apiVersion" | "kind" | "metadata">): Promise<void> {
+  const base = object.apiVersion.includes("/") ? `/apis/${object.apiVersion}` : `/api/${object.apiVersion}`;
+  const plural = PLURALS[object.kind] ?? `${object.kind.toLowerCase()}s`;
+  const ns = object.metadata.namespace === undefined ? "" : `/namespaces/${object.metadata.namespace}`;
+  const res = await kube.request("DELETE", `${base}${ns}/${plural}/${object.metadata.name}`);
+  if (res.status !== 200 && res.status !== 202 && res.status !== 404) throw new Error(`delete ${object.kind} ${object.metadata.name}: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+const PLURALS: Record<string, string> = { postgresql: "postgresqls", Secret: "secrets", Service: "services", ConfigMap: "configmaps" };
+
+export interface PostgresOperatorStandIn {
+  /** One reconciliation of every postgresql in `namespace`. */
+  reconcile(): Promise<void>;
+  /** Every password it generated (to prove none reached Git). */
+  readonly passwords: readonly string[];
+}
+
+const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
+export const credentialsSecretName = (user: string, cluster: string) => `${user.replaceAll("_", "-")}.${cluster}.credentials.postgresql.acid.zalan.do`;
+
+/**
+ * postgres-operator in one namespace: Creating on the first reconciliation of a cluster, Running
+ * on the next; the master Service; a credentials Secret per user; what belongs to a gone cluster
+ * deleted (ownerReferences would, with a garbage collector this control plane does not run).
+ */
+export function postgresOperatorStandIn(kube: RealKube, namespace: string): PostgresOperatorStandIn {
+  const passwords: string[] = [];
+  return {
+    passwords,
+    async reconcile() {
+      const clusters = await list(kube, `/apis/acid.zalan.do/v1/namespaces/${namespace}/postgresqls`, "acid.zalan.do/v1", "postgresql");
+      for (const pg of clusters) {
+        const name = pg.metadata.name;
+        const labels = { application: "spilo", "cluster-name": name, team: String((pg.spec as Loose | undefined)?.teamId ?? "") };
+        const phase = (pg.status as { PostgresClusterStatus?: string } | undefined)?.PostgresClusterStatus;
+        if (phase !== "Running") await kube.patchStatus(pg, { PostgresClusterStatus: phase === "Creating" ? "Running" : "Creating" }, "postgresqls");
+        await kube.apply(
+          {
+            apiVersion: "v1",
+            kind: "Service",
+            metadata: { name, namespace, labels: { ...labels, "spilo-role": "master" } },
+            spec: { type: "ClusterIP", ports: [{ name: "postgresql", port: 5432, targetPort: 5432 }] },
+          },
+          "postgres-operator",
+        );
+        for (const user of Object.keys((pg.spec as { users?: Loose } | undefined)?.users ?? {})) {
+          const secretName = credentialsSecretName(user, name);
+          if ((await kube.request("GET", `/api/v1/namespaces/${namespace}/secrets/${secretName}`)).status === 200) continue;
+          const password = randomBytes(24).toString("base64url");
+          passwords.push(password);
+          const res = await kube.request("POST", `/api/v1/namespaces/${namespace}/secrets`, {
+            apiVersion: "v1",
+            kind: "Secret",
+            metadata: { name: secretName, namespace, labels },
+            type: "Opaque",
+            data: { username: b64(user), password: b64(password) },
+          });
+          if (res.status !== 201) throw new Error(`create Secret ${secretName}: ${res.status} ${JSON.stringify(res.body)}`);
+        }
+      }
+      const live = new Set(clusters.map((pg) => pg.metadata.name));
+      for (const [kind, plural] of [["Secret", "secrets"], ["Service", "services"]] as const) {
+        for (const o of await list(kube, `/api/v1/namespaces/${namespace}/${plural}?labelSelector=application%3Dspilo`, "v1", kind)) {
+          const cluster = (o.metadata.labels as Record<string, string> | undefined)?.["cluster-name"];
+          if (cluster !== undefined && !live.has(cluster)) await deleteObject(kube, o);
+        }
+      }
+    },
+  };
+}
