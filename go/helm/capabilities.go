@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -58,38 +57,36 @@ type Capabilities struct {
 	HelmVersion BuildInfo
 }
 
-// defaultAPIVersions are the group versions of client-go's scheme plus apiextensions, which Helm
-// reports as available when it renders without a cluster. (Helm lists them in map order; only
-// membership is observable through Has.)
-var defaultAPIVersions = func() VersionSet {
-	v := VersionSet{
-		"v1",
-		"admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1alpha1", "admissionregistration.k8s.io/v1beta1",
-		"apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1",
-		"apps/v1", "apps/v1beta1", "apps/v1beta2",
-		"authentication.k8s.io/v1", "authentication.k8s.io/v1alpha1", "authentication.k8s.io/v1beta1",
-		"authorization.k8s.io/v1", "authorization.k8s.io/v1beta1",
-		"autoscaling/v1", "autoscaling/v2", "autoscaling/v2beta1", "autoscaling/v2beta2",
-		"batch/v1", "batch/v1beta1",
-		"certificates.k8s.io/v1", "certificates.k8s.io/v1alpha1", "certificates.k8s.io/v1beta1",
-		"coordination.k8s.io/v1", "coordination.k8s.io/v1alpha2", "coordination.k8s.io/v1beta1",
-		"discovery.k8s.io/v1", "discovery.k8s.io/v1beta1",
-		"events.k8s.io/v1", "events.k8s.io/v1beta1",
-		"extensions/v1beta1",
-		"flowcontrol.apiserver.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1beta1", "flowcontrol.apiserver.k8s.io/v1beta2", "flowcontrol.apiserver.k8s.io/v1beta3",
-		"internal.apiserver.k8s.io/v1alpha1",
-		"networking.k8s.io/v1", "networking.k8s.io/v1alpha1", "networking.k8s.io/v1beta1",
-		"node.k8s.io/v1", "node.k8s.io/v1alpha1", "node.k8s.io/v1beta1",
-		"policy/v1", "policy/v1beta1",
-		"rbac.authorization.k8s.io/v1", "rbac.authorization.k8s.io/v1alpha1", "rbac.authorization.k8s.io/v1beta1",
-		"resource.k8s.io/v1", "resource.k8s.io/v1alpha3", "resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2",
-		"scheduling.k8s.io/v1", "scheduling.k8s.io/v1alpha1", "scheduling.k8s.io/v1beta1",
-		"storage.k8s.io/v1", "storage.k8s.io/v1alpha1", "storage.k8s.io/v1beta1",
-		"storagemigration.k8s.io/v1alpha1",
-	}
-	sort.Strings(v)
-	return v
-}()
+// defaultAPIVersions are what a Helm 3.21.4 release build reports when it renders without a
+// cluster: the group versions of its client-go (v0.36) scheme in the scheme's priority order
+// (each group's preferred version first, groups in the order they were registered), then the
+// apiextensions versions Helm adds. Templates can print the list (`toJson`), so its order and
+// its members are Helm's; test/helm-oracle compares them.
+var defaultAPIVersions = VersionSet{
+	"v1",
+	"admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1alpha1", "admissionregistration.k8s.io/v1beta1",
+	"internal.apiserver.k8s.io/v1alpha1",
+	"apps/v1", "apps/v1beta1", "apps/v1beta2",
+	"authentication.k8s.io/v1", "authentication.k8s.io/v1alpha1", "authentication.k8s.io/v1beta1",
+	"authorization.k8s.io/v1", "authorization.k8s.io/v1beta1",
+	"autoscaling/v1", "autoscaling/v2",
+	"batch/v1", "batch/v1beta1",
+	"certificates.k8s.io/v1", "certificates.k8s.io/v1beta1", "certificates.k8s.io/v1alpha1",
+	"coordination.k8s.io/v1alpha2", "coordination.k8s.io/v1beta1", "coordination.k8s.io/v1",
+	"discovery.k8s.io/v1", "discovery.k8s.io/v1beta1",
+	"events.k8s.io/v1", "events.k8s.io/v1beta1",
+	"extensions/v1beta1",
+	"flowcontrol.apiserver.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1beta1", "flowcontrol.apiserver.k8s.io/v1beta2", "flowcontrol.apiserver.k8s.io/v1beta3",
+	"networking.k8s.io/v1", "networking.k8s.io/v1beta1",
+	"node.k8s.io/v1", "node.k8s.io/v1alpha1", "node.k8s.io/v1beta1",
+	"policy/v1", "policy/v1beta1",
+	"rbac.authorization.k8s.io/v1", "rbac.authorization.k8s.io/v1beta1", "rbac.authorization.k8s.io/v1alpha1",
+	"resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3",
+	"scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1",
+	"storage.k8s.io/v1beta1", "storage.k8s.io/v1", "storage.k8s.io/v1alpha1",
+	"storagemigration.k8s.io/v1beta1",
+	"apiextensions.k8s.io/v1beta1", "apiextensions.k8s.io/v1",
+}
 
 // DefaultCapabilities are `helm template`'s capabilities, with extra API versions appended
 // (--api-versions) and the Kubernetes version replaced when kubeVersion is not "" (--kube-version).
