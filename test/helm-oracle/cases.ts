@@ -261,6 +261,17 @@ export const GENERATED_CASES: OracleCase[] = [
   { name: "a global that is not a table", args: [f("c")], files: { ...chart("c", "dependencies:\n  - name: sub\n    version: 0.1.0\n", "global: flat\n", "{{ toJson .Values }}"), ...chart("c/charts/sub", "", "global:\n  g: 1\n", "{{ toJson .Values }}") } },
   { name: "--kube-version with +build metadata against a prerelease range", args: [f("c"), "--kube-version", "v1.29.4+k3s1"], files: { ...chart("c", 'kubeVersion: ">=1.29.0-0 <1.30.0-0"\n', "", "{{ .Capabilities.KubeVersion }}") } },
 
+  // The chart `helm create` writes, where most users' charts start.
+  { name: "helm create's chart", args: ["$SCAFFOLD"] },
+  { name: "helm create's chart with ingress, autoscaling, no service account", args: ["app", "$SCAFFOLD", "--set", "ingress.enabled=true,autoscaling.enabled=true,serviceAccount.create=false", "-n", "web"] },
+  {
+    name: "helm create's chart with an HTTPRoute, TLS, annotations and resources",
+    args: [
+      "$SCAFFOLD", "--set", "httpRoute.enabled=true", "--set", "ingress.enabled=true", "--set", "ingress.tls[0].secretName=s,ingress.tls[0].hosts[0]=h",
+      "--set", "podAnnotations.a=b,resources.limits.cpu=1", "--api-versions", "gateway.networking.k8s.io/v1", "--skip-tests",
+    ],
+  },
+
   // Documented differences (ADR 0023), asserted precisely.
   {
     name: "toToml and fromToml: toml v0.4.1's float form and error text (documented)",

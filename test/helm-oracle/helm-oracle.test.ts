@@ -23,7 +23,7 @@ import {
  * `gitops-broker render-chart` against `helm template` (Helm 3.21.4 built from its module), byte
  * for byte on stdout, and on the error when helm fails (ADR 0023). The corpus: every chart in this
  * repository's tests and deploy/chart, every chart Helm's module ships in its testdata (each with
- * --include-crds), and the generated cases of cases.ts. Helm runs first for every case, two
+ * --include-crds), and the generated cases of cases.ts (some over the chart `helm create` writes). Helm runs first for every case, two
  * processes at a time; ours runs in process, the function the CLI runs.
  */
 
@@ -83,6 +83,9 @@ describe("helm template is the oracle for render-chart", () => {
   beforeAll(async () => {
     helm = testTool("helm");
     const root = await createTempDir("helm-oracle-");
+    const scaffold = path.join(root, "scaffold");
+    const created = await runHelm(helm, [scaffold], root, "create");
+    if (created.code !== 0) throw new Error(`helm create failed: ${created.stderr}`);
     let n = 0;
     await mapLimit(CASES, 2, async (c) => {
       const dir = path.join(root, String(n++));
@@ -91,7 +94,7 @@ describe("helm template is the oracle for render-chart", () => {
         await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
         await writeFile(path.join(dir, name), text);
       }
-      const args = expand(c.args, dir);
+      const args = expand(c.args, dir, scaffold);
       argsOf.set(c.name, args);
       helmOutcomes.set(c.name, await runHelm(helm, args, dir));
     });

@@ -24,7 +24,10 @@ export interface Outcome {
 export interface OracleCase {
   /** Unique, readable: the test's name. */
   name: string;
-  /** `helm template`'s arguments after "template"; "$DIR" stands for the case's values directory. */
+  /**
+   * `helm template`'s arguments after "template"; "$DIR" stands for the case's values directory,
+   * "$SCAFFOLD" for the chart `helm create` writes (the starting point of most users' charts).
+   */
   args: string[];
   /** Files written into $DIR before the case runs (values files, --set-file contents). */
   files?: Record<string, string>;
@@ -68,14 +71,15 @@ export async function findCharts(dir: string, skip: (rel: string) => boolean = (
   return found.sort();
 }
 
-export function expand(args: readonly string[], dir: string): string[] {
-  return args.map((a) => a.split("$DIR").join(dir));
+/** The arguments with "$DIR" (the case's directory) and "$SCAFFOLD" (`helm create`'s chart) filled in. */
+export function expand(args: readonly string[], dir: string, scaffold: string): string[] {
+  return args.map((a) => a.split("$DIR").join(dir).split("$SCAFFOLD").join(scaffold));
 }
 
-/** `helm template ARGS` with its own empty config, cache and data directories and no HELM_* settings. */
-export async function runHelm(helm: string, args: readonly string[], home: string): Promise<Outcome> {
+/** `helm COMMAND ARGS` with its own empty config, cache and data directories and no HELM_* settings. */
+export async function runHelm(helm: string, args: readonly string[], home: string, command = "template"): Promise<Outcome> {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, HELM_CACHE_HOME: `${home}/cache`, HELM_CONFIG_HOME: `${home}/config`, HELM_DATA_HOME: `${home}/data` };
-  const r = await runProcess(helm, ["template", ...args], { env, cwd: home, ceilingMs: 60_000 });
+  const r = await runProcess(helm, [command, ...args], { env, cwd: home, ceilingMs: 60_000 });
   return { code: r.code ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
