@@ -247,7 +247,7 @@ describe("deploy/chart", () => {
   });
 
   it("RBAC: a Role per instance namespace and agent on a sister cluster, bound to the release's ServiceAccount or to the given subjects", async () => {
-    const names = (objects: Obj[]) => objects.filter((o) => o.kind === "Role" || o.kind === "RoleBinding").map((o) => `${o.kind} ${o.metadata.namespace ?? "-"}/${o.metadata.name}`).sort();
+    const names = (objects: Obj[]) => objects.filter((o) => o.kind === "Role" || o.kind === "RoleBinding").map((o) => `${o.kind} ${(o.metadata as { namespace?: string }).namespace ?? "-"}/${o.metadata.name}`).sort();
     const sister = await render({ ...REMOTE, auth: { existingSecret: "a" }, rbac: { sister: { create: true, instanceNamespaces: ["pg-a", "pg-b"] } } });
     for (const o of sister) expect(validateManifest(o), `${o.kind} has a model`).toBe(true);
     expect(names(sister)).toEqual(
