@@ -256,6 +256,19 @@ export const GENERATED_CASES: OracleCase[] = [
     args: [f("c")],
     files: { ...chart("c", "", "", "kept"), "c/.helmignore": "!templates/c.yaml\n" },
   },
+  {
+    name: "hooks: events with blanks and capitals, weights, kinds",
+    args: [f("c")],
+    files: {
+      "c/Chart.yaml": "apiVersion: v2\nname: c\nversion: 1.0.0\n",
+      "c/templates/hooks.yaml": [
+        ["Job", "a", "post-install", "5"], ["ConfigMap", "b", " Pre-Install , post-upgrade", "-1"], ["Secret", "c", "pre-install", "x"],
+        ["Job", "d", "pre-install", "-3"], ["ConfigMap", "e", "test-success", ""], ["Pod", "f", "pre-delete,post-rollback", "2"],
+      ].map(([kind, name, hook, weight]) => `kind: ${kind}\nmetadata:\n  name: ${name}\n  annotations:\n    helm.sh/hook: "${hook}"\n    helm.sh/hook-weight: "${weight}"\n`).join("---\n"),
+      "c/templates/plain.yaml": "kind: ConfigMap\nmetadata:\n  name: plain\n  annotations:\n    other: x\n",
+    },
+  },
+  { name: "--show-only a hook template with --no-hooks fails", args: [O, "-s", "templates/hooks.yaml", "--no-hooks"] },
   { name: "a Chart.yaml without a version fails", args: [f("c")], files: { "c/Chart.yaml": "apiVersion: v2\nname: c\n", "c/templates/t.yaml": "x: 1\n" } },
   { name: "a chart whose values.yaml is not YAML fails", args: [f("c")], files: { ...chart("c", "", "a: [\n", "x") } },
   { name: "a global that is not a table", args: [f("c")], files: { ...chart("c", "dependencies:\n  - name: sub\n    version: 0.1.0\n", "global: flat\n", "{{ toJson .Values }}"), ...chart("c/charts/sub", "", "global:\n  g: 1\n", "{{ toJson .Values }}") } },
