@@ -164,10 +164,13 @@ async function moveOperation(
     },
   };
   removeInstanceManifests(draft, record);
+  // An imported instance's own namespace (spec.namespace) stays behind: on the new cluster it
+  // lives in the cluster's instance namespace, as every instance provisioned there.
+  const { namespace: _own, ...spec } = record.spec;
   const moved = {
     ...record,
     metadata: { ...record.metadata, namespace: target.namespace },
-    spec: { ...record.spec, clusterId: target.id },
+    spec: { ...spec, clusterId: target.id },
   };
   const bindings = (await readLiveBindings(draft, instanceId)).map((b) => ({
     ...b,

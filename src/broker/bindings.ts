@@ -15,6 +15,7 @@ import {
   MANAGED_BY,
   RECORD_API_VERSION,
   bindingManifestDir,
+  instanceNamespace,
   keyOf,
   latestOperation,
   readBinding,
@@ -56,7 +57,7 @@ function liveBinding(record: BindingRecord | null): record is BindingRecord {
 function placed(ctx: Ctx, instance: InstanceRecord) {
   const { service, plan } = recordedPlan(ctx.deps.view, instance);
   const cluster = recordedCluster(ctx.deps.view, instance);
-  return { service, plan, namespace: cluster.namespace, capabilities: cluster.capabilities };
+  return { service, plan, namespace: instanceNamespace(instance, cluster), capabilities: cluster.capabilities };
 }
 
 function bindingBody(result: BindingResult): Record<string, unknown> {

@@ -18,6 +18,7 @@ import {
   MANAGED_BY,
   RECORD_API_VERSION,
   instanceManifestDir,
+  instanceNamespace,
   keyOf,
   latestOperation,
   readInstance,
@@ -315,7 +316,7 @@ export async function update(
     };
     const cluster = recordedCluster(ctx.deps.view, record);
     const bindings = await readLiveBindings(draft, instanceId);
-    const placed = { ...target, instance: next, bindings, namespace: cluster.namespace, capabilities: cluster.capabilities };
+    const placed = { ...target, instance: next, bindings, namespace: instanceNamespace(next, cluster), capabilities: cluster.capabilities };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "update"));
     writeInstance(draft, next);
     held = { record: next, op };

@@ -45,6 +45,7 @@ export interface PlacedInstance {
   instance: InstanceRecord;
   /** Live bindings of the instance after this operation. */
   bindings: BindingRecord[];
+  /** The namespace the instance's objects live in (instanceNamespace: its own, else its cluster's). */
   namespace: string;
   /** The cluster's registry entry's `.Capabilities` for helm templates; undefined: Helm's defaults. */
   capabilities: RenderCapabilities | undefined;
@@ -99,7 +100,9 @@ export async function writeInstanceManifests(draft: Draft, p: PlacedInstance, ac
   const scope = `instance ${instanceId}`;
   const out = applyOverrides(rendered, own, defaults, scope);
   const bound = applyOverrides(out.manifests, bindingPatches(p.bindings, p.namespace), defaults, scope);
-  await ensureClusterNamespace(draft, p.instance.spec.clusterId, p.namespace);
+  // An instance in a namespace of its own (imported from Service Fabrik, which made it) leaves the
+  // cluster's Namespace as it is: committing one could create a Namespace nobody uses.
+  if (p.instance.spec.namespace === undefined) await ensureClusterNamespace(draft, p.instance.spec.clusterId, p.namespace);
   await replaceFiles(draft, instanceManifestDir(p.instance.spec.clusterId, instanceId), bound.manifests);
   return { overrides: out.applied, problems: [...problems, ...out.problems, ...bound.problems] };
 }

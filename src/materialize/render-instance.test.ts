@@ -82,6 +82,28 @@ describe("renderInstanceInto", () => {
     expect(parse((await draft.readText(`${dir}/configmap-db-1-cfg.yaml`))!)).toMatchObject({ data: { from: "provision", users: "" } });
   });
 
+  it("renders an instance with a namespace of its own (imported) into it, with its provision template, and writes no cluster Namespace", async () => {
+    const own = instance();
+    own.metadata.namespace = "sf-db-1";
+    own.spec.namespace = "sf-db-1";
+    own.status.operations = [{ id: "import-1", action: "import", at: "2026-01-01T00:00:00.000Z" }];
+    const bound = binding("b-1", "2026-01-01T00:00:00.000Z");
+    bound.metadata.namespace = "sf-db-1";
+    bound.status.operations = [{ id: "import-b-1", action: "import", at: "2026-01-01T00:00:00.000Z" }];
+    await repo.write({ [instanceRecordPath("db-1")]: recordYaml(own), [bindingRecordPath("db-1", "b-1")]: recordYaml(bound) });
+    const draft = overlayDraft(repo.tree);
+    expect(await renderInstanceInto(draft, view, "db-1")).toEqual({ overrides: [], problems: [] });
+    expect(parse((await draft.readText(`${dir}/configmap-db-1-cfg.yaml`))!)).toMatchObject({ metadata: { namespace: "sf-db-1" }, data: { from: "provision", users: "b-1 " } });
+    expect(parse((await draft.readText(`${bindingManifestDir("c1", "db-1", "b-1")}/configmap-b-1-creds-ref.yaml`))!)).toMatchObject({ metadata: { namespace: "sf-db-1" } });
+    expect(await draft.readText("clusters/c1/namespace.yaml")).toBeNull();
+    // Without one, the cluster's instance namespace, and its Namespace file.
+    await repo.write({ [instanceRecordPath("db-1")]: recordYaml(instance()) });
+    const plain = overlayDraft(repo.tree);
+    await renderInstanceInto(plain, view, "db-1");
+    expect(parse((await plain.readText(`${dir}/configmap-db-1-cfg.yaml`))!)).toMatchObject({ metadata: { namespace: "ns" } });
+    expect(parse((await plain.readText("clusters/c1/namespace.yaml"))!)).toMatchObject({ kind: "Namespace", metadata: { name: "ns" } });
+  });
+
   it("renders update after a bind, the live bindings' objects, and the overrides of the instance and of each binding", async () => {
     await repo.write({
       [instanceRecordPath("db-1")]: recordYaml(instance()),

@@ -5,6 +5,7 @@ import {
   bindingManifestDir,
   byBindingKey,
   instanceManifestDir,
+  instanceNamespace,
   readBindings,
   readInstance,
   writeBinding,
@@ -22,7 +23,8 @@ import { clearInstanceManifests, objectsIn, writeBindingManifests, writeInstance
  */
 function lastRenderAction(instance: InstanceRecord, bindings: BindingRecord[]): "provision" | "update" {
   const ops = instance.status.operations;
-  const provision = [...ops].reverse().find((o) => o.action === "provision");
+  // An import stands for the provision Service Fabrik rendered (it had no update template).
+  const provision = [...ops].reverse().find((o) => o.action === "provision" || o.action === "import");
   if (!provision || ops[ops.length - 1] !== provision) return "update";
   return bindings.some((b) => b.status.operations.some((o) => o.at > provision.at)) ? "update" : "provision";
 }
@@ -55,7 +57,7 @@ export async function renderInstanceInto(
   }
   const all = await readBindings(draft, instanceId);
   const bindings = all.filter((b) => !b.status.deleted);
-  const placed = { ...found, instance, bindings, namespace: cluster.namespace, capabilities: cluster.capabilities };
+  const placed = { ...found, instance, bindings, namespace: instanceNamespace(instance, cluster), capabilities: cluster.capabilities };
 
   const legacy = await legacyBindingObjects(draft, instance, bindings);
   await clearInstanceManifests(draft, instance, bindings);

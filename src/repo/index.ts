@@ -20,6 +20,7 @@ export {
 } from "./layout.js";
 export {
   RECORD_API_VERSION,
+  instanceNamespace,
   latestOperation,
   readBinding,
   readBindings,

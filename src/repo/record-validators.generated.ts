@@ -8,24 +8,24 @@ import { createRequire } from "node:module";
 import type { ValidateFunction } from "ajv";
 const require = createRequire(import.meta.url);
 const instanceRecord = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/instance-record.schema.json","title":"Service instance record (instances/<ab>/<cd>/<instance-key>/instance.yaml)","description":"Written by the broker: what the platform asked for, and every operation on the instance.","type":"object","required":["apiVersion","kind","metadata","spec","status"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"ServiceInstance"},"metadata":{"type":"object","required":["name","namespace"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"Instance key: the instance id, or sha224 of it when it is not a DNS-1123 label."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The cluster's instance namespace."},"labels":{"$ref":"#/definitions/stringMap"},"annotations":{"$ref":"#/definitions/stringMap"}}},"spec":{"type":"object","required":["instanceId","serviceId","planId","clusterId"],"additionalProperties":false,"properties":{"instanceId":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString"},"planId":{"$ref":"#/definitions/nonEmptyString","description":"The current plan (changes on a plan update)."},"clusterId":{"$ref":"#/definitions/dns1123Label"},"organizationGuid":{"type":"string"},"spaceGuid":{"type":"string"},"context":{"type":"object"},"parameters":{"type":"object","description":"The current parameters (provision parameters with updates applied)."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"},"sensitiveParameters":{"type":"object","description":"Where the sensitive parameters (writeOnly / format: password) are kept, never their values: Secret key (the value's path, e.g. users.0.password) -> name of the SOPS-encrypted Secret in the sensitive/ manifest directory that holds its latest value (docs/adr/0007-sensitive-parameters.md).","propertyNames":{"pattern":"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},"additionalProperties":{"$ref":"#/definitions/dnsSubdomain"}}}},"status":{"type":"object","required":["operations"],"additionalProperties":false,"properties":{"deleted":{"type":"boolean","description":"Deprovisioned: the record stays until the deprovision is finished."},"operations":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/operation"}}}}},"definitions":{"dnsSubdomain":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"dns1123Label":{"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"},"stringMap":{"type":"object","additionalProperties":{"type":"string"}},"maintenanceInfo":{"type":"object","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/nonEmptyString"},"description":{"type":"string"}}},"originatingIdentity":{"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}},"operation":{"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["provision","update","deprovision"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"planId":{"$ref":"#/definitions/nonEmptyString"},"parameters":{"type":"object","description":"The parameters of this request as sent."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"context":{"type":"object"},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/instance-record.schema.json","title":"Service instance record (instances/<ab>/<cd>/<instance-key>/instance.yaml)","description":"Written by the broker: what the platform asked for, and every operation on the instance.","type":"object","required":["apiVersion","kind","metadata","spec","status"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"ServiceInstance"},"metadata":{"type":"object","required":["name","namespace"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"Instance key: the instance id, or sha224 of it when it is not a DNS-1123 label."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The namespace the instance's objects live in: spec.namespace when set, else the cluster's instance namespace."},"labels":{"$ref":"#/definitions/stringMap"},"annotations":{"$ref":"#/definitions/stringMap"}}},"spec":{"type":"object","required":["instanceId","serviceId","planId","clusterId"],"additionalProperties":false,"properties":{"instanceId":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString"},"planId":{"$ref":"#/definitions/nonEmptyString","description":"The current plan (changes on a plan update)."},"clusterId":{"$ref":"#/definitions/dns1123Label"},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The instance's own namespace, kept from Service Fabrik by an import (sf-<id>, or its shared namespace); absent: the cluster's instance namespace."},"organizationGuid":{"type":"string"},"spaceGuid":{"type":"string"},"context":{"type":"object"},"parameters":{"type":"object","description":"The current parameters (provision parameters with updates applied)."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"},"sensitiveParameters":{"type":"object","description":"Where the sensitive parameters (writeOnly / format: password) are kept, never their values: Secret key (the value's path, e.g. users.0.password) -> name of the SOPS-encrypted Secret in the sensitive/ manifest directory that holds its latest value (docs/adr/0007-sensitive-parameters.md).","propertyNames":{"pattern":"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},"additionalProperties":{"$ref":"#/definitions/dnsSubdomain"}}}},"status":{"type":"object","required":["operations"],"additionalProperties":false,"properties":{"deleted":{"type":"boolean","description":"Deprovisioned: the record stays until the deprovision is finished."},"operations":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/operation"}}}}},"definitions":{"dnsSubdomain":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"dns1123Label":{"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"},"stringMap":{"type":"object","additionalProperties":{"type":"string"}},"maintenanceInfo":{"type":"object","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/nonEmptyString"},"description":{"type":"string"}}},"originatingIdentity":{"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}},"operation":{"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["provision","update","deprovision","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"planId":{"$ref":"#/definitions/nonEmptyString"},"parameters":{"type":"object","description":"The parameters of this request as sent."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"context":{"type":"object"},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}}}};
 const schema12 = {"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"};
 const schema14 = {"type":"object","additionalProperties":{"type":"string"}};
 const schema16 = {"type":"string","minLength":1,"title":"a non-empty string"};
-const schema24 = {"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"};
+const schema25 = {"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"};
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func4 = Object.prototype.hasOwnProperty;
 const pattern0 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
-const pattern3 = new RegExp("^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$", "u");
-const pattern4 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
-const schema20 = {"type":"object","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/nonEmptyString"},"description":{"type":"string"}}};
+const pattern4 = new RegExp("^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$", "u");
+const pattern5 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
+const schema21 = {"type":"object","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/nonEmptyString"},"description":{"type":"string"}}};
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.version === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema20.required,parentSchema:schema20,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema21.required,parentSchema:schema21,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -36,7 +36,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "version") || (key0 === "description"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema20,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema21,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -74,7 +74,7 @@ errors++;
 if(data.description !== undefined){
 let data1 = data.description;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.description.type,parentSchema:schema20.properties.description,data:data1};
+const err4 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.description.type,parentSchema:schema21.properties.description,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -86,7 +86,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.type,parentSchema:schema20,data};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -99,14 +99,14 @@ validate11.errors = vErrors;
 return errors === 0;
 }
 
-const schema22 = {"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}};
+const schema23 = {"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}};
 
 function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.platform === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "platform"},message:"must have required property '"+"platform"+"'",schema:schema22.required,parentSchema:schema22,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "platform"},message:"must have required property '"+"platform"+"'",schema:schema23.required,parentSchema:schema23,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -116,7 +116,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.value === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema22.required,parentSchema:schema22,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema23.required,parentSchema:schema23,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -127,7 +127,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "platform") || (key0 === "value"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema22,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema23,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -165,7 +165,7 @@ errors++;
 if(data.value !== undefined){
 let data1 = data.value;
 if(!(data1 && typeof data1 == "object" && !Array.isArray(data1))){
-const err5 = {instancePath:instancePath+"/value",schemaPath:"#/properties/value/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema22.properties.value.type,parentSchema:schema22.properties.value,data:data1};
+const err5 = {instancePath:instancePath+"/value",schemaPath:"#/properties/value/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.properties.value.type,parentSchema:schema23.properties.value,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -177,7 +177,7 @@ errors++;
 }
 }
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema22.type,parentSchema:schema22,data};
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.type,parentSchema:schema23,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -190,7 +190,7 @@ validate13.errors = vErrors;
 return errors === 0;
 }
 
-const schema25 = {"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["provision","update","deprovision"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"planId":{"$ref":"#/definitions/nonEmptyString"},"parameters":{"type":"object","description":"The parameters of this request as sent."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"context":{"type":"object"},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}};
+const schema26 = {"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["provision","update","deprovision","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"planId":{"$ref":"#/definitions/nonEmptyString"},"parameters":{"type":"object","description":"The parameters of this request as sent."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"context":{"type":"object"},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}};
 const formats0 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -198,7 +198,7 @@ let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema25.required,parentSchema:schema25,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema26.required,parentSchema:schema26,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -208,7 +208,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.action === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'",schema:schema25.required,parentSchema:schema25,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'",schema:schema26.required,parentSchema:schema26,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -218,7 +218,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.at === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'",schema:schema25.required,parentSchema:schema25,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'",schema:schema26.required,parentSchema:schema26,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -228,8 +228,8 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!(func4.call(schema25.properties, key0))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema25,data};
+if(!(func4.call(schema26.properties, key0))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema26,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -266,8 +266,8 @@ errors++;
 }
 if(data.action !== undefined){
 let data1 = data.action;
-if(!(((data1 === "provision") || (data1 === "update")) || (data1 === "deprovision"))){
-const err6 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema25.properties.action.enum},message:"must be equal to one of the allowed values",schema:schema25.properties.action.enum,parentSchema:schema25.properties.action,data:data1};
+if(!((((data1 === "provision") || (data1 === "update")) || (data1 === "deprovision")) || (data1 === "import"))){
+const err6 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema26.properties.action.enum},message:"must be equal to one of the allowed values",schema:schema26.properties.action.enum,parentSchema:schema26.properties.action,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -281,7 +281,7 @@ if(data.at !== undefined){
 let data2 = data.at;
 if(typeof data2 === "string"){
 if(!(formats0.validate(data2))){
-const err7 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\"",schema:"date-time",parentSchema:schema25.properties.at,data:data2};
+const err7 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\"",schema:"date-time",parentSchema:schema26.properties.at,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -292,7 +292,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema25.properties.at.type,parentSchema:schema25.properties.at,data:data2};
+const err8 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema26.properties.at.type,parentSchema:schema26.properties.at,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -330,7 +330,7 @@ errors++;
 if(data.parameters !== undefined){
 let data4 = data.parameters;
 if(!(data4 && typeof data4 == "object" && !Array.isArray(data4))){
-const err11 = {instancePath:instancePath+"/parameters",schemaPath:"#/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema25.properties.parameters.type,parentSchema:schema25.properties.parameters,data:data4};
+const err11 = {instancePath:instancePath+"/parameters",schemaPath:"#/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema26.properties.parameters.type,parentSchema:schema26.properties.parameters,data:data4};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -349,7 +349,7 @@ errors = vErrors.length;
 if(data.context !== undefined){
 let data6 = data.context;
 if(!(data6 && typeof data6 == "object" && !Array.isArray(data6))){
-const err12 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema25.properties.context.type,parentSchema:schema25.properties.context,data:data6};
+const err12 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema26.properties.context.type,parentSchema:schema26.properties.context,data:data6};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -362,7 +362,7 @@ errors++;
 if(data.requestIdentity !== undefined){
 let data7 = data.requestIdentity;
 if(typeof data7 !== "string"){
-const err13 = {instancePath:instancePath+"/requestIdentity",schemaPath:"#/properties/requestIdentity/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema25.properties.requestIdentity.type,parentSchema:schema25.properties.requestIdentity,data:data7};
+const err13 = {instancePath:instancePath+"/requestIdentity",schemaPath:"#/properties/requestIdentity/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema26.properties.requestIdentity.type,parentSchema:schema26.properties.requestIdentity,data:data7};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -380,7 +380,7 @@ errors = vErrors.length;
 }
 }
 else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema25.type,parentSchema:schema25,data};
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema26.type,parentSchema:schema26,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -825,10 +825,11 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data9.organizationGuid !== undefined){
-let data14 = data9.organizationGuid;
-if(typeof data14 !== "string"){
-const err36 = {instancePath:instancePath+"/spec/organizationGuid",schemaPath:"#/properties/spec/properties/organizationGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema11.properties.spec.properties.organizationGuid.type,parentSchema:schema11.properties.spec.properties.organizationGuid,data:data14};
+if(data9.namespace !== undefined){
+let data14 = data9.namespace;
+if(typeof data14 === "string"){
+if(func2(data14) > 63){
+const err36 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema12,data:data14};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -837,11 +838,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-if(data9.spaceGuid !== undefined){
-let data15 = data9.spaceGuid;
-if(typeof data15 !== "string"){
-const err37 = {instancePath:instancePath+"/spec/spaceGuid",schemaPath:"#/properties/spec/properties/spaceGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema11.properties.spec.properties.spaceGuid.type,parentSchema:schema11.properties.spec.properties.spaceGuid,data:data15};
+if(!pattern0.test(data14)){
+const err37 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema12,data:data14};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -851,10 +849,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data9.context !== undefined){
-let data16 = data9.context;
-if(!(data16 && typeof data16 == "object" && !Array.isArray(data16))){
-const err38 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.context.type,parentSchema:schema11.properties.spec.properties.context,data:data16};
+else {
+const err38 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.type,parentSchema:schema12,data:data14};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -864,15 +860,54 @@ vErrors.push(err38);
 errors++;
 }
 }
-if(data9.parameters !== undefined){
-let data17 = data9.parameters;
-if(!(data17 && typeof data17 == "object" && !Array.isArray(data17))){
-const err39 = {instancePath:instancePath+"/spec/parameters",schemaPath:"#/properties/spec/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.parameters.type,parentSchema:schema11.properties.spec.properties.parameters,data:data17};
+if(data9.organizationGuid !== undefined){
+let data15 = data9.organizationGuid;
+if(typeof data15 !== "string"){
+const err39 = {instancePath:instancePath+"/spec/organizationGuid",schemaPath:"#/properties/spec/properties/organizationGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema11.properties.spec.properties.organizationGuid.type,parentSchema:schema11.properties.spec.properties.organizationGuid,data:data15};
 if(vErrors === null){
 vErrors = [err39];
 }
 else {
 vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data9.spaceGuid !== undefined){
+let data16 = data9.spaceGuid;
+if(typeof data16 !== "string"){
+const err40 = {instancePath:instancePath+"/spec/spaceGuid",schemaPath:"#/properties/spec/properties/spaceGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema11.properties.spec.properties.spaceGuid.type,parentSchema:schema11.properties.spec.properties.spaceGuid,data:data16};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data9.context !== undefined){
+let data17 = data9.context;
+if(!(data17 && typeof data17 == "object" && !Array.isArray(data17))){
+const err41 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.context.type,parentSchema:schema11.properties.spec.properties.context,data:data17};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data9.parameters !== undefined){
+let data18 = data9.parameters;
+if(!(data18 && typeof data18 == "object" && !Array.isArray(data18))){
+const err42 = {instancePath:instancePath+"/spec/parameters",schemaPath:"#/properties/spec/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.parameters.type,parentSchema:schema11.properties.spec.properties.parameters,data:data18};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
 }
 errors++;
 }
@@ -890,49 +925,13 @@ errors = vErrors.length;
 }
 }
 if(data9.sensitiveParameters !== undefined){
-let data20 = data9.sensitiveParameters;
-if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
-for(const key5 in data20){
-const _errs52 = errors;
+let data21 = data9.sensitiveParameters;
+if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
+for(const key5 in data21){
+const _errs55 = errors;
 if(typeof key5 === "string"){
-if(!pattern3.test(key5)){
-const err40 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},message:"must match pattern \""+"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"+"\"",schema:"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$",parentSchema:schema11.properties.spec.properties.sensitiveParameters.propertyNames,data:key5,propertyName:key5};
-if(vErrors === null){
-vErrors = [err40];
-}
-else {
-vErrors.push(err40);
-}
-errors++;
-}
-}
-var valid13 = _errs52 === errors;
-if(!valid13){
-const err41 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames",keyword:"propertyNames",params:{propertyName: key5},message:"property name must be valid",schema:schema11.properties.spec.properties.sensitiveParameters.propertyNames,parentSchema:schema11.properties.spec.properties.sensitiveParameters,data:data20};
-if(vErrors === null){
-vErrors = [err41];
-}
-else {
-vErrors.push(err41);
-}
-errors++;
-}
-}
-for(const key6 in data20){
-let data21 = data20[key6];
-if(typeof data21 === "string"){
-if(func2(data21) > 253){
-const err42 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema24,data:data21};
-if(vErrors === null){
-vErrors = [err42];
-}
-else {
-vErrors.push(err42);
-}
-errors++;
-}
-if(!pattern4.test(data21)){
-const err43 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema24,data:data21};
+if(!pattern4.test(key5)){
+const err43 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},message:"must match pattern \""+"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"+"\"",schema:"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$",parentSchema:schema11.properties.spec.properties.sensitiveParameters.propertyNames,data:key5,propertyName:key5};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -942,8 +941,9 @@ vErrors.push(err43);
 errors++;
 }
 }
-else {
-const err44 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data21};
+var valid14 = _errs55 === errors;
+if(!valid14){
+const err44 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames",keyword:"propertyNames",params:{propertyName: key5},message:"property name must be valid",schema:schema11.properties.spec.properties.sensitiveParameters.propertyNames,parentSchema:schema11.properties.spec.properties.sensitiveParameters,data:data21};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -953,9 +953,11 @@ vErrors.push(err44);
 errors++;
 }
 }
-}
-else {
-const err45 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.sensitiveParameters.type,parentSchema:schema11.properties.spec.properties.sensitiveParameters,data:data20};
+for(const key6 in data21){
+let data22 = data21[key6];
+if(typeof data22 === "string"){
+if(func2(data22) > 253){
+const err45 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema25,data:data22};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -964,10 +966,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-}
-}
-else {
-const err46 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.type,parentSchema:schema11.properties.spec,data:data9};
+if(!pattern5.test(data22)){
+const err46 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema25,data:data22};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -977,11 +977,8 @@ vErrors.push(err46);
 errors++;
 }
 }
-if(data.status !== undefined){
-let data22 = data.status;
-if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
-if(data22.operations === undefined){
-const err47 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "operations"},message:"must have required property '"+"operations"+"'",schema:schema11.properties.status.required,parentSchema:schema11.properties.status,data:data22};
+else {
+const err47 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema25.type,parentSchema:schema25,data:data22};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -990,9 +987,10 @@ vErrors.push(err47);
 }
 errors++;
 }
-for(const key7 in data22){
-if(!((key7 === "deleted") || (key7 === "operations"))){
-const err48 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema11.properties.status,data:data22};
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.sensitiveParameters.type,parentSchema:schema11.properties.spec.properties.sensitiveParameters,data:data21};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1002,10 +1000,9 @@ vErrors.push(err48);
 errors++;
 }
 }
-if(data22.deleted !== undefined){
-let data23 = data22.deleted;
-if(typeof data23 !== "boolean"){
-const err49 = {instancePath:instancePath+"/status/deleted",schemaPath:"#/properties/status/properties/deleted/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema11.properties.status.properties.deleted.type,parentSchema:schema11.properties.status.properties.deleted,data:data23};
+}
+else {
+const err49 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.type,parentSchema:schema11.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1015,11 +1012,11 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data22.operations !== undefined){
-let data24 = data22.operations;
-if(Array.isArray(data24)){
-if(data24.length < 1){
-const err50 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema11.properties.status.properties.operations,data:data24};
+if(data.status !== undefined){
+let data23 = data.status;
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.operations === undefined){
+const err50 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "operations"},message:"must have required property '"+"operations"+"'",schema:schema11.properties.status.required,parentSchema:schema11.properties.status,data:data23};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1028,16 +1025,9 @@ vErrors.push(err50);
 }
 errors++;
 }
-const len0 = data24.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate15(data24[i0], {instancePath:instancePath+"/status/operations/" + i0,parentData:data24,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err51 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema11.properties.status.properties.operations.type,parentSchema:schema11.properties.status.properties.operations,data:data24};
+for(const key7 in data23){
+if(!((key7 === "deleted") || (key7 === "operations"))){
+const err51 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema11.properties.status,data:data23};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1047,9 +1037,10 @@ vErrors.push(err51);
 errors++;
 }
 }
-}
-else {
-const err52 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.status.type,parentSchema:schema11.properties.status,data:data22};
+if(data23.deleted !== undefined){
+let data24 = data23.deleted;
+if(typeof data24 !== "boolean"){
+const err52 = {instancePath:instancePath+"/status/deleted",schemaPath:"#/properties/status/properties/deleted/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema11.properties.status.properties.deleted.type,parentSchema:schema11.properties.status.properties.deleted,data:data24};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1059,9 +1050,11 @@ vErrors.push(err52);
 errors++;
 }
 }
-}
-else {
-const err53 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.type,parentSchema:schema11,data};
+if(data23.operations !== undefined){
+let data25 = data23.operations;
+if(Array.isArray(data25)){
+if(data25.length < 1){
+const err53 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema11.properties.status.properties.operations,data:data25};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1070,24 +1063,66 @@ vErrors.push(err53);
 }
 errors++;
 }
+const len0 = data25.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate15(data25[i0], {instancePath:instancePath+"/status/operations/" + i0,parentData:data25,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err54 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema11.properties.status.properties.operations.type,parentSchema:schema11.properties.status.properties.operations,data:data25};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+}
+else {
+const err55 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.status.type,parentSchema:schema11.properties.status,data:data23};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+}
+else {
+const err56 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.type,parentSchema:schema11,data};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
 validate10.errors = vErrors;
 return errors === 0;
 }
 
 const bindingRecord = validate19;
-const schema28 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/binding-record.schema.json","title":"Service binding record (instances/<ab>/<cd>/<instance-key>/bindings/<binding-key>.yaml)","description":"Written by the broker: what the platform asked for, and the bind/unbind operations. Never holds credentials.","type":"object","required":["apiVersion","kind","metadata","spec","status"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"ServiceBinding"},"metadata":{"type":"object","required":["name","namespace"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"Binding key: the binding id, or sha224 of it when it is not a DNS-1123 label."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The cluster's instance namespace."},"labels":{"$ref":"#/definitions/stringMap"},"annotations":{"$ref":"#/definitions/stringMap"}}},"spec":{"type":"object","required":["bindingId","instanceId","serviceId","planId"],"additionalProperties":false,"properties":{"bindingId":{"$ref":"#/definitions/nonEmptyString"},"instanceId":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString"},"planId":{"$ref":"#/definitions/nonEmptyString"},"context":{"type":"object"},"parameters":{"type":"object"},"bindResource":{"type":"object","description":"OSB `bind_resource`."},"appGuid":{"type":"string","description":"OSB `app_guid` (deprecated in favour of bind_resource.app_guid)."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"},"sensitiveParameters":{"type":"object","description":"Where the sensitive parameters (writeOnly / format: password) are kept, never their values: Secret key (the value's path, e.g. users.0.password) -> name of the SOPS-encrypted Secret in the sensitive/ manifest directory that holds its latest value (docs/adr/0007-sensitive-parameters.md).","propertyNames":{"pattern":"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},"additionalProperties":{"$ref":"#/definitions/dnsSubdomain"}},"instancePatches":{"type":"array","description":"What the bind template changed in objects of the instance (docs/adr/0017-binding-changes-to-instance-objects.md): JSON merge patches (RFC 7386) composed onto the instance's rendered objects while the binding lives. Never a Secret's data.","items":{"type":"object","required":["target","patch"],"additionalProperties":false,"properties":{"target":{"type":"object","required":["apiVersion","kind","name"],"additionalProperties":false,"properties":{"apiVersion":{"$ref":"#/definitions/nonEmptyString"},"kind":{"$ref":"#/definitions/nonEmptyString"},"name":{"$ref":"#/definitions/dnsSubdomain"},"namespace":{"$ref":"#/definitions/dns1123Label","description":"Only when the object is not in the cluster's instance namespace."}}},"patch":{"type":"object"}}}}}},"status":{"type":"object","required":["operations"],"additionalProperties":false,"properties":{"deleted":{"type":"boolean","description":"Unbound: the record stays until the unbind is finished."},"operations":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/operation"}}}}},"definitions":{"dnsSubdomain":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"dns1123Label":{"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"},"stringMap":{"type":"object","additionalProperties":{"type":"string"}},"originatingIdentity":{"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}},"operation":{"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["bind","unbind"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}}}};
-const schema29 = {"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"};
-const schema31 = {"type":"object","additionalProperties":{"type":"string"}};
-const schema33 = {"type":"string","minLength":1,"title":"a non-empty string"};
-const schema39 = {"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"};
-const schema37 = {"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}};
+const schema29 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/binding-record.schema.json","title":"Service binding record (instances/<ab>/<cd>/<instance-key>/bindings/<binding-key>.yaml)","description":"Written by the broker: what the platform asked for, and the bind/unbind operations. Never holds credentials.","type":"object","required":["apiVersion","kind","metadata","spec","status"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"ServiceBinding"},"metadata":{"type":"object","required":["name","namespace"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"Binding key: the binding id, or sha224 of it when it is not a DNS-1123 label."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The cluster's instance namespace."},"labels":{"$ref":"#/definitions/stringMap"},"annotations":{"$ref":"#/definitions/stringMap"}}},"spec":{"type":"object","required":["bindingId","instanceId","serviceId","planId"],"additionalProperties":false,"properties":{"bindingId":{"$ref":"#/definitions/nonEmptyString"},"instanceId":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString"},"planId":{"$ref":"#/definitions/nonEmptyString"},"context":{"type":"object"},"parameters":{"type":"object"},"bindResource":{"type":"object","description":"OSB `bind_resource`."},"appGuid":{"type":"string","description":"OSB `app_guid` (deprecated in favour of bind_resource.app_guid)."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"},"sensitiveParameters":{"type":"object","description":"Where the sensitive parameters (writeOnly / format: password) are kept, never their values: Secret key (the value's path, e.g. users.0.password) -> name of the SOPS-encrypted Secret in the sensitive/ manifest directory that holds its latest value (docs/adr/0007-sensitive-parameters.md).","propertyNames":{"pattern":"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},"additionalProperties":{"$ref":"#/definitions/dnsSubdomain"}},"instancePatches":{"type":"array","description":"What the bind template changed in objects of the instance (docs/adr/0017-binding-changes-to-instance-objects.md): JSON merge patches (RFC 7386) composed onto the instance's rendered objects while the binding lives. Never a Secret's data.","items":{"type":"object","required":["target","patch"],"additionalProperties":false,"properties":{"target":{"type":"object","required":["apiVersion","kind","name"],"additionalProperties":false,"properties":{"apiVersion":{"$ref":"#/definitions/nonEmptyString"},"kind":{"$ref":"#/definitions/nonEmptyString"},"name":{"$ref":"#/definitions/dnsSubdomain"},"namespace":{"$ref":"#/definitions/dns1123Label","description":"Only when the object is not in the cluster's instance namespace."}}},"patch":{"type":"object"}}}}}},"status":{"type":"object","required":["operations"],"additionalProperties":false,"properties":{"deleted":{"type":"boolean","description":"Unbound: the record stays until the unbind is finished."},"operations":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/operation"}}}}},"definitions":{"dnsSubdomain":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"dns1123Label":{"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"},"stringMap":{"type":"object","additionalProperties":{"type":"string"}},"originatingIdentity":{"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}},"operation":{"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["bind","unbind","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}}}};
+const schema30 = {"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"};
+const schema32 = {"type":"object","additionalProperties":{"type":"string"}};
+const schema34 = {"type":"string","minLength":1,"title":"a non-empty string"};
+const schema40 = {"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"};
+const schema38 = {"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}};
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.platform === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "platform"},message:"must have required property '"+"platform"+"'",schema:schema37.required,parentSchema:schema37,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "platform"},message:"must have required property '"+"platform"+"'",schema:schema38.required,parentSchema:schema38,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1097,7 +1132,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.value === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema37.required,parentSchema:schema37,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema38.required,parentSchema:schema38,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1108,7 +1143,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "platform") || (key0 === "value"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema37,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema38,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1122,7 +1157,7 @@ if(data.platform !== undefined){
 let data0 = data.platform;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/platform",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33,data:data0};
+const err3 = {instancePath:instancePath+"/platform",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1133,7 +1168,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/platform",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.type,parentSchema:schema33,data:data0};
+const err4 = {instancePath:instancePath+"/platform",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1146,7 +1181,7 @@ errors++;
 if(data.value !== undefined){
 let data1 = data.value;
 if(!(data1 && typeof data1 == "object" && !Array.isArray(data1))){
-const err5 = {instancePath:instancePath+"/value",schemaPath:"#/properties/value/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.value.type,parentSchema:schema37.properties.value,data:data1};
+const err5 = {instancePath:instancePath+"/value",schemaPath:"#/properties/value/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema38.properties.value.type,parentSchema:schema38.properties.value,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1158,7 +1193,7 @@ errors++;
 }
 }
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.type,parentSchema:schema37,data};
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema38.type,parentSchema:schema38,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1171,14 +1206,14 @@ validate20.errors = vErrors;
 return errors === 0;
 }
 
-const schema44 = {"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["bind","unbind"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}};
+const schema45 = {"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["bind","unbind","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}};
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema44.required,parentSchema:schema44,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema45.required,parentSchema:schema45,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1188,7 +1223,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.action === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'",schema:schema44.required,parentSchema:schema44,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'",schema:schema45.required,parentSchema:schema45,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1198,7 +1233,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.at === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'",schema:schema44.required,parentSchema:schema44,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'",schema:schema45.required,parentSchema:schema45,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1209,7 +1244,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "id") || (key0 === "action")) || (key0 === "at")) || (key0 === "requestIdentity")) || (key0 === "originatingIdentity"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema44,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema45,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1223,7 +1258,7 @@ if(data.id !== undefined){
 let data0 = data.id;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err4 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33,data:data0};
+const err4 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1234,7 +1269,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.type,parentSchema:schema33,data:data0};
+const err5 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1246,8 +1281,8 @@ errors++;
 }
 if(data.action !== undefined){
 let data1 = data.action;
-if(!((data1 === "bind") || (data1 === "unbind"))){
-const err6 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema44.properties.action.enum},message:"must be equal to one of the allowed values",schema:schema44.properties.action.enum,parentSchema:schema44.properties.action,data:data1};
+if(!(((data1 === "bind") || (data1 === "unbind")) || (data1 === "import"))){
+const err6 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema45.properties.action.enum},message:"must be equal to one of the allowed values",schema:schema45.properties.action.enum,parentSchema:schema45.properties.action,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1261,7 +1296,7 @@ if(data.at !== undefined){
 let data2 = data.at;
 if(typeof data2 === "string"){
 if(!(formats0.validate(data2))){
-const err7 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\"",schema:"date-time",parentSchema:schema44.properties.at,data:data2};
+const err7 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\"",schema:"date-time",parentSchema:schema45.properties.at,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1272,7 +1307,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema44.properties.at.type,parentSchema:schema44.properties.at,data:data2};
+const err8 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.properties.at.type,parentSchema:schema45.properties.at,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1285,7 +1320,7 @@ errors++;
 if(data.requestIdentity !== undefined){
 let data3 = data.requestIdentity;
 if(typeof data3 !== "string"){
-const err9 = {instancePath:instancePath+"/requestIdentity",schemaPath:"#/properties/requestIdentity/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema44.properties.requestIdentity.type,parentSchema:schema44.properties.requestIdentity,data:data3};
+const err9 = {instancePath:instancePath+"/requestIdentity",schemaPath:"#/properties/requestIdentity/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.properties.requestIdentity.type,parentSchema:schema45.properties.requestIdentity,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1303,7 +1338,7 @@ errors = vErrors.length;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema44.type,parentSchema:schema44,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.type,parentSchema:schema45,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1323,7 +1358,7 @@ let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema28.required,parentSchema:schema28,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema29.required,parentSchema:schema29,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1333,7 +1368,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema28.required,parentSchema:schema28,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema29.required,parentSchema:schema29,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1343,7 +1378,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema28.required,parentSchema:schema28,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema29.required,parentSchema:schema29,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1353,7 +1388,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema28.required,parentSchema:schema28,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema29.required,parentSchema:schema29,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1363,7 +1398,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.status === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema28.required,parentSchema:schema28,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema29.required,parentSchema:schema29,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1374,7 +1409,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema28,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema29,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1387,7 +1422,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("gitops-broker.io/v1alpha1" !== data0){
-const err6 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema28.properties.apiVersion,data:data0};
+const err6 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema29.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1400,7 +1435,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("ServiceBinding" !== data1){
-const err7 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "ServiceBinding"},message:"must be equal to constant",schema:"ServiceBinding",parentSchema:schema28.properties.kind,data:data1};
+const err7 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "ServiceBinding"},message:"must be equal to constant",schema:"ServiceBinding",parentSchema:schema29.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1414,7 +1449,7 @@ if(data.metadata !== undefined){
 let data2 = data.metadata;
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema28.properties.metadata.required,parentSchema:schema28.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema29.properties.metadata.required,parentSchema:schema29.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1424,7 +1459,7 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.namespace === undefined){
-const err9 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema28.properties.metadata.required,parentSchema:schema28.properties.metadata,data:data2};
+const err9 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema29.properties.metadata.required,parentSchema:schema29.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1435,7 +1470,7 @@ errors++;
 }
 for(const key1 in data2){
 if(!((((key1 === "name") || (key1 === "namespace")) || (key1 === "labels")) || (key1 === "annotations"))){
-const err10 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema28.properties.metadata,data:data2};
+const err10 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema29.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1449,7 +1484,7 @@ if(data2.name !== undefined){
 let data3 = data2.name;
 if(typeof data3 === "string"){
 if(func2(data3) > 63){
-const err11 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema29,data:data3};
+const err11 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema30,data:data3};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1459,7 +1494,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!pattern0.test(data3)){
-const err12 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema29,data:data3};
+const err12 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema30,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1470,7 +1505,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema29.type,parentSchema:schema29,data:data3};
+const err13 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema30.type,parentSchema:schema30,data:data3};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1484,7 +1519,7 @@ if(data2.namespace !== undefined){
 let data4 = data2.namespace;
 if(typeof data4 === "string"){
 if(func2(data4) > 63){
-const err14 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema29,data:data4};
+const err14 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema30,data:data4};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1494,7 +1529,7 @@ vErrors.push(err14);
 errors++;
 }
 if(!pattern0.test(data4)){
-const err15 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema29,data:data4};
+const err15 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema30,data:data4};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1505,7 +1540,7 @@ errors++;
 }
 }
 else {
-const err16 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema29.type,parentSchema:schema29,data:data4};
+const err16 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema30.type,parentSchema:schema30,data:data4};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1521,7 +1556,7 @@ if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 for(const key2 in data5){
 let data6 = data5[key2];
 if(typeof data6 !== "string"){
-const err17 = {instancePath:instancePath+"/metadata/labels/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/stringMap/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema31.additionalProperties.type,parentSchema:schema31.additionalProperties,data:data6};
+const err17 = {instancePath:instancePath+"/metadata/labels/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/stringMap/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.additionalProperties.type,parentSchema:schema32.additionalProperties,data:data6};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1533,7 +1568,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/metadata/labels",schemaPath:"#/definitions/stringMap/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema31.type,parentSchema:schema31,data:data5};
+const err18 = {instancePath:instancePath+"/metadata/labels",schemaPath:"#/definitions/stringMap/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data:data5};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1549,7 +1584,7 @@ if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 for(const key3 in data7){
 let data8 = data7[key3];
 if(typeof data8 !== "string"){
-const err19 = {instancePath:instancePath+"/metadata/annotations/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/stringMap/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema31.additionalProperties.type,parentSchema:schema31.additionalProperties,data:data8};
+const err19 = {instancePath:instancePath+"/metadata/annotations/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/stringMap/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.additionalProperties.type,parentSchema:schema32.additionalProperties,data:data8};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1561,7 +1596,7 @@ errors++;
 }
 }
 else {
-const err20 = {instancePath:instancePath+"/metadata/annotations",schemaPath:"#/definitions/stringMap/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema31.type,parentSchema:schema31,data:data7};
+const err20 = {instancePath:instancePath+"/metadata/annotations",schemaPath:"#/definitions/stringMap/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data:data7};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1573,7 +1608,7 @@ errors++;
 }
 }
 else {
-const err21 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.metadata.type,parentSchema:schema28.properties.metadata,data:data2};
+const err21 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.metadata.type,parentSchema:schema29.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1587,7 +1622,7 @@ if(data.spec !== undefined){
 let data9 = data.spec;
 if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
 if(data9.bindingId === undefined){
-const err22 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "bindingId"},message:"must have required property '"+"bindingId"+"'",schema:schema28.properties.spec.required,parentSchema:schema28.properties.spec,data:data9};
+const err22 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "bindingId"},message:"must have required property '"+"bindingId"+"'",schema:schema29.properties.spec.required,parentSchema:schema29.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1597,7 +1632,7 @@ vErrors.push(err22);
 errors++;
 }
 if(data9.instanceId === undefined){
-const err23 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "instanceId"},message:"must have required property '"+"instanceId"+"'",schema:schema28.properties.spec.required,parentSchema:schema28.properties.spec,data:data9};
+const err23 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "instanceId"},message:"must have required property '"+"instanceId"+"'",schema:schema29.properties.spec.required,parentSchema:schema29.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1607,7 +1642,7 @@ vErrors.push(err23);
 errors++;
 }
 if(data9.serviceId === undefined){
-const err24 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "serviceId"},message:"must have required property '"+"serviceId"+"'",schema:schema28.properties.spec.required,parentSchema:schema28.properties.spec,data:data9};
+const err24 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "serviceId"},message:"must have required property '"+"serviceId"+"'",schema:schema29.properties.spec.required,parentSchema:schema29.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1617,7 +1652,7 @@ vErrors.push(err24);
 errors++;
 }
 if(data9.planId === undefined){
-const err25 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "planId"},message:"must have required property '"+"planId"+"'",schema:schema28.properties.spec.required,parentSchema:schema28.properties.spec,data:data9};
+const err25 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "planId"},message:"must have required property '"+"planId"+"'",schema:schema29.properties.spec.required,parentSchema:schema29.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1627,8 +1662,8 @@ vErrors.push(err25);
 errors++;
 }
 for(const key4 in data9){
-if(!(func4.call(schema28.properties.spec.properties, key4))){
-const err26 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema28.properties.spec,data:data9};
+if(!(func4.call(schema29.properties.spec.properties, key4))){
+const err26 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema29.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1642,7 +1677,7 @@ if(data9.bindingId !== undefined){
 let data10 = data9.bindingId;
 if(typeof data10 === "string"){
 if(func2(data10) < 1){
-const err27 = {instancePath:instancePath+"/spec/bindingId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33,data:data10};
+const err27 = {instancePath:instancePath+"/spec/bindingId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data10};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1653,7 +1688,7 @@ errors++;
 }
 }
 else {
-const err28 = {instancePath:instancePath+"/spec/bindingId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.type,parentSchema:schema33,data:data10};
+const err28 = {instancePath:instancePath+"/spec/bindingId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data10};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1667,7 +1702,7 @@ if(data9.instanceId !== undefined){
 let data11 = data9.instanceId;
 if(typeof data11 === "string"){
 if(func2(data11) < 1){
-const err29 = {instancePath:instancePath+"/spec/instanceId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33,data:data11};
+const err29 = {instancePath:instancePath+"/spec/instanceId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data11};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1678,7 +1713,7 @@ errors++;
 }
 }
 else {
-const err30 = {instancePath:instancePath+"/spec/instanceId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.type,parentSchema:schema33,data:data11};
+const err30 = {instancePath:instancePath+"/spec/instanceId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data11};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1692,7 +1727,7 @@ if(data9.serviceId !== undefined){
 let data12 = data9.serviceId;
 if(typeof data12 === "string"){
 if(func2(data12) < 1){
-const err31 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33,data:data12};
+const err31 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data12};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1703,7 +1738,7 @@ errors++;
 }
 }
 else {
-const err32 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.type,parentSchema:schema33,data:data12};
+const err32 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data12};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1717,7 +1752,7 @@ if(data9.planId !== undefined){
 let data13 = data9.planId;
 if(typeof data13 === "string"){
 if(func2(data13) < 1){
-const err33 = {instancePath:instancePath+"/spec/planId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33,data:data13};
+const err33 = {instancePath:instancePath+"/spec/planId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data13};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1728,7 +1763,7 @@ errors++;
 }
 }
 else {
-const err34 = {instancePath:instancePath+"/spec/planId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.type,parentSchema:schema33,data:data13};
+const err34 = {instancePath:instancePath+"/spec/planId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data13};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1741,7 +1776,7 @@ errors++;
 if(data9.context !== undefined){
 let data14 = data9.context;
 if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
-const err35 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.spec.properties.context.type,parentSchema:schema28.properties.spec.properties.context,data:data14};
+const err35 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.context.type,parentSchema:schema29.properties.spec.properties.context,data:data14};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1754,7 +1789,7 @@ errors++;
 if(data9.parameters !== undefined){
 let data15 = data9.parameters;
 if(!(data15 && typeof data15 == "object" && !Array.isArray(data15))){
-const err36 = {instancePath:instancePath+"/spec/parameters",schemaPath:"#/properties/spec/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.spec.properties.parameters.type,parentSchema:schema28.properties.spec.properties.parameters,data:data15};
+const err36 = {instancePath:instancePath+"/spec/parameters",schemaPath:"#/properties/spec/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.parameters.type,parentSchema:schema29.properties.spec.properties.parameters,data:data15};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1767,7 +1802,7 @@ errors++;
 if(data9.bindResource !== undefined){
 let data16 = data9.bindResource;
 if(!(data16 && typeof data16 == "object" && !Array.isArray(data16))){
-const err37 = {instancePath:instancePath+"/spec/bindResource",schemaPath:"#/properties/spec/properties/bindResource/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.spec.properties.bindResource.type,parentSchema:schema28.properties.spec.properties.bindResource,data:data16};
+const err37 = {instancePath:instancePath+"/spec/bindResource",schemaPath:"#/properties/spec/properties/bindResource/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.bindResource.type,parentSchema:schema29.properties.spec.properties.bindResource,data:data16};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -1780,7 +1815,7 @@ errors++;
 if(data9.appGuid !== undefined){
 let data17 = data9.appGuid;
 if(typeof data17 !== "string"){
-const err38 = {instancePath:instancePath+"/spec/appGuid",schemaPath:"#/properties/spec/properties/appGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema28.properties.spec.properties.appGuid.type,parentSchema:schema28.properties.spec.properties.appGuid,data:data17};
+const err38 = {instancePath:instancePath+"/spec/appGuid",schemaPath:"#/properties/spec/properties/appGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema29.properties.spec.properties.appGuid.type,parentSchema:schema29.properties.spec.properties.appGuid,data:data17};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -1802,8 +1837,8 @@ if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
 for(const key5 in data19){
 const _errs51 = errors;
 if(typeof key5 === "string"){
-if(!pattern3.test(key5)){
-const err39 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},message:"must match pattern \""+"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"+"\"",schema:"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$",parentSchema:schema28.properties.spec.properties.sensitiveParameters.propertyNames,data:key5,propertyName:key5};
+if(!pattern4.test(key5)){
+const err39 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},message:"must match pattern \""+"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"+"\"",schema:"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$",parentSchema:schema29.properties.spec.properties.sensitiveParameters.propertyNames,data:key5,propertyName:key5};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -1815,7 +1850,7 @@ errors++;
 }
 var valid13 = _errs51 === errors;
 if(!valid13){
-const err40 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames",keyword:"propertyNames",params:{propertyName: key5},message:"property name must be valid",schema:schema28.properties.spec.properties.sensitiveParameters.propertyNames,parentSchema:schema28.properties.spec.properties.sensitiveParameters,data:data19};
+const err40 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames",keyword:"propertyNames",params:{propertyName: key5},message:"property name must be valid",schema:schema29.properties.spec.properties.sensitiveParameters.propertyNames,parentSchema:schema29.properties.spec.properties.sensitiveParameters,data:data19};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1829,7 +1864,7 @@ for(const key6 in data19){
 let data20 = data19[key6];
 if(typeof data20 === "string"){
 if(func2(data20) > 253){
-const err41 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema39,data:data20};
+const err41 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema40,data:data20};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1838,8 +1873,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(!pattern4.test(data20)){
-const err42 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema39,data:data20};
+if(!pattern5.test(data20)){
+const err42 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema40,data:data20};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1850,7 +1885,7 @@ errors++;
 }
 }
 else {
-const err43 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.type,parentSchema:schema39,data:data20};
+const err43 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.type,parentSchema:schema40,data:data20};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1862,7 +1897,7 @@ errors++;
 }
 }
 else {
-const err44 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.spec.properties.sensitiveParameters.type,parentSchema:schema28.properties.spec.properties.sensitiveParameters,data:data19};
+const err44 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.sensitiveParameters.type,parentSchema:schema29.properties.spec.properties.sensitiveParameters,data:data19};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -1880,7 +1915,7 @@ for(let i0=0; i0<len0; i0++){
 let data22 = data21[i0];
 if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
 if(data22.target === undefined){
-const err45 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema28.properties.spec.properties.instancePatches.items.required,parentSchema:schema28.properties.spec.properties.instancePatches.items,data:data22};
+const err45 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema29.properties.spec.properties.instancePatches.items.required,parentSchema:schema29.properties.spec.properties.instancePatches.items,data:data22};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -1890,7 +1925,7 @@ vErrors.push(err45);
 errors++;
 }
 if(data22.patch === undefined){
-const err46 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'",schema:schema28.properties.spec.properties.instancePatches.items.required,parentSchema:schema28.properties.spec.properties.instancePatches.items,data:data22};
+const err46 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'",schema:schema29.properties.spec.properties.instancePatches.items.required,parentSchema:schema29.properties.spec.properties.instancePatches.items,data:data22};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -1901,7 +1936,7 @@ errors++;
 }
 for(const key7 in data22){
 if(!((key7 === "target") || (key7 === "patch"))){
-const err47 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema28.properties.spec.properties.instancePatches.items,data:data22};
+const err47 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema29.properties.spec.properties.instancePatches.items,data:data22};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1915,7 +1950,7 @@ if(data22.target !== undefined){
 let data23 = data22.target;
 if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
 if(data23.apiVersion === undefined){
-const err48 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema28.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema28.properties.spec.properties.instancePatches.items.properties.target,data:data23};
+const err48 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema29.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.target,data:data23};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1925,7 +1960,7 @@ vErrors.push(err48);
 errors++;
 }
 if(data23.kind === undefined){
-const err49 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema28.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema28.properties.spec.properties.instancePatches.items.properties.target,data:data23};
+const err49 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema29.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.target,data:data23};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1935,7 +1970,7 @@ vErrors.push(err49);
 errors++;
 }
 if(data23.name === undefined){
-const err50 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema28.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema28.properties.spec.properties.instancePatches.items.properties.target,data:data23};
+const err50 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema29.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.target,data:data23};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1946,7 +1981,7 @@ errors++;
 }
 for(const key8 in data23){
 if(!((((key8 === "apiVersion") || (key8 === "kind")) || (key8 === "name")) || (key8 === "namespace"))){
-const err51 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema28.properties.spec.properties.instancePatches.items.properties.target,data:data23};
+const err51 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.target,data:data23};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1960,7 +1995,7 @@ if(data23.apiVersion !== undefined){
 let data24 = data23.apiVersion;
 if(typeof data24 === "string"){
 if(func2(data24) < 1){
-const err52 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/apiVersion",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33,data:data24};
+const err52 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/apiVersion",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data24};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1971,7 +2006,7 @@ errors++;
 }
 }
 else {
-const err53 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/apiVersion",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.type,parentSchema:schema33,data:data24};
+const err53 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/apiVersion",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data24};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1985,7 +2020,7 @@ if(data23.kind !== undefined){
 let data25 = data23.kind;
 if(typeof data25 === "string"){
 if(func2(data25) < 1){
-const err54 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/kind",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33,data:data25};
+const err54 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/kind",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data25};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1996,7 +2031,7 @@ errors++;
 }
 }
 else {
-const err55 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/kind",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.type,parentSchema:schema33,data:data25};
+const err55 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/kind",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data25};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -2010,7 +2045,7 @@ if(data23.name !== undefined){
 let data26 = data23.name;
 if(typeof data26 === "string"){
 if(func2(data26) > 253){
-const err56 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema39,data:data26};
+const err56 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema40,data:data26};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -2019,8 +2054,8 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(!pattern4.test(data26)){
-const err57 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema39,data:data26};
+if(!pattern5.test(data26)){
+const err57 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema40,data:data26};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -2031,7 +2066,7 @@ errors++;
 }
 }
 else {
-const err58 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.type,parentSchema:schema39,data:data26};
+const err58 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.type,parentSchema:schema40,data:data26};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -2045,7 +2080,7 @@ if(data23.namespace !== undefined){
 let data27 = data23.namespace;
 if(typeof data27 === "string"){
 if(func2(data27) > 63){
-const err59 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema29,data:data27};
+const err59 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema30,data:data27};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -2055,7 +2090,7 @@ vErrors.push(err59);
 errors++;
 }
 if(!pattern0.test(data27)){
-const err60 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema29,data:data27};
+const err60 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema30,data:data27};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -2066,7 +2101,7 @@ errors++;
 }
 }
 else {
-const err61 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema29.type,parentSchema:schema29,data:data27};
+const err61 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema30.type,parentSchema:schema30,data:data27};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -2078,7 +2113,7 @@ errors++;
 }
 }
 else {
-const err62 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.spec.properties.instancePatches.items.properties.target.type,parentSchema:schema28.properties.spec.properties.instancePatches.items.properties.target,data:data23};
+const err62 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.instancePatches.items.properties.target.type,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.target,data:data23};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -2091,7 +2126,7 @@ errors++;
 if(data22.patch !== undefined){
 let data28 = data22.patch;
 if(!(data28 && typeof data28 == "object" && !Array.isArray(data28))){
-const err63 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/patch",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/patch/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.spec.properties.instancePatches.items.properties.patch.type,parentSchema:schema28.properties.spec.properties.instancePatches.items.properties.patch,data:data28};
+const err63 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/patch",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/patch/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.instancePatches.items.properties.patch.type,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.patch,data:data28};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -2103,7 +2138,7 @@ errors++;
 }
 }
 else {
-const err64 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.spec.properties.instancePatches.items.type,parentSchema:schema28.properties.spec.properties.instancePatches.items,data:data22};
+const err64 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.instancePatches.items.type,parentSchema:schema29.properties.spec.properties.instancePatches.items,data:data22};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -2115,7 +2150,7 @@ errors++;
 }
 }
 else {
-const err65 = {instancePath:instancePath+"/spec/instancePatches",schemaPath:"#/properties/spec/properties/instancePatches/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema28.properties.spec.properties.instancePatches.type,parentSchema:schema28.properties.spec.properties.instancePatches,data:data21};
+const err65 = {instancePath:instancePath+"/spec/instancePatches",schemaPath:"#/properties/spec/properties/instancePatches/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema29.properties.spec.properties.instancePatches.type,parentSchema:schema29.properties.spec.properties.instancePatches,data:data21};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -2127,7 +2162,7 @@ errors++;
 }
 }
 else {
-const err66 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.spec.type,parentSchema:schema28.properties.spec,data:data9};
+const err66 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.type,parentSchema:schema29.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -2141,7 +2176,7 @@ if(data.status !== undefined){
 let data29 = data.status;
 if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
 if(data29.operations === undefined){
-const err67 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "operations"},message:"must have required property '"+"operations"+"'",schema:schema28.properties.status.required,parentSchema:schema28.properties.status,data:data29};
+const err67 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "operations"},message:"must have required property '"+"operations"+"'",schema:schema29.properties.status.required,parentSchema:schema29.properties.status,data:data29};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -2152,7 +2187,7 @@ errors++;
 }
 for(const key9 in data29){
 if(!((key9 === "deleted") || (key9 === "operations"))){
-const err68 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema28.properties.status,data:data29};
+const err68 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema29.properties.status,data:data29};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -2165,7 +2200,7 @@ errors++;
 if(data29.deleted !== undefined){
 let data30 = data29.deleted;
 if(typeof data30 !== "boolean"){
-const err69 = {instancePath:instancePath+"/status/deleted",schemaPath:"#/properties/status/properties/deleted/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema28.properties.status.properties.deleted.type,parentSchema:schema28.properties.status.properties.deleted,data:data30};
+const err69 = {instancePath:instancePath+"/status/deleted",schemaPath:"#/properties/status/properties/deleted/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema29.properties.status.properties.deleted.type,parentSchema:schema29.properties.status.properties.deleted,data:data30};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -2179,7 +2214,7 @@ if(data29.operations !== undefined){
 let data31 = data29.operations;
 if(Array.isArray(data31)){
 if(data31.length < 1){
-const err70 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema28.properties.status.properties.operations,data:data31};
+const err70 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema29.properties.status.properties.operations,data:data31};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -2197,7 +2232,7 @@ errors = vErrors.length;
 }
 }
 else {
-const err71 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema28.properties.status.properties.operations.type,parentSchema:schema28.properties.status.properties.operations,data:data31};
+const err71 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema29.properties.status.properties.operations.type,parentSchema:schema29.properties.status.properties.operations,data:data31};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -2209,7 +2244,7 @@ errors++;
 }
 }
 else {
-const err72 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.status.type,parentSchema:schema28.properties.status,data:data29};
+const err72 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.status.type,parentSchema:schema29.properties.status,data:data29};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -2221,7 +2256,7 @@ errors++;
 }
 }
 else {
-const err73 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.type,parentSchema:schema28,data};
+const err73 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.type,parentSchema:schema29,data};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -2235,9 +2270,9 @@ return errors === 0;
 }
 
 const override = validate25;
-const schema46 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/override.schema.json","title":"Manual override (overrides/<instance-key>/<anything>.yaml)","description":"Written by humans through pull requests, never by the broker: a JSON merge patch (RFC 7386) the broker applies to one object it renders for the instance (or for one of its bindings), on every render. A file may hold several overrides as YAML documents.","type":"object","required":["apiVersion","kind","target","patch"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Override"},"description":{"type":"string","description":"Why the override exists, for reviewers."},"target":{"type":"object","description":"The rendered object to patch, as written in its manifest.","required":["apiVersion","kind","name"],"additionalProperties":false,"properties":{"apiVersion":{"type":"string","pattern":"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$","title":"an apiVersion ([group/]version, e.g. acid.zalan.do/v1)"},"kind":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9]*$","title":"a kind (letters and digits, starting with a letter)"},"name":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a Kubernetes object name (DNS-1123 subdomain)"}}},"binding":{"type":"string","minLength":1,"title":"a non-empty string","description":"The OSB binding id (or its key): patch an object of that binding (bindings/<binding-key>/) instead of one of the instance."},"patch":{"type":"object","description":"JSON merge patch (RFC 7386): maps merge key by key, `null` deletes a key, any other value (lists included) replaces. It must not change apiVersion, kind, metadata.name or metadata.namespace, and cannot give a Secret data."}}};
-const pattern11 = new RegExp("^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$", "u");
-const pattern12 = new RegExp("^[A-Za-z][A-Za-z0-9]*$", "u");
+const schema47 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/override.schema.json","title":"Manual override (overrides/<instance-key>/<anything>.yaml)","description":"Written by humans through pull requests, never by the broker: a JSON merge patch (RFC 7386) the broker applies to one object it renders for the instance (or for one of its bindings), on every render. A file may hold several overrides as YAML documents.","type":"object","required":["apiVersion","kind","target","patch"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Override"},"description":{"type":"string","description":"Why the override exists, for reviewers."},"target":{"type":"object","description":"The rendered object to patch, as written in its manifest.","required":["apiVersion","kind","name"],"additionalProperties":false,"properties":{"apiVersion":{"type":"string","pattern":"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$","title":"an apiVersion ([group/]version, e.g. acid.zalan.do/v1)"},"kind":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9]*$","title":"a kind (letters and digits, starting with a letter)"},"name":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a Kubernetes object name (DNS-1123 subdomain)"}}},"binding":{"type":"string","minLength":1,"title":"a non-empty string","description":"The OSB binding id (or its key): patch an object of that binding (bindings/<binding-key>/) instead of one of the instance."},"patch":{"type":"object","description":"JSON merge patch (RFC 7386): maps merge key by key, `null` deletes a key, any other value (lists included) replaces. It must not change apiVersion, kind, metadata.name or metadata.namespace, and cannot give a Secret data."}}};
+const pattern12 = new RegExp("^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$", "u");
+const pattern13 = new RegExp("^[A-Za-z][A-Za-z0-9]*$", "u");
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://gitops-broker.io/schemas/v1alpha1/override.schema.json" */;
@@ -2245,7 +2280,7 @@ let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema47.required,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2255,7 +2290,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema47.required,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2265,7 +2300,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.target === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema47.required,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2275,7 +2310,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.patch === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'",schema:schema47.required,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2286,7 +2321,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "description")) || (key0 === "target")) || (key0 === "binding")) || (key0 === "patch"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema46,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2299,7 +2334,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("gitops-broker.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema46.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema47.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2312,7 +2347,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Override" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Override"},message:"must be equal to constant",schema:"Override",parentSchema:schema46.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Override"},message:"must be equal to constant",schema:"Override",parentSchema:schema47.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2325,7 +2360,7 @@ errors++;
 if(data.description !== undefined){
 let data2 = data.description;
 if(typeof data2 !== "string"){
-const err7 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.description.type,parentSchema:schema46.properties.description,data:data2};
+const err7 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.description.type,parentSchema:schema47.properties.description,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2339,7 +2374,7 @@ if(data.target !== undefined){
 let data3 = data.target;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 if(data3.apiVersion === undefined){
-const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema46.properties.target.required,parentSchema:schema46.properties.target,data:data3};
+const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema47.properties.target.required,parentSchema:schema47.properties.target,data:data3};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2349,7 +2384,7 @@ vErrors.push(err8);
 errors++;
 }
 if(data3.kind === undefined){
-const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema46.properties.target.required,parentSchema:schema46.properties.target,data:data3};
+const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema47.properties.target.required,parentSchema:schema47.properties.target,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2359,7 +2394,7 @@ vErrors.push(err9);
 errors++;
 }
 if(data3.name === undefined){
-const err10 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema46.properties.target.required,parentSchema:schema46.properties.target,data:data3};
+const err10 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema47.properties.target.required,parentSchema:schema47.properties.target,data:data3};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2370,7 +2405,7 @@ errors++;
 }
 for(const key1 in data3){
 if(!(((key1 === "apiVersion") || (key1 === "kind")) || (key1 === "name"))){
-const err11 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.target,data:data3};
+const err11 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema47.properties.target,data:data3};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2383,8 +2418,8 @@ errors++;
 if(data3.apiVersion !== undefined){
 let data4 = data3.apiVersion;
 if(typeof data4 === "string"){
-if(!pattern11.test(data4)){
-const err12 = {instancePath:instancePath+"/target/apiVersion",schemaPath:"#/properties/target/properties/apiVersion/pattern",keyword:"pattern",params:{pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema46.properties.target.properties.apiVersion,data:data4};
+if(!pattern12.test(data4)){
+const err12 = {instancePath:instancePath+"/target/apiVersion",schemaPath:"#/properties/target/properties/apiVersion/pattern",keyword:"pattern",params:{pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema47.properties.target.properties.apiVersion,data:data4};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2395,7 +2430,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/target/apiVersion",schemaPath:"#/properties/target/properties/apiVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.target.properties.apiVersion.type,parentSchema:schema46.properties.target.properties.apiVersion,data:data4};
+const err13 = {instancePath:instancePath+"/target/apiVersion",schemaPath:"#/properties/target/properties/apiVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.target.properties.apiVersion.type,parentSchema:schema47.properties.target.properties.apiVersion,data:data4};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2408,8 +2443,8 @@ errors++;
 if(data3.kind !== undefined){
 let data5 = data3.kind;
 if(typeof data5 === "string"){
-if(!pattern12.test(data5)){
-const err14 = {instancePath:instancePath+"/target/kind",schemaPath:"#/properties/target/properties/kind/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9]*$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9]*$"+"\"",schema:"^[A-Za-z][A-Za-z0-9]*$",parentSchema:schema46.properties.target.properties.kind,data:data5};
+if(!pattern13.test(data5)){
+const err14 = {instancePath:instancePath+"/target/kind",schemaPath:"#/properties/target/properties/kind/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9]*$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9]*$"+"\"",schema:"^[A-Za-z][A-Za-z0-9]*$",parentSchema:schema47.properties.target.properties.kind,data:data5};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2420,7 +2455,7 @@ errors++;
 }
 }
 else {
-const err15 = {instancePath:instancePath+"/target/kind",schemaPath:"#/properties/target/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.target.properties.kind.type,parentSchema:schema46.properties.target.properties.kind,data:data5};
+const err15 = {instancePath:instancePath+"/target/kind",schemaPath:"#/properties/target/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.target.properties.kind.type,parentSchema:schema47.properties.target.properties.kind,data:data5};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2434,7 +2469,7 @@ if(data3.name !== undefined){
 let data6 = data3.name;
 if(typeof data6 === "string"){
 if(func2(data6) > 253){
-const err16 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema46.properties.target.properties.name,data:data6};
+const err16 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema47.properties.target.properties.name,data:data6};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2443,8 +2478,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern4.test(data6)){
-const err17 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema46.properties.target.properties.name,data:data6};
+if(!pattern5.test(data6)){
+const err17 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema47.properties.target.properties.name,data:data6};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2455,7 +2490,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.target.properties.name.type,parentSchema:schema46.properties.target.properties.name,data:data6};
+const err18 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.target.properties.name.type,parentSchema:schema47.properties.target.properties.name,data:data6};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2467,7 +2502,7 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.target.type,parentSchema:schema46.properties.target,data:data3};
+const err19 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema47.properties.target.type,parentSchema:schema47.properties.target,data:data3};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2481,7 +2516,7 @@ if(data.binding !== undefined){
 let data7 = data.binding;
 if(typeof data7 === "string"){
 if(func2(data7) < 1){
-const err20 = {instancePath:instancePath+"/binding",schemaPath:"#/properties/binding/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema46.properties.binding,data:data7};
+const err20 = {instancePath:instancePath+"/binding",schemaPath:"#/properties/binding/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema47.properties.binding,data:data7};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2492,7 +2527,7 @@ errors++;
 }
 }
 else {
-const err21 = {instancePath:instancePath+"/binding",schemaPath:"#/properties/binding/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.binding.type,parentSchema:schema46.properties.binding,data:data7};
+const err21 = {instancePath:instancePath+"/binding",schemaPath:"#/properties/binding/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.binding.type,parentSchema:schema47.properties.binding,data:data7};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -2505,7 +2540,7 @@ errors++;
 if(data.patch !== undefined){
 let data8 = data.patch;
 if(!(data8 && typeof data8 == "object" && !Array.isArray(data8))){
-const err22 = {instancePath:instancePath+"/patch",schemaPath:"#/properties/patch/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.patch.type,parentSchema:schema46.properties.patch,data:data8};
+const err22 = {instancePath:instancePath+"/patch",schemaPath:"#/properties/patch/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema47.properties.patch.type,parentSchema:schema47.properties.patch,data:data8};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2517,7 +2552,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.type,parentSchema:schema46,data};
+const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema47.type,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err23];
 }

@@ -10,8 +10,9 @@ import { bindingRecordPath, instanceRecordDir, instanceRecordPath, keyOf } from 
 
 export const RECORD_API_VERSION = "gitops-broker.io/v1alpha1";
 
-export type InstanceAction = "provision" | "update" | "deprovision";
-export type BindingAction = "bind" | "unbind";
+/** `import`: the record was written by `gitops-broker import` from a running Service Fabrik landscape. */
+export type InstanceAction = "provision" | "update" | "deprovision" | "import";
+export type BindingAction = "bind" | "unbind" | "import";
 
 export interface OriginatingIdentity {
   platform: string;
@@ -63,6 +64,11 @@ export interface InstanceRecord {
     serviceId: string;
     planId: string;
     clusterId: string;
+    /**
+     * The instance's own namespace, kept from Service Fabrik by an import (`sf-<id>` or its shared
+     * namespace); absent: the cluster's instance namespace. See instanceNamespace.
+     */
+    namespace?: string;
     organizationGuid?: string;
     spaceGuid?: string;
     context?: Record<string, unknown>;
@@ -160,6 +166,14 @@ export function writeInstance(draft: Draft, record: InstanceRecord): void {
 
 export function writeBinding(draft: Draft, record: BindingRecord): void {
   draft.write(bindingRecordPath(record.spec.instanceId, record.spec.bindingId), recordYaml(record));
+}
+
+/**
+ * The namespace the instance's objects live in: its own (an imported Service Fabrik instance's),
+ * else its cluster's instance namespace as the registry has it now.
+ */
+export function instanceNamespace(instance: InstanceRecord, cluster: { namespace: string }): string {
+  return instance.spec.namespace ?? cluster.namespace;
 }
 
 export function latestOperation<A extends string>(ops: OperationEntry<A>[]): OperationEntry<A> | undefined {

@@ -100,7 +100,9 @@ export function evaluate(s: Subject, prepared: () => Prepared, index: AppliedInd
   const waiting = cluster.watch("owned", rendered.kinds);
   if (waiting) return gathering(waiting);
 
-  const judged = statusSection(s, rendered, op.action as StatusAction);
+  // An imported record stands for the provision (or bind) Service Fabrik made: its status block says.
+  const action = op.action === "import" ? (s.binding ? "bind" : "provision") : (op.action as StatusAction);
+  const judged = statusSection(s, rendered, action);
   if ("pending" in judged) return rendering(s);
   if ("waiting" in judged) return gathering(judged.waiting);
   const at = "at" in applied ? applied.at : "";
