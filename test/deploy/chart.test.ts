@@ -1,15 +1,16 @@
 import { execFile, execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseAllDocuments } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
 import { runRenderChart } from "../../src/cli/render-chart.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createInstruments, noopMetrics, type Metrics } from "../../src/metrics/index.js";
 import { helmModuleCall } from "../../src/render/index.js";
 import { createTempDir } from "../support/git-fixtures.js";
+import { typeErrors } from "../support/kube-models.js";
 import { validateManifest } from "../support/kube-validate.js";
 
 /**
@@ -88,9 +89,9 @@ afterAll(async () => {
 });
 
 describe("deploy/chart", () => {
-  it("renders valid objects by default: Deployment, Service, ConfigMap, ServiceAccount, PodDisruptionBudget, the Role reading secretRefs", async () => {
+  it("renders valid objects by default: Deployment, Service, ConfigMap, ServiceAccount, PodDisruptionBudget, the Roles reading secretRefs and holding the Lease", async () => {
     const objects = await render({ ...REMOTE, auth: { existingSecret: "broker-auth" } });
-    expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"]);
+    expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"]);
     for (const o of objects) expect(validateManifest(o), `${o.kind} has a model`).toBe(true);
 
     const deployment = objects.find((o) => o.kind === "Deployment") as Obj & { spec: any };
@@ -102,7 +103,7 @@ describe("deploy/chart", () => {
     expect(broker.args).toEqual(["serve", "--config", "/etc/gitops-broker/config.yaml"]);
     expect(broker.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "http" });
     expect(broker.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
-    expect(broker.resources).toEqual({ requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "1Gi" } });
+    expect(broker.resources).toEqual({ requests: { cpu: "250m", memory: "512Mi" }, limits: { memory: "1Gi" } });
     expect(broker.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
     // The password comes from the Secret, never from values.
     expect(broker.env).toContainEqual({ name: "GITOPS_BROKER_PASSWORD", valueFrom: { secretKeyRef: { name: "broker-auth", key: "password" } } });
@@ -141,7 +142,7 @@ describe("deploy/chart", () => {
       ingress: { enabled: true, className: "nginx", host: "broker.acme.example", tls: [{ secretName: "broker-tls", hosts: ["broker.acme.example"] }] },
       podDisruptionBudget: { enabled: true, minAvailable: 2 },
     });
-    expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "Ingress", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"]);
+    expect(objects.map((o) => o.kind).sort()).toEqual(["ConfigMap", "Deployment", "Ingress", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"]);
     for (const o of objects.filter((o) => o.kind !== "ServiceMonitor")) expect(validateManifest(o), `${o.kind} has a model`).toBe(true);
 
     const monitor = objects.find((o) => o.kind === "ServiceMonitor") as Obj & { spec: any };
@@ -253,6 +254,7 @@ describe("deploy/chart", () => {
     expect(names(sister)).toEqual(
       ["pg-a", "pg-b"].flatMap((ns) => [`Role ${ns}/prod-gitops-broker-live-status`, `RoleBinding ${ns}/prod-gitops-broker-live-status`])
         .concat(["Role -/prod-gitops-broker-secret-refs", "RoleBinding -/prod-gitops-broker-secret-refs"])
+        .concat(["Role -/prod-gitops-broker-leader-election", "RoleBinding -/prod-gitops-broker-leader-election"])
         .concat(["argocd", "flux"].flatMap((agent) => {
           const ns = agent === "argocd" ? "argocd" : "flux-system";
           return [`Role ${ns}/prod-gitops-broker-${agent}`, `RoleBinding ${ns}/prod-gitops-broker-${agent}`];
@@ -272,6 +274,7 @@ describe("deploy/chart", () => {
     const other = await render({
       ...REMOTE,
       auth: { existingSecret: "a" },
+      leaderElection: { enabled: false },
       rbac: { home: { create: false }, sister: { create: true, subjects: [{ kind: "User", name: "broker-east", apiGroup: "rbac.authorization.k8s.io" }], flux: null } },
     });
     expect(names(other)).toEqual([
@@ -283,6 +286,84 @@ describe("deploy/chart", () => {
     for (const o of other.filter((x) => x.kind === "RoleBinding") as (Obj & { subjects: unknown[] })[]) {
       expect(o.subjects).toEqual([{ kind: "User", name: "broker-east", apiGroup: "rbac.authorization.k8s.io" }]);
     }
+  });
+
+  it("several replicas: spread over zones, then hosts; the Lease's Role; the pod's token and identity for the election", async () => {
+    const objects = await render({ ...REMOTE, auth: { existingSecret: "a" } });
+    const deployment = objects.find((o) => o.kind === "Deployment") as Obj & { spec: any };
+    const pod = deployment.spec.template.spec;
+    const selector = deployment.spec.selector.matchLabels;
+    expect(pod.topologySpreadConstraints).toEqual(
+      ["topology.kubernetes.io/zone", "kubernetes.io/hostname"].map((topologyKey) => ({
+        maxSkew: 1,
+        topologyKey,
+        whenUnsatisfiable: "ScheduleAnyway",
+        labelSelector: { matchLabels: selector },
+        matchLabelKeys: ["pod-template-hash"],
+      })),
+    );
+    expect(typeErrors([{ apiVersion: "apps/v1", kind: "Deployment", object: deployment }])).toEqual([[]]);
+    // The Lease: read and renew one name, create (which RBAC cannot limit by name), nothing else.
+    const role = objects.find((o) => o.kind === "Role" && o.metadata.name === "prod-gitops-broker-leader-election") as Obj & { rules: unknown[] };
+    expect(role.rules).toEqual([
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["prod-gitops-broker"], verbs: ["get", "update"] },
+    ]);
+    const binding = objects.find((o) => o.kind === "RoleBinding" && o.metadata.name === "prod-gitops-broker-leader-election") as Obj & { subjects: unknown[]; roleRef: unknown };
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "prod-gitops-broker", namespace: "default" }]);
+    expect(pod.automountServiceAccountToken).toBe(true);
+    const env = pod.containers[0].env as { name: string }[];
+    expect(env.filter((e) => e.name.startsWith("GITOPS_BROKER_LEADER_ELECTION"))).toEqual([
+      { name: "GITOPS_BROKER_LEADER_ELECTION", value: "true" },
+      { name: "GITOPS_BROKER_LEADER_ELECTION_LEASE_NAME", value: "prod-gitops-broker" },
+      { name: "GITOPS_BROKER_LEADER_ELECTION_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+      { name: "GITOPS_BROKER_LEADER_ELECTION_IDENTITY", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+    ]);
+
+    // One replica: no spread. Constraints of one's own replace the chart's. No election, no API: no token.
+    const single = await render({ ...REMOTE, replicaCount: 1, leaderElection: { enabled: false }, rbac: { home: { create: false } } });
+    const singlePod = (single.find((o) => o.kind === "Deployment") as Obj & { spec: any }).spec.template.spec;
+    expect(singlePod.topologySpreadConstraints).toBeUndefined();
+    expect(singlePod.automountServiceAccountToken).toBe(false);
+    expect(single.filter((o) => o.kind === "Role")).toEqual([]);
+    const own = { maxSkew: 2, topologyKey: "topology.kubernetes.io/region", whenUnsatisfiable: "DoNotSchedule", labelSelector: { matchLabels: { app: "x" } } };
+    const custom = await render({ ...REMOTE, topologySpreadConstraints: [own] });
+    expect((custom.find((o) => o.kind === "Deployment") as Obj & { spec: any }).spec.template.spec.topologySpreadConstraints).toEqual([own]);
+  });
+
+  it("with the autoscaler: an autoscaling/v2 HorizontalPodAutoscaler on CPU owns the replicas; the spread follows its minimum", async () => {
+    const objects = await render({ ...REMOTE, replicaCount: 1, hpa: { enabled: true, minReplicas: 3, maxReplicas: 7, cpuUtilization: 60 } });
+    const hpa = objects.find((o) => o.kind === "HorizontalPodAutoscaler") as Obj & { spec: any };
+    expect(hpa.apiVersion).toBe("autoscaling/v2");
+    expect(validateManifest(hpa)).toBe(true);
+    expect(typeErrors([{ apiVersion: "autoscaling/v2", kind: "HorizontalPodAutoscaler", object: hpa }])).toEqual([[]]);
+    const deployment = objects.find((o) => o.kind === "Deployment") as Obj & { spec: any };
+    expect(hpa.spec).toEqual({
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: deployment.metadata.name },
+      minReplicas: 3,
+      maxReplicas: 7,
+      metrics: [{ type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 60 } } }],
+    });
+    // Utilization is of the request: the container has one.
+    expect(deployment.spec.template.spec.containers[0].resources.requests.cpu).toBe("250m");
+    expect(deployment.spec.replicas).toBeUndefined();
+    expect(deployment.spec.template.spec.topologySpreadConstraints).toHaveLength(2);
+    // Off by default.
+    expect((await render(REMOTE)).map((o) => o.kind)).not.toContain("HorizontalPodAutoscaler");
+  });
+
+  it("the chart README's large-landscape values render valid objects", async () => {
+    const readme = await readFile(path.join(CHART, "README.md"), "utf8");
+    const [, block] = /```yaml\n([\s\S]*?)```/.exec(readme) ?? [];
+    expect(block).toBeDefined();
+    const values = parse(block!) as Record<string, any>;
+    const objects = await render({ ...values, config: { ...values.config, git: { ...REMOTE.config.git, ...values.config.git } } });
+    for (const o of objects) expect(validateManifest(o), `${o.kind} has a model`).toBe(true);
+    const deployment = objects.find((o) => o.kind === "Deployment") as Obj & { spec: any };
+    const pod = deployment.spec.template.spec;
+    expect(pod.containers[0].resources).toEqual({ requests: { cpu: "1", memory: "1Gi" }, limits: { memory: "2Gi" } });
+    expect(pod.topologySpreadConstraints.map((c: { whenUnsatisfiable: string }) => c.whenUnsatisfiable)).toEqual(["DoNotSchedule", "ScheduleAnyway"]);
+    expect(objects.find((o) => o.kind === "HorizontalPodAutoscaler")).toMatchObject({ spec: { minReplicas: 3, maxReplicas: 6 } });
   });
 
   it("refuses tls.enabled without tls.secretName, as helm template does (required)", async () => {
