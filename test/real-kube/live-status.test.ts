@@ -23,7 +23,7 @@ import { startGitHttpServer, type GitHttpServer } from "../support/git-http-serv
 import { allBlobs } from "../support/git-objects.js";
 import { osbClient, type OsbClient } from "../support/osb-client.js";
 import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS, runProcess } from "../support/processes.js";
-import { credentialsSecretName, fluxStandIn, postgresOperatorStandIn, type FluxStandIn, type PostgresOperatorStandIn } from "../support/real-controllers.js";
+import { argoCdStandIn, credentialsSecretName, fluxStandIn, postgresOperatorStandIn, type AgentStandIn, type PostgresOperatorStandIn } from "../support/real-controllers.js";
 import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
 import { sampleCatalogFiles } from "../support/sister-cluster.js";
 import { testTool } from "../support/test-tools.js";
@@ -47,10 +47,13 @@ let git: GitHttpServer;
 let broker: RunningBroker;
 let osb: OsbClient;
 let plans: SamplePlans;
-let flux: FluxStandIn;
+let flux: AgentStandIn;
+let argo: ReturnType<typeof argoCdStandIn>;
 let operator: PostgresOperatorStandIn;
 let token: string;
 let kubeconfigPath: string;
+/** The provision of db-e on east, made by the nudge test and delivered by Argo CD's stand-in later. */
+let eastOperation: string;
 const logLines: string[] = [];
 
 /** `helm template` of deploy/chart with these --set values, the objects of these templates only. */
@@ -82,7 +85,7 @@ function westEntry(kubeconfigPath: string, schedulable = true): string {
   });
 }
 
-/** Cluster `east`: Argo CD, commit status, nudged by annotation (not schedulable at first: the instances go west). */
+/** Cluster `east`: Argo CD, live status, nudged by annotation (not schedulable at first: the instances go west). */
 function eastEntry(kubeconfigPath: string, schedulable = false): string {
   return stringify({
     apiVersion: "gitops-broker.io/v1alpha1",
@@ -92,7 +95,7 @@ function eastEntry(kubeconfigPath: string, schedulable = false): string {
       namespace: INSTANCES,
       schedulable,
       kubeconfig: { path: kubeconfigPath },
-      status: { mode: "commit" },
+      status: { mode: "live" },
       sync: { kind: "argocd", name: "east", namespace: "argocd", nudge: { via: "annotation" } },
     },
   });
@@ -152,6 +155,7 @@ beforeAll(async () => {
   });
   git = await startGitHttpServer({ root: remotes });
   flux = fluxStandIn(kube, { remoteDir, clusterId: "west", name: "west", namespace: "flux-system" });
+  argo = argoCdStandIn(kube, { remoteDir, clusterId: "east", name: "east", namespace: "argocd" });
   operator = postgresOperatorStandIn(kube, INSTANCES);
 
   const config = testConfig(root, "broker", git.url("remote.git"));
@@ -256,12 +260,12 @@ describe("live status on a real kube-apiserver, with the chart's RBAC", () => {
     expect((await annotations(application))["argocd.argoproj.io/refresh"]).toBeUndefined();
     await pushExternalCommit(remoteDir, { "registry/clusters/east.yaml": eastEntry(kubeconfigPath, true), "registry/clusters/west.yaml": westEntry(kubeconfigPath, false) }, "registry: schedule on east");
     await broker.writer.refresh();
-    expect((await osb.provision("db-e", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC })).status).toBe(202);
+    const east = await osb.provision("db-e", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC });
+    expect(east.status).toBe(202);
+    eastOperation = east.body.operation as string;
     await broker.nudger.idle();
     await eventually(async () => expect((await annotations(application))["argocd.argoproj.io/refresh"]).toBe("normal"));
     expect(broker.nudger.stats().east).toMatchObject({ failed: 0 });
-    await pushExternalCommit(remoteDir, { "registry/clusters/east.yaml": eastEntry(kubeconfigPath, false), "registry/clusters/west.yaml": westEntry(kubeconfigPath, true) }, "registry: schedule on west");
-    await broker.writer.refresh();
   });
 
   it("watch resumption: etcd compacted and kube-apiserver killed and restarted under the broker's watches; the broker re-lists and sees what changed meanwhile", async () => {
@@ -297,6 +301,49 @@ describe("live status on a real kube-apiserver, with the chart's RBAC", () => {
     await deliver();
     await eventually(async () => expect(await lastOperation("db-1", res.body.operation as string)).toMatchObject({ state: "succeeded" }));
     expect((await kube.request("GET", `/apis/acid.zalan.do/v1/namespaces/${INSTANCES}/postgresqls/pg-db-1`)).status).toBe(404);
+  });
+});
+
+describe("live status on east (Argo CD), on the Application CRD as Argo CD ships it", () => {
+  /** Argo CD syncs the tip, the operator reconciles twice, Argo CD re-assesses the health. */
+  async function deliverEast(): Promise<void> {
+    await argo.sync();
+    await operator.reconcile();
+    await operator.reconcile();
+    await argo.refresh();
+  }
+
+  it("provision: in progress until Argo CD synced the commit and the database runs, then succeeded", async () => {
+    // Its watches came back after the API server's restart above (429 while the server's watch
+    // cache filled, then 410 and a re-list).
+    await eventually(async () =>
+      expect(await lastOperation("db-e", eastOperation)).toEqual({
+        state: "in progress",
+        description: `waiting for Argo CD application east to apply operation ${eastOperation} (nothing applied yet)`,
+      }),
+    );
+    await deliverEast();
+    await eventually(async () => expect(await lastOperation("db-e", eastOperation)).toEqual({ state: "succeeded", description: "PostgreSQL cluster pg-db-e is running" }));
+  });
+
+  it("bind with credentials, unbind and deprovision: succeeded once Argo CD pruned the objects", async () => {
+    const query = { service_id: plans.serviceId, plan_id: plans.medium.id };
+    const bind = osb.bind("db-e", "app-e", { ...query, bind_resource: { app_guid: "app-guid-e" } });
+    await eventually(async () => {
+      await deliverEast();
+      expect((await secret(credentialsSecretName("app-e", "pg-db-e"))).status).toBe(200);
+    });
+    const res = await bind;
+    expect(res.status).toBe(201);
+    const data = (await secret(credentialsSecretName("app-e", "pg-db-e"))).body.data as { password: string };
+    expect(res.body.credentials).toMatchObject({ username: "app-e", password: decoded(data.password) });
+
+    expect((await osb.unbind("db-e", "app-e", query)).status).toBe(200);
+    const gone = await osb.deprovision("db-e", query, { query: ASYNC });
+    expect(gone.status).toBe(202);
+    await deliverEast();
+    await eventually(async () => expect(await lastOperation("db-e", gone.body.operation as string)).toMatchObject({ state: "succeeded" }));
+    expect((await kube.request("GET", `/apis/acid.zalan.do/v1/namespaces/${INSTANCES}/postgresqls/pg-db-e`)).status).toBe(404);
   });
 });
 

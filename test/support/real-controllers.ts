@@ -1,8 +1,9 @@
 /**
  * Stand-ins for the controllers of a sister cluster, acting on a REAL kube-apiserver
- * (real-kube.ts) through its API, as the controllers do: Flux's kustomize-controller (apply
- * `clusters/<id>/` of a commit with server-side apply, prune what Git no longer has, write the
- * Kustomization's status through its status subresource) and Zalando's postgres-operator (status
+ * (real-kube.ts) through its API, as the controllers do: Flux's kustomize-controller and Argo CD's
+ * application controller (apply `clusters/<id>/` of a commit with server-side apply, prune what Git
+ * no longer has, write the Kustomization's status through its status subresource, the
+ * Application's by patching it whole) and Zalando's postgres-operator (status
  * through the subresource, the master Service, one credentials Secret per user). The API server,
  * its validation of what they write (Flux's CRD requires a condition's reason, message and
  * lastTransitionTime ...), its resourceVersions and watch events are Kubernetes' own.
@@ -25,34 +26,49 @@ async function list(kube: RealKube, apiPath: string, apiVersion: string, kind: s
   return ((res.body.items ?? []) as KubeObject[]).map((o) => ({ ...o, apiVersion, kind }));
 }
 
-export interface FluxStandIn {
-  /** Applies `clusters/<clusterId>/` at the branch's tip (or `commit`), prunes, writes the status; resolves with the commit. */
-  sync(commit?: string): Promise<string>;
-}
-
-/**
- * kustomize-controller for one Kustomization (`name` in `namespace`) whose path is
- * `./clusters/<clusterId>` of the bare repository `remoteDir`.
- */
-export function fluxStandIn(kube: RealKube, options: { remoteDir: string; clusterId: string; name: string; namespace: string; branch?: string }): FluxStandIn {
-  const branch = options.branch ?? "main";
+/** What an agent applied of `clusters/<clusterId>/`, and its pruning of what Git no longer has. */
+function directoryApplier(kube: RealKube, options: { remoteDir: string; clusterId: string; branch: string; fieldManager: string }) {
   const applied = new Map<string, KubeObject>();
   const key = (o: KubeObject) => `${o.apiVersion} ${o.kind} ${o.metadata.namespace ?? ""} ${o.metadata.name}`;
   return {
-    async sync(commit) {
-      const target = commit ?? (await git(["rev-parse", `refs/heads/${branch}`], options.remoteDir)).trim();
-      const desired = [...(await filesAt(options.remoteDir, target, `clusters/${options.clusterId}`)).values()].map((text) => parse(text) as KubeObject);
+    /** The branch's tip, or `commit`. */
+    async target(commit?: string): Promise<string> {
+      return commit ?? (await git(["rev-parse", `refs/heads/${options.branch}`], options.remoteDir)).trim();
+    },
+    /** Server-side apply of the directory at `commit`, then prune; resolves with the objects applied. */
+    async apply(commit: string): Promise<KubeObject[]> {
+      const desired = [...(await filesAt(options.remoteDir, commit, `clusters/${options.clusterId}`)).values()].map((text) => parse(text) as KubeObject);
       const wanted = new Set(desired.map(key));
       for (const object of desired) {
-        await kube.apply(object, "kustomize-controller");
+        await kube.apply(object, options.fieldManager);
         applied.set(key(object), object);
       }
-      // prune: true, for the objects this Kustomization applied.
       for (const [k, object] of applied) {
         if (wanted.has(k) || (object.metadata.labels as Record<string, string> | undefined)?.[MANAGED_BY] !== "gitops-broker") continue;
         await deleteObject(kube, object);
         applied.delete(k);
       }
+      return desired;
+    },
+  };
+}
+
+export interface AgentStandIn {
+  /** Applies `clusters/<clusterId>/` at the branch's tip (or `commit`), prunes, writes the sync object's status; resolves with the commit. */
+  sync(commit?: string): Promise<string>;
+}
+
+/**
+ * kustomize-controller for one Kustomization (`name` in `namespace`) whose path is
+ * `./clusters/<clusterId>` of the bare repository `remoteDir` (prune: true).
+ */
+export function fluxStandIn(kube: RealKube, options: { remoteDir: string; clusterId: string; name: string; namespace: string; branch?: string }): AgentStandIn {
+  const branch = options.branch ?? "main";
+  const applier = directoryApplier(kube, { ...options, branch, fieldManager: "kustomize-controller" });
+  return {
+    async sync(commit) {
+      const target = await applier.target(commit);
+      await applier.apply(target);
       const revision = `${branch}@sha1:${target}`;
       const kustomization = { apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", metadata: { name: options.name, namespace: options.namespace } };
       const current = await kube.request("GET", `/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/${options.namespace}/kustomizations/${options.name}`);
@@ -67,6 +83,73 @@ export function fluxStandIn(kube: RealKube, options: { remoteDir: string; cluste
         "kustomizations",
       );
       return target;
+    },
+  };
+}
+
+/** Argo CD's health of a postgresql (its health.lua): Healthy when Running. */
+function postgresqlHealth(o: KubeObject | undefined): string {
+  const phase = (o?.status as { PostgresClusterStatus?: string } | undefined)?.PostgresClusterStatus;
+  if (phase === "Running") return "Healthy";
+  return phase === undefined || phase === "Creating" || phase === "Updating" ? "Progressing" : "Degraded";
+}
+
+/**
+ * Argo CD's application controller for one Application (`name` in `namespace`, auto-sync with
+ * prune) of `clusters/<clusterId>`: a sync applies and prunes, then writes the Application's
+ * status as the controller does (the Application CRD has no status subresource: the whole object
+ * is patched): sync Synced at the commit, operationState Succeeded, the health of the postgresqls
+ * it applied, reconciledAt after the sync finished (resource health in the app tree, Argo CD 3's
+ * default). `refresh()` re-assesses the health without a sync.
+ */
+export function argoCdStandIn(kube: RealKube, options: { remoteDir: string; clusterId: string; name: string; namespace: string; branch?: string }): AgentStandIn & { refresh(): Promise<void> } {
+  const branch = options.branch ?? "main";
+  const applier = directoryApplier(kube, { ...options, branch, fieldManager: "argocd-controller" });
+  const appPath = `/apis/argoproj.io/v1alpha1/namespaces/${options.namespace}/applications/${options.name}`;
+  let revision: string | undefined;
+  let applied: KubeObject[] = [];
+
+  async function health(): Promise<string> {
+    let worst = "Healthy";
+    for (const o of applied.filter((x) => x.kind === "postgresql")) {
+      const live = await kube.request("GET", `/apis/acid.zalan.do/v1/namespaces/${o.metadata.namespace}/postgresqls/${o.metadata.name}`);
+      const h = postgresqlHealth(live.status === 200 ? (live.body as KubeObject) : undefined);
+      if (h !== "Healthy") worst = h;
+    }
+    return worst;
+  }
+
+  async function writeStatus(status: Loose): Promise<void> {
+    const res = await kube.request("PATCH", appPath, { status }, { contentType: "application/merge-patch+json" });
+    if (res.status !== 200) throw new Error(`status of Application ${options.name}: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+
+  return {
+    async sync(commit) {
+      const target = await applier.target(commit);
+      const startedAt = rfc3339();
+      applied = await applier.apply(target);
+      revision = target;
+      const finishedAt = rfc3339();
+      await writeStatus({
+        sync: { status: "Synced", revision: target },
+        health: { status: await health() },
+        operationState: {
+          phase: "Succeeded",
+          message: "successfully synced (all tasks run)",
+          operation: { sync: { revision: target, prune: true } },
+          startedAt,
+          finishedAt,
+          syncResult: { revision: target },
+        },
+        resourceHealthSource: "appTree",
+        reconciledAt: finishedAt,
+      });
+      return target;
+    },
+    async refresh() {
+      if (revision === undefined) return;
+      await writeStatus({ health: { status: await health() }, reconciledAt: rfc3339() });
     },
   };
 }
