@@ -15,7 +15,7 @@ import {
 import { brokerAuth } from "./auth.js";
 import * as bindings from "./bindings.js";
 import type { BrokerDeps, Ctx, OsbResponse } from "./context.js";
-import { echoRequestIdentity, osbHeaders, type OsbRequestInfo } from "./headers.js";
+import { echoRequestIdentity, osbHeaders, platformPath, type OsbRequestInfo } from "./headers.js";
 import { historyResponse } from "./history.js";
 import * as instances from "./instances.js";
 import { checkId, OSB_BODY_LIMIT, requestError, verifyJsonDepth } from "./hostile-input.js";
@@ -41,10 +41,17 @@ const WRITE_KINDS: Record<string, string> = {
   "DELETE /service_instances/:instance_id/service_bindings/:binding_id": "unbind",
 };
 
-/** The OSB write a request is, by method and route pattern (the /v2 base is gone once an error left the router). */
+/** The OSB write a request is, by method and route pattern within the OSB router. */
 function writeKind(method: string, route: string): string | undefined {
-  return WRITE_KINDS[`${method} ${route.startsWith("/v2/") ? route.slice(3) : route}`];
+  return WRITE_KINDS[`${method} ${route}`];
 }
+
+/**
+ * Where the OSB API is served: `/v2`, and Service Fabrik's `/<platform>/v2` and
+ * `/<platform>/region/<region>/v2` (platforms cf, k8s, sm), so that a platform registered at
+ * Service Fabrik moves by a change of host (ADR 0025).
+ */
+const OSB_MOUNTS = ["/v2", "/:platform/v2", "/:platform/region/:region/v2"] as const;
 
 function osbInfo(res: Response): OsbRequestInfo {
   return res.locals.osb as OsbRequestInfo;
@@ -110,11 +117,14 @@ export function createApp(deps: BrokerDeps): express.Express {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      // The route pattern, never the path: ids would make a series per instance.
-      const route = req.route ? `${req.baseUrl}${String((req.route as { path: unknown }).path)}` : "unmatched";
+      // The route pattern, never the path: ids would make a series per instance. An OSB route is
+      // named by its mount pattern (the base path is gone once an error left the router).
+      const path = req.route ? String((req.route as { path: unknown }).path) : undefined;
+      const mount = res.locals.osbMount as string | undefined;
+      const route = path === undefined ? "unmatched" : `${mount ?? req.baseUrl}${path}`;
       ctx.deps.metrics.requests.inc({ method: req.method, route, status: String(res.statusCode) });
       ctx.deps.metrics.requestSeconds.observe(seconds, { method: req.method, route });
-      const kind = writeKind(req.method, route);
+      const kind = mount !== undefined && path !== undefined ? writeKind(req.method, path) : undefined;
       if (kind) {
         const status = res.statusCode;
         const outcome = status < 400 ? "acknowledged" : status < 500 ? "rejected" : "failed";
@@ -152,7 +162,7 @@ export function createApp(deps: BrokerDeps): express.Express {
   });
 
   const auth = brokerAuth(deps.credentials, deps.clientCertificates);
-  const v2 = express.Router();
+  const v2 = express.Router({ mergeParams: true });
   v2.use(auth);
   v2.use(osbHeaders);
   // OSB bodies are JSON; a missing Content-Type is still parsed (spec: brokers MAY process it).
@@ -172,7 +182,10 @@ export function createApp(deps: BrokerDeps): express.Express {
     next();
   });
 
-  v2.get("/catalog", route((_req, res) => ({ status: 200, body: toOsbCatalog(ctx.deps.view.catalog(), osbInfo(res).apiVersion) })));
+  v2.get(
+    "/catalog",
+    route((_req, res) => ({ status: 200, body: toOsbCatalog(ctx.deps.view.catalog(), osbInfo(res).apiVersion, osbInfo(res).platform) })),
+  );
 
   v2.put(
     "/service_instances/:instance_id",
@@ -249,7 +262,17 @@ export function createApp(deps: BrokerDeps): express.Express {
     route((req) => bindings.fetchBinding(ctx, pathId(req, "instance_id"), pathId(req, "binding_id"))),
   );
 
-  app.use("/v2", v2);
+  for (const mount of OSB_MOUNTS) {
+    app.use(
+      mount,
+      (_req, res, next) => {
+        res.locals.osbMount = mount;
+        next();
+      },
+      platformPath,
+      v2,
+    );
+  }
   app.get(
     "/admin/instances/:instance_id/history",
     auth,

@@ -1,6 +1,6 @@
 import type { RequestHandler } from "express";
-import { BadRequestError, PreconditionFailedError } from "../errors/index.js";
-import type { ApiVersion } from "../catalog/index.js";
+import { BadRequestError, NotFoundError, PreconditionFailedError } from "../errors/index.js";
+import { PLATFORMS, type ApiVersion, type Platform } from "../catalog/index.js";
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from "./hostile-input.js";
 import type { OriginatingIdentity } from "../repo/index.js";
 
@@ -16,7 +16,37 @@ export interface OsbRequestInfo {
   apiVersion: ApiVersion;
   requestIdentity: string | undefined;
   originatingIdentity: OriginatingIdentity | undefined;
+  /** From Service Fabrik's routes `/<platform>[/region/<region>]/v2`; undefined on `/v2`. */
+  platform?: Platform;
+  region?: string;
 }
+
+/** A Kubernetes label value, as Service Fabrik checked the region it put in one. */
+const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$/;
+
+/**
+ * The `:platform` and `:region` of Service Fabrik's routes: an unknown platform is a route that
+ * does not exist (404); a region that is not a label value is refused (400), as Service Fabrik did.
+ */
+export const platformPath: RequestHandler = (req, res, next) => {
+  const { platform, region } = req.params as { platform?: string; region?: string };
+  if (platform !== undefined && !(PLATFORMS as readonly string[]).includes(platform)) {
+    next(
+      new NotFoundError(
+        `no platform ${JSON.stringify(platform)} in ${req.baseUrl}: the OSB API is served at /v2 and at /<platform>/v2 and ` +
+          `/<platform>/region/<region>/v2 for the platforms ${PLATFORMS.join(", ")}`,
+      ),
+    );
+    return;
+  }
+  if (region !== undefined && !LABEL_VALUE.test(region)) {
+    next(new BadRequestError(`region ${JSON.stringify(region)} in ${req.baseUrl} must be a valid label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`));
+    return;
+  }
+  res.locals.platform = platform;
+  res.locals.region = region;
+  next();
+};
 
 /** Echo X-Broker-API-Request-Identity on every response, errors included (runs before auth). */
 export const echoRequestIdentity: RequestHandler = (req, res, next) => {
@@ -78,6 +108,8 @@ export const osbHeaders: RequestHandler = (req, res, next) => {
       apiVersion: version.minor > MAX_API_VERSION.minor ? MAX_API_VERSION : version,
       requestIdentity: req.get(REQUEST_IDENTITY) || undefined,
       originatingIdentity: originating ? decodeOriginatingIdentity(originating) : undefined,
+      ...(res.locals.platform ? { platform: res.locals.platform as Platform } : {}),
+      ...(res.locals.region ? { region: res.locals.region as string } : {}),
     };
     res.locals.osb = info;
     next();

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import type { ValidateFunction } from "ajv";
 const require = createRequire(import.meta.url);
 const service = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/service.schema.json","title":"Service offering (catalog/**/*.yaml)","description":"An OSB service offering. Service Fabrik SFService documents load as they are; `gitops-broker.io/v1alpha1` kind `Service` has the same shape. Field names are camelCase (SF style); the OSB snake_case spellings are accepted as aliases for the OSB fields. `plans` are separate Plan documents that name this service in `spec.serviceId`.","type":"object","required":["apiVersion","kind","spec"],"properties":{"apiVersion":{"enum":["osb.servicefabrik.io/v1alpha1","gitops-broker.io/v1alpha1"]},"kind":{"enum":["SFService","Service"]},"metadata":{"$ref":"#/definitions/objectMeta"},"spec":{"type":"object","required":["name","id","description","bindable"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/cliFriendlyName","description":"OSB `name`: unique across the catalog."},"id":{"$ref":"#/definitions/nonEmptyString","description":"OSB `id`: globally unique, never changed. A GUID is recommended."},"description":{"$ref":"#/definitions/nonEmptyString"},"tags":{"type":"array","items":{"type":"string"}},"requires":{"type":"array","items":{"enum":["syslog_drain","route_forwarding","volume_mount"]}},"bindable":{"type":"boolean"},"instancesRetrievable":{"type":"boolean","description":"OSB `instances_retrievable` (2.14)."},"instanceRetrievable":{"type":"boolean","description":"Alias (spelling of the Service Fabrik Go types)."},"instances_retrievable":{"type":"boolean","description":"Alias (OSB spelling)."},"bindingsRetrievable":{"type":"boolean","description":"OSB `bindings_retrievable` (2.14)."},"bindingRetrievable":{"type":"boolean","description":"Alias (spelling of the Service Fabrik Go types)."},"bindings_retrievable":{"type":"boolean","description":"Alias (OSB spelling)."},"allowContextUpdates":{"type":"boolean","description":"OSB `allow_context_updates` (2.15)."},"allow_context_updates":{"type":"boolean","description":"Alias (OSB spelling)."},"planUpdatable":{"type":"boolean","description":"OSB `plan_updateable` (Service Fabrik spelling). Default false."},"planUpdateable":{"type":"boolean","description":"Alias."},"plan_updateable":{"type":"boolean","description":"Alias (OSB spelling)."},"metadata":{"type":"object","description":"OSB `metadata`, passed through (displayName, imageUrl, longDescription, ...)."},"dashboardClient":{"$ref":"#/definitions/dashboardClient"},"dashboard_client":{"$ref":"#/definitions/dashboardClient"},"context":{"type":"object","description":"Free-form values for templates (`service.spec.context`). Never sent to platforms."}}},"status":{"type":"object"}},"definitions":{"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"cliFriendlyName":{"type":"string","pattern":"^[A-Za-z0-9.-]+$","title":"a CLI-friendly name (only letters, digits, periods and hyphens)"},"objectMeta":{"type":"object","properties":{"name":{"type":"string"},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}},"dashboardClient":{"type":"object","description":"OSB `dashboard_client` (Cloud Foundry catalog extension).","required":["id","secret"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString"},"secret":{"$ref":"#/definitions/nonEmptyString"},"redirectUri":{"type":"string"},"redirect_uri":{"type":"string"}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/service.schema.json","title":"Service offering (catalog/**/*.yaml)","description":"An OSB service offering. Service Fabrik SFService documents load as they are; `gitops-broker.io/v1alpha1` kind `Service` has the same shape. Field names are camelCase (SF style); the OSB snake_case spellings are accepted as aliases for the OSB fields. `plans` are separate Plan documents that name this service in `spec.serviceId`.","type":"object","required":["apiVersion","kind","spec"],"properties":{"apiVersion":{"enum":["osb.servicefabrik.io/v1alpha1","gitops-broker.io/v1alpha1"]},"kind":{"enum":["SFService","Service"]},"metadata":{"$ref":"#/definitions/objectMeta"},"spec":{"type":"object","required":["name","id","description","bindable"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/cliFriendlyName","description":"OSB `name`: unique across the catalog."},"id":{"$ref":"#/definitions/nonEmptyString","description":"OSB `id`: globally unique, never changed. A GUID is recommended."},"description":{"$ref":"#/definitions/nonEmptyString"},"tags":{"type":"array","items":{"type":"string"}},"requires":{"type":"array","items":{"enum":["syslog_drain","route_forwarding","volume_mount"]}},"bindable":{"type":"boolean"},"instancesRetrievable":{"type":"boolean","description":"OSB `instances_retrievable` (2.14)."},"instanceRetrievable":{"type":"boolean","description":"Alias (spelling of the Service Fabrik Go types)."},"instances_retrievable":{"type":"boolean","description":"Alias (OSB spelling)."},"bindingsRetrievable":{"type":"boolean","description":"OSB `bindings_retrievable` (2.14)."},"bindingRetrievable":{"type":"boolean","description":"Alias (spelling of the Service Fabrik Go types)."},"bindings_retrievable":{"type":"boolean","description":"Alias (OSB spelling)."},"allowContextUpdates":{"type":"boolean","description":"OSB `allow_context_updates` (2.15)."},"allow_context_updates":{"type":"boolean","description":"Alias (OSB spelling)."},"planUpdatable":{"type":"boolean","description":"OSB `plan_updateable` (Service Fabrik spelling). Default false."},"planUpdateable":{"type":"boolean","description":"Alias."},"plan_updateable":{"type":"boolean","description":"Alias (OSB spelling)."},"metadata":{"type":"object","description":"OSB `metadata`, passed through (displayName, imageUrl, longDescription, ...)."},"dashboardClient":{"$ref":"#/definitions/dashboardClient"},"dashboard_client":{"$ref":"#/definitions/dashboardClient"},"context":{"type":"object","description":"Free-form values for templates (`service.spec.context`). Never sent to platforms."},"supported_platform":{"$ref":"#/definitions/platforms"},"supportedPlatform":{"$ref":"#/definitions/platforms"}}},"status":{"type":"object"}},"definitions":{"platforms":{"type":"array","items":{"$ref":"#/definitions/nonEmptyString"},"description":"Service Fabrik `supported_platform`: the platforms (cf, k8s, sm) whose catalog (GET /<platform>/v2/catalog) lists this service. Absent: cf and sm, as Service Fabrik. /v2/catalog lists every service."},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"cliFriendlyName":{"type":"string","pattern":"^[A-Za-z0-9.-]+$","title":"a CLI-friendly name (only letters, digits, periods and hyphens)"},"objectMeta":{"type":"object","properties":{"name":{"type":"string"},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}},"dashboardClient":{"type":"object","description":"OSB `dashboard_client` (Cloud Foundry catalog extension).","required":["id","secret"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString"},"secret":{"$ref":"#/definitions/nonEmptyString"},"redirectUri":{"type":"string"},"redirect_uri":{"type":"string"}}}}};
 const schema12 = {"type":"object","properties":{"name":{"type":"string"},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}};
 const schema13 = {"type":"string","pattern":"^[A-Za-z0-9.-]+$","title":"a CLI-friendly name (only letters, digits, periods and hyphens)"};
 const schema14 = {"type":"string","minLength":1,"title":"a non-empty string"};
@@ -141,6 +141,53 @@ vErrors.push(err9);
 errors++;
 }
 validate11.errors = vErrors;
+return errors === 0;
+}
+
+const schema19 = {"type":"array","items":{"$ref":"#/definitions/nonEmptyString"},"description":"Service Fabrik `supported_platform`: the platforms (cf, k8s, sm) whose catalog (GET /<platform>/v2/catalog) lists this service. Absent: cf and sm, as Service Fabrik. /v2/catalog lists every service."};
+
+function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(Array.isArray(data)){
+const len0 = data.length;
+for(let i0=0; i0<len0; i0++){
+let data0 = data[i0];
+if(typeof data0 === "string"){
+if(func3(data0) < 1){
+const err0 = {instancePath:instancePath+"/" + i0,schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema14,data:data0};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath:instancePath+"/" + i0,schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema14.type,parentSchema:schema14,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema19.type,parentSchema:schema19,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate14.errors = vErrors;
 return errors === 0;
 }
 
@@ -685,6 +732,18 @@ vErrors.push(err40);
 errors++;
 }
 }
+if(data9.supported_platform !== undefined){
+if(!(validate14(data9.supported_platform, {instancePath:instancePath+"/spec/supported_platform",parentData:data9,parentDataProperty:"supported_platform",rootData}))){
+vErrors = vErrors === null ? validate14.errors : vErrors.concat(validate14.errors);
+errors = vErrors.length;
+}
+}
+if(data9.supportedPlatform !== undefined){
+if(!(validate14(data9.supportedPlatform, {instancePath:instancePath+"/spec/supportedPlatform",parentData:data9,parentDataProperty:"supportedPlatform",rootData}))){
+vErrors = vErrors === null ? validate14.errors : vErrors.concat(validate14.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
 const err41 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.type,parentSchema:schema11.properties.spec,data:data9};
@@ -698,9 +757,9 @@ errors++;
 }
 }
 if(data.status !== undefined){
-let data33 = data.status;
-if(!(data33 && typeof data33 == "object" && !Array.isArray(data33))){
-const err42 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.status.type,parentSchema:schema11.properties.status,data:data33};
+let data35 = data.status;
+if(!(data35 && typeof data35 == "object" && !Array.isArray(data35))){
+const err42 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.status.type,parentSchema:schema11.properties.status,data:data35};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -725,22 +784,22 @@ validate10.errors = vErrors;
 return errors === 0;
 }
 
-const plan = validate14;
-const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/plan.schema.json","title":"Service plan (catalog/**/*.yaml)","description":"An OSB service plan and the templates that render its Kubernetes resources. Service Fabrik SFPlan documents load as they are; `gitops-broker.io/v1alpha1` kind `Plan` has the same shape. Field names are camelCase (SF style); the OSB snake_case spellings are accepted as aliases for the OSB fields.","type":"object","required":["apiVersion","kind","spec"],"properties":{"apiVersion":{"enum":["osb.servicefabrik.io/v1alpha1","gitops-broker.io/v1alpha1"]},"kind":{"enum":["SFPlan","Plan"]},"metadata":{"$ref":"#/definitions/objectMeta"},"spec":{"type":"object","required":["name","id","description","serviceId","templates"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/cliFriendlyName","description":"OSB `name`: unique within the service."},"id":{"$ref":"#/definitions/nonEmptyString","description":"OSB `id`: globally unique, never changed. A GUID is recommended."},"description":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString","description":"`spec.id` of the service this plan belongs to."},"metadata":{"type":"object","description":"OSB `metadata`, passed through (displayName, bullets, costs, ...)."},"free":{"type":"boolean","description":"OSB `free`. Default true."},"bindable":{"type":"boolean","description":"OSB `bindable`. Default: the service's."},"planUpdatable":{"type":"boolean","description":"OSB `plan_updateable` (2.15, Service Fabrik spelling). Default: the service's."},"planUpdateable":{"type":"boolean","description":"Alias."},"plan_updateable":{"type":"boolean","description":"Alias (OSB spelling)."},"autoUpdateInstances":{"type":"boolean","description":"Service Fabrik setting. true: when a commit changes this plan (its document or its templates), the broker re-renders every live instance of it, one commit each (`re-render <service>/<plan> instance <id>`, trailers Reason: plan-changed and Plan-Commit). Default false: instances keep their manifests until their next operation or `gitops-broker update --plan`."},"schemas":{"$ref":"#/definitions/schemas"},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"maintenance_info":{"$ref":"#/definitions/maintenanceInfo"},"maximumPollingDuration":{"$ref":"#/definitions/pollingDuration"},"maximum_polling_duration":{"$ref":"#/definitions/pollingDuration"},"manager":{"type":"object","description":"Service Fabrik broker settings.","properties":{"async":{"type":"boolean","description":"provision, update and deprovision answer 202 and are polled. Default false."},"asyncBinding":{"type":"boolean","description":"bind and unbind answer 202 and are polled. Default false."}}},"context":{"type":"object","description":"Free-form values for templates (`plan.spec.context`). Never sent to platforms."},"templates":{"type":"array","items":{"$ref":"#/definitions/template"}}}},"status":{"type":"object"}},"definitions":{"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"cliFriendlyName":{"type":"string","pattern":"^[A-Za-z0-9.-]+$","title":"a CLI-friendly name (only letters, digits, periods and hyphens)"},"objectMeta":{"type":"object","properties":{"name":{"type":"string"},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}},"pollingDuration":{"type":"integer","minimum":1,"description":"OSB `maximum_polling_duration` (2.15), in seconds."},"maintenanceInfo":{"type":"object","description":"OSB `maintenance_info` (2.15).","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/semver"},"description":{"type":"string"}}},"semver":{"type":"string","pattern":"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$","title":"a semantic version (e.g. 1.2.3)"},"inputParameters":{"type":"object","required":["parameters"],"additionalProperties":false,"properties":{"parameters":{"type":"object","description":"JSON schema (draft-04, -06 or -07; `$schema` is required) of the request's `parameters`."}}},"schemas":{"type":"object","description":"OSB `schemas` (2.13).","additionalProperties":false,"properties":{"service_instance":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"},"update":{"$ref":"#/definitions/inputParameters"}}},"service_binding":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"}}}}},"template":{"type":"object","description":"One template. Its text is `content` (inline), `contentEncoded` (base64, Service Fabrik) or the file at `path` (repo-relative, e.g. catalog/templates/postgresql.hbs): exactly one of them. A helm template names its chart in `url` and may leave out its text (which renders the chart's values): then at most one of them.","required":["action","type"],"additionalProperties":false,"properties":{"action":{"$ref":"#/definitions/nonEmptyString","description":"provision, update, bind, unbind, deprovision, or a helper action (sources, status, clusterSelector, ...)."},"type":{"$ref":"#/definitions/nonEmptyString","description":"Template engine: handlebars, or gotemplate (Service Fabrik: Go text/template with sprig; also Gotemplate, GoTemplate, GOTEMPLATE). The engine registry (src/render/engines.ts) decides; validate reports an unknown type."},"content":{"type":"string"},"contentEncoded":{"type":"string","pattern":"^[A-Za-z0-9+/\\s]*={0,2}\\s*$","title":"base64 text"},"path":{"type":"string","pattern":"^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$","title":"a repo-relative path without '.' or '..' segments (e.g. catalog/templates/postgresql.hbs)"},"url":{"type":"string","minLength":1,"description":"helm: the chart, a repository path under catalog/ (a chart directory or a .tgz) or an http(s) URL of a chart archive pinned by `digest` (ADR 0015). The other engines ignore it, as Service Fabrik did."},"digest":{"type":"string","pattern":"^sha256:[0-9a-f]{64}$","title":"sha256:<64 lowercase hex digits>","description":"sha256 of the archive an http(s) `url` names: fetched once when the catalog loads, verified, cached by digest."}},"if":{"required":["url"]},"then":{"not":{"anyOf":[{"required":["content","contentEncoded"]},{"required":["content","path"]},{"required":["contentEncoded","path"]}]}},"else":{"oneOf":[{"required":["content"]},{"required":["contentEncoded"]},{"required":["path"]}]}}}};
-const schema20 = {"type":"object","properties":{"name":{"type":"string"},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}};
-const schema21 = {"type":"string","pattern":"^[A-Za-z0-9.-]+$","title":"a CLI-friendly name (only letters, digits, periods and hyphens)"};
-const schema22 = {"type":"string","minLength":1,"title":"a non-empty string"};
-const schema31 = {"type":"integer","minimum":1,"description":"OSB `maximum_polling_duration` (2.15), in seconds."};
-const schema25 = {"type":"object","description":"OSB `schemas` (2.13).","additionalProperties":false,"properties":{"service_instance":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"},"update":{"$ref":"#/definitions/inputParameters"}}},"service_binding":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"}}}}};
-const schema26 = {"type":"object","required":["parameters"],"additionalProperties":false,"properties":{"parameters":{"type":"object","description":"JSON schema (draft-04, -06 or -07; `$schema` is required) of the request's `parameters`."}}};
+const plan = validate17;
+const schema21 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/plan.schema.json","title":"Service plan (catalog/**/*.yaml)","description":"An OSB service plan and the templates that render its Kubernetes resources. Service Fabrik SFPlan documents load as they are; `gitops-broker.io/v1alpha1` kind `Plan` has the same shape. Field names are camelCase (SF style); the OSB snake_case spellings are accepted as aliases for the OSB fields.","type":"object","required":["apiVersion","kind","spec"],"properties":{"apiVersion":{"enum":["osb.servicefabrik.io/v1alpha1","gitops-broker.io/v1alpha1"]},"kind":{"enum":["SFPlan","Plan"]},"metadata":{"$ref":"#/definitions/objectMeta"},"spec":{"type":"object","required":["name","id","description","serviceId","templates"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/cliFriendlyName","description":"OSB `name`: unique within the service."},"id":{"$ref":"#/definitions/nonEmptyString","description":"OSB `id`: globally unique, never changed. A GUID is recommended."},"description":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString","description":"`spec.id` of the service this plan belongs to."},"metadata":{"type":"object","description":"OSB `metadata`, passed through (displayName, bullets, costs, ...)."},"free":{"type":"boolean","description":"OSB `free`. Default true."},"bindable":{"type":"boolean","description":"OSB `bindable`. Default: the service's."},"planUpdatable":{"type":"boolean","description":"OSB `plan_updateable` (2.15, Service Fabrik spelling). Default: the service's."},"planUpdateable":{"type":"boolean","description":"Alias."},"plan_updateable":{"type":"boolean","description":"Alias (OSB spelling)."},"autoUpdateInstances":{"type":"boolean","description":"Service Fabrik setting. true: when a commit changes this plan (its document or its templates), the broker re-renders every live instance of it, one commit each (`re-render <service>/<plan> instance <id>`, trailers Reason: plan-changed and Plan-Commit). Default false: instances keep their manifests until their next operation or `gitops-broker update --plan`."},"schemas":{"$ref":"#/definitions/schemas"},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"maintenance_info":{"$ref":"#/definitions/maintenanceInfo"},"maximumPollingDuration":{"$ref":"#/definitions/pollingDuration"},"maximum_polling_duration":{"$ref":"#/definitions/pollingDuration"},"manager":{"type":"object","description":"Service Fabrik broker settings.","properties":{"async":{"type":"boolean","description":"provision, update and deprovision answer 202 and are polled. Default false."},"asyncBinding":{"type":"boolean","description":"bind and unbind answer 202 and are polled. Default false."},"settings":{"type":"object","properties":{"dashboard_url_template":{"type":"string","description":"Base64 of a lodash-style template of the dashboard URL (Service Fabrik)."},"update_predecessors":{"type":"array","items":{"$ref":"#/definitions/nonEmptyString"},"description":"Ids of the plans an instance may move to this plan from; any other plan change to it is refused (400, Service Fabrik's `Update to plan '<name>' is not possible`). Absent: an SFPlan accepts no plan change to it (as Service Fabrik), a Plan accepts one from every plan of its service."}}}}},"supported_platform":{"$ref":"#/definitions/platforms"},"supportedPlatform":{"$ref":"#/definitions/platforms"},"context":{"type":"object","description":"Free-form values for templates (`plan.spec.context`). Never sent to platforms."},"templates":{"type":"array","items":{"$ref":"#/definitions/template"}}}},"status":{"type":"object"}},"definitions":{"platforms":{"type":"array","items":{"$ref":"#/definitions/nonEmptyString"},"description":"Service Fabrik `supported_platform`: the platforms (cf, k8s, sm) whose catalog (GET /<platform>/v2/catalog) lists this. Absent: cf and sm, as Service Fabrik. /v2/catalog lists every plan."},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"cliFriendlyName":{"type":"string","pattern":"^[A-Za-z0-9.-]+$","title":"a CLI-friendly name (only letters, digits, periods and hyphens)"},"objectMeta":{"type":"object","properties":{"name":{"type":"string"},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}},"pollingDuration":{"type":"integer","minimum":1,"description":"OSB `maximum_polling_duration` (2.15), in seconds."},"maintenanceInfo":{"type":"object","description":"OSB `maintenance_info` (2.15).","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/semver"},"description":{"type":"string"}}},"semver":{"type":"string","pattern":"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$","title":"a semantic version (e.g. 1.2.3)"},"inputParameters":{"type":"object","required":["parameters"],"additionalProperties":false,"properties":{"parameters":{"type":"object","description":"JSON schema (draft-04, -06 or -07; `$schema` is required) of the request's `parameters`."}}},"schemas":{"type":"object","description":"OSB `schemas` (2.13).","additionalProperties":false,"properties":{"service_instance":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"},"update":{"$ref":"#/definitions/inputParameters"}}},"service_binding":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"}}}}},"template":{"type":"object","description":"One template. Its text is `content` (inline), `contentEncoded` (base64, Service Fabrik) or the file at `path` (repo-relative, e.g. catalog/templates/postgresql.hbs): exactly one of them. A helm template names its chart in `url` and may leave out its text (which renders the chart's values): then at most one of them.","required":["action","type"],"additionalProperties":false,"properties":{"action":{"$ref":"#/definitions/nonEmptyString","description":"provision, update, bind, unbind, deprovision, or a helper action (sources, status, clusterSelector, ...)."},"type":{"$ref":"#/definitions/nonEmptyString","description":"Template engine: handlebars, or gotemplate (Service Fabrik: Go text/template with sprig; also Gotemplate, GoTemplate, GOTEMPLATE). The engine registry (src/render/engines.ts) decides; validate reports an unknown type."},"content":{"type":"string"},"contentEncoded":{"type":"string","pattern":"^[A-Za-z0-9+/\\s]*={0,2}\\s*$","title":"base64 text"},"path":{"type":"string","pattern":"^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$","title":"a repo-relative path without '.' or '..' segments (e.g. catalog/templates/postgresql.hbs)"},"url":{"type":"string","minLength":1,"description":"helm: the chart, a repository path under catalog/ (a chart directory or a .tgz) or an http(s) URL of a chart archive pinned by `digest` (ADR 0015). The other engines ignore it, as Service Fabrik did."},"digest":{"type":"string","pattern":"^sha256:[0-9a-f]{64}$","title":"sha256:<64 lowercase hex digits>","description":"sha256 of the archive an http(s) `url` names: fetched once when the catalog loads, verified, cached by digest."}},"if":{"required":["url"]},"then":{"not":{"anyOf":[{"required":["content","contentEncoded"]},{"required":["content","path"]},{"required":["contentEncoded","path"]}]}},"else":{"oneOf":[{"required":["content"]},{"required":["contentEncoded"]},{"required":["path"]}]}}}};
+const schema22 = {"type":"object","properties":{"name":{"type":"string"},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}};
+const schema23 = {"type":"string","pattern":"^[A-Za-z0-9.-]+$","title":"a CLI-friendly name (only letters, digits, periods and hyphens)"};
+const schema24 = {"type":"string","minLength":1,"title":"a non-empty string"};
+const schema33 = {"type":"integer","minimum":1,"description":"OSB `maximum_polling_duration` (2.15), in seconds."};
+const schema27 = {"type":"object","description":"OSB `schemas` (2.13).","additionalProperties":false,"properties":{"service_instance":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"},"update":{"$ref":"#/definitions/inputParameters"}}},"service_binding":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"}}}}};
+const schema28 = {"type":"object","required":["parameters"],"additionalProperties":false,"properties":{"parameters":{"type":"object","description":"JSON schema (draft-04, -06 or -07; `$schema` is required) of the request's `parameters`."}}};
 
-function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((key0 === "service_instance") || (key0 === "service_binding"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema25,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema27,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -755,7 +814,7 @@ let data0 = data.service_instance;
 if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
 for(const key1 in data0){
 if(!((key1 === "create") || (key1 === "update"))){
-const err1 = {instancePath:instancePath+"/service_instance",schemaPath:"#/properties/service_instance/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema25.properties.service_instance,data:data0};
+const err1 = {instancePath:instancePath+"/service_instance",schemaPath:"#/properties/service_instance/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema27.properties.service_instance,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -769,7 +828,7 @@ if(data0.create !== undefined){
 let data1 = data0.create;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 if(data1.parameters === undefined){
-const err2 = {instancePath:instancePath+"/service_instance/create",schemaPath:"#/definitions/inputParameters/required",keyword:"required",params:{missingProperty: "parameters"},message:"must have required property '"+"parameters"+"'",schema:schema26.required,parentSchema:schema26,data:data1};
+const err2 = {instancePath:instancePath+"/service_instance/create",schemaPath:"#/definitions/inputParameters/required",keyword:"required",params:{missingProperty: "parameters"},message:"must have required property '"+"parameters"+"'",schema:schema28.required,parentSchema:schema28,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -780,7 +839,7 @@ errors++;
 }
 for(const key2 in data1){
 if(!(key2 === "parameters")){
-const err3 = {instancePath:instancePath+"/service_instance/create",schemaPath:"#/definitions/inputParameters/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema26,data:data1};
+const err3 = {instancePath:instancePath+"/service_instance/create",schemaPath:"#/definitions/inputParameters/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema28,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -793,7 +852,7 @@ errors++;
 if(data1.parameters !== undefined){
 let data2 = data1.parameters;
 if(!(data2 && typeof data2 == "object" && !Array.isArray(data2))){
-const err4 = {instancePath:instancePath+"/service_instance/create/parameters",schemaPath:"#/definitions/inputParameters/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema26.properties.parameters.type,parentSchema:schema26.properties.parameters,data:data2};
+const err4 = {instancePath:instancePath+"/service_instance/create/parameters",schemaPath:"#/definitions/inputParameters/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.parameters.type,parentSchema:schema28.properties.parameters,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -805,7 +864,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/service_instance/create",schemaPath:"#/definitions/inputParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema26.type,parentSchema:schema26,data:data1};
+const err5 = {instancePath:instancePath+"/service_instance/create",schemaPath:"#/definitions/inputParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.type,parentSchema:schema28,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -819,7 +878,7 @@ if(data0.update !== undefined){
 let data3 = data0.update;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 if(data3.parameters === undefined){
-const err6 = {instancePath:instancePath+"/service_instance/update",schemaPath:"#/definitions/inputParameters/required",keyword:"required",params:{missingProperty: "parameters"},message:"must have required property '"+"parameters"+"'",schema:schema26.required,parentSchema:schema26,data:data3};
+const err6 = {instancePath:instancePath+"/service_instance/update",schemaPath:"#/definitions/inputParameters/required",keyword:"required",params:{missingProperty: "parameters"},message:"must have required property '"+"parameters"+"'",schema:schema28.required,parentSchema:schema28,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -830,7 +889,7 @@ errors++;
 }
 for(const key3 in data3){
 if(!(key3 === "parameters")){
-const err7 = {instancePath:instancePath+"/service_instance/update",schemaPath:"#/definitions/inputParameters/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema26,data:data3};
+const err7 = {instancePath:instancePath+"/service_instance/update",schemaPath:"#/definitions/inputParameters/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema28,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -843,7 +902,7 @@ errors++;
 if(data3.parameters !== undefined){
 let data4 = data3.parameters;
 if(!(data4 && typeof data4 == "object" && !Array.isArray(data4))){
-const err8 = {instancePath:instancePath+"/service_instance/update/parameters",schemaPath:"#/definitions/inputParameters/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema26.properties.parameters.type,parentSchema:schema26.properties.parameters,data:data4};
+const err8 = {instancePath:instancePath+"/service_instance/update/parameters",schemaPath:"#/definitions/inputParameters/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.parameters.type,parentSchema:schema28.properties.parameters,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -855,7 +914,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/service_instance/update",schemaPath:"#/definitions/inputParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema26.type,parentSchema:schema26,data:data3};
+const err9 = {instancePath:instancePath+"/service_instance/update",schemaPath:"#/definitions/inputParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.type,parentSchema:schema28,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -867,7 +926,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/service_instance",schemaPath:"#/properties/service_instance/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema25.properties.service_instance.type,parentSchema:schema25.properties.service_instance,data:data0};
+const err10 = {instancePath:instancePath+"/service_instance",schemaPath:"#/properties/service_instance/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema27.properties.service_instance.type,parentSchema:schema27.properties.service_instance,data:data0};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -882,7 +941,7 @@ let data5 = data.service_binding;
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 for(const key4 in data5){
 if(!(key4 === "create")){
-const err11 = {instancePath:instancePath+"/service_binding",schemaPath:"#/properties/service_binding/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema25.properties.service_binding,data:data5};
+const err11 = {instancePath:instancePath+"/service_binding",schemaPath:"#/properties/service_binding/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema27.properties.service_binding,data:data5};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -896,7 +955,7 @@ if(data5.create !== undefined){
 let data6 = data5.create;
 if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
 if(data6.parameters === undefined){
-const err12 = {instancePath:instancePath+"/service_binding/create",schemaPath:"#/definitions/inputParameters/required",keyword:"required",params:{missingProperty: "parameters"},message:"must have required property '"+"parameters"+"'",schema:schema26.required,parentSchema:schema26,data:data6};
+const err12 = {instancePath:instancePath+"/service_binding/create",schemaPath:"#/definitions/inputParameters/required",keyword:"required",params:{missingProperty: "parameters"},message:"must have required property '"+"parameters"+"'",schema:schema28.required,parentSchema:schema28,data:data6};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -907,7 +966,7 @@ errors++;
 }
 for(const key5 in data6){
 if(!(key5 === "parameters")){
-const err13 = {instancePath:instancePath+"/service_binding/create",schemaPath:"#/definitions/inputParameters/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema26,data:data6};
+const err13 = {instancePath:instancePath+"/service_binding/create",schemaPath:"#/definitions/inputParameters/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema28,data:data6};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -920,7 +979,7 @@ errors++;
 if(data6.parameters !== undefined){
 let data7 = data6.parameters;
 if(!(data7 && typeof data7 == "object" && !Array.isArray(data7))){
-const err14 = {instancePath:instancePath+"/service_binding/create/parameters",schemaPath:"#/definitions/inputParameters/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema26.properties.parameters.type,parentSchema:schema26.properties.parameters,data:data7};
+const err14 = {instancePath:instancePath+"/service_binding/create/parameters",schemaPath:"#/definitions/inputParameters/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.properties.parameters.type,parentSchema:schema28.properties.parameters,data:data7};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -932,7 +991,7 @@ errors++;
 }
 }
 else {
-const err15 = {instancePath:instancePath+"/service_binding/create",schemaPath:"#/definitions/inputParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema26.type,parentSchema:schema26,data:data6};
+const err15 = {instancePath:instancePath+"/service_binding/create",schemaPath:"#/definitions/inputParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema28.type,parentSchema:schema28,data:data6};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -944,7 +1003,7 @@ errors++;
 }
 }
 else {
-const err16 = {instancePath:instancePath+"/service_binding",schemaPath:"#/properties/service_binding/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema25.properties.service_binding.type,parentSchema:schema25.properties.service_binding,data:data5};
+const err16 = {instancePath:instancePath+"/service_binding",schemaPath:"#/properties/service_binding/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema27.properties.service_binding.type,parentSchema:schema27.properties.service_binding,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -956,7 +1015,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema25.type,parentSchema:schema25,data};
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema27.type,parentSchema:schema27,data};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -965,20 +1024,20 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate15.errors = vErrors;
+validate18.errors = vErrors;
 return errors === 0;
 }
 
-const schema29 = {"type":"object","description":"OSB `maintenance_info` (2.15).","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/semver"},"description":{"type":"string"}}};
-const schema30 = {"type":"string","pattern":"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$","title":"a semantic version (e.g. 1.2.3)"};
+const schema31 = {"type":"object","description":"OSB `maintenance_info` (2.15).","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/semver"},"description":{"type":"string"}}};
+const schema32 = {"type":"string","pattern":"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$","title":"a semantic version (e.g. 1.2.3)"};
 const pattern2 = new RegExp("^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$", "u");
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.version === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema29.required,parentSchema:schema29,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema31.required,parentSchema:schema31,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -989,7 +1048,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "version") || (key0 === "description"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema29,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema31,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1003,7 +1062,7 @@ if(data.version !== undefined){
 let data0 = data.version;
 if(typeof data0 === "string"){
 if(!pattern2.test(data0)){
-const err2 = {instancePath:instancePath+"/version",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$"},message:"must match pattern \""+"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$"+"\"",schema:"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$",parentSchema:schema30,data:data0};
+const err2 = {instancePath:instancePath+"/version",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$"},message:"must match pattern \""+"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$"+"\"",schema:"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$",parentSchema:schema32,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1014,7 +1073,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/version",schemaPath:"#/definitions/semver/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema30.type,parentSchema:schema30,data:data0};
+const err3 = {instancePath:instancePath+"/version",schemaPath:"#/definitions/semver/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.type,parentSchema:schema32,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1027,7 +1086,7 @@ errors++;
 if(data.description !== undefined){
 let data1 = data.description;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema29.properties.description.type,parentSchema:schema29.properties.description,data:data1};
+const err4 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema31.properties.description.type,parentSchema:schema31.properties.description,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1039,7 +1098,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.type,parentSchema:schema29,data};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema31.type,parentSchema:schema31,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1048,16 +1107,63 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
-const schema33 = {"type":"object","description":"One template. Its text is `content` (inline), `contentEncoded` (base64, Service Fabrik) or the file at `path` (repo-relative, e.g. catalog/templates/postgresql.hbs): exactly one of them. A helm template names its chart in `url` and may leave out its text (which renders the chart's values): then at most one of them.","required":["action","type"],"additionalProperties":false,"properties":{"action":{"$ref":"#/definitions/nonEmptyString","description":"provision, update, bind, unbind, deprovision, or a helper action (sources, status, clusterSelector, ...)."},"type":{"$ref":"#/definitions/nonEmptyString","description":"Template engine: handlebars, or gotemplate (Service Fabrik: Go text/template with sprig; also Gotemplate, GoTemplate, GOTEMPLATE). The engine registry (src/render/engines.ts) decides; validate reports an unknown type."},"content":{"type":"string"},"contentEncoded":{"type":"string","pattern":"^[A-Za-z0-9+/\\s]*={0,2}\\s*$","title":"base64 text"},"path":{"type":"string","pattern":"^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$","title":"a repo-relative path without '.' or '..' segments (e.g. catalog/templates/postgresql.hbs)"},"url":{"type":"string","minLength":1,"description":"helm: the chart, a repository path under catalog/ (a chart directory or a .tgz) or an http(s) URL of a chart archive pinned by `digest` (ADR 0015). The other engines ignore it, as Service Fabrik did."},"digest":{"type":"string","pattern":"^sha256:[0-9a-f]{64}$","title":"sha256:<64 lowercase hex digits>","description":"sha256 of the archive an http(s) `url` names: fetched once when the catalog loads, verified, cached by digest."}},"if":{"required":["url"]},"then":{"not":{"anyOf":[{"required":["content","contentEncoded"]},{"required":["content","path"]},{"required":["contentEncoded","path"]}]}},"else":{"oneOf":[{"required":["content"]},{"required":["contentEncoded"]},{"required":["path"]}]}};
+const schema36 = {"type":"array","items":{"$ref":"#/definitions/nonEmptyString"},"description":"Service Fabrik `supported_platform`: the platforms (cf, k8s, sm) whose catalog (GET /<platform>/v2/catalog) lists this. Absent: cf and sm, as Service Fabrik. /v2/catalog lists every plan."};
+
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(Array.isArray(data)){
+const len0 = data.length;
+for(let i0=0; i0<len0; i0++){
+let data0 = data[i0];
+if(typeof data0 === "string"){
+if(func3(data0) < 1){
+const err0 = {instancePath:instancePath+"/" + i0,schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema24,data:data0};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath:instancePath+"/" + i0,schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema36.type,parentSchema:schema36,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate23.errors = vErrors;
+return errors === 0;
+}
+
+const schema38 = {"type":"object","description":"One template. Its text is `content` (inline), `contentEncoded` (base64, Service Fabrik) or the file at `path` (repo-relative, e.g. catalog/templates/postgresql.hbs): exactly one of them. A helm template names its chart in `url` and may leave out its text (which renders the chart's values): then at most one of them.","required":["action","type"],"additionalProperties":false,"properties":{"action":{"$ref":"#/definitions/nonEmptyString","description":"provision, update, bind, unbind, deprovision, or a helper action (sources, status, clusterSelector, ...)."},"type":{"$ref":"#/definitions/nonEmptyString","description":"Template engine: handlebars, or gotemplate (Service Fabrik: Go text/template with sprig; also Gotemplate, GoTemplate, GOTEMPLATE). The engine registry (src/render/engines.ts) decides; validate reports an unknown type."},"content":{"type":"string"},"contentEncoded":{"type":"string","pattern":"^[A-Za-z0-9+/\\s]*={0,2}\\s*$","title":"base64 text"},"path":{"type":"string","pattern":"^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$","title":"a repo-relative path without '.' or '..' segments (e.g. catalog/templates/postgresql.hbs)"},"url":{"type":"string","minLength":1,"description":"helm: the chart, a repository path under catalog/ (a chart directory or a .tgz) or an http(s) URL of a chart archive pinned by `digest` (ADR 0015). The other engines ignore it, as Service Fabrik did."},"digest":{"type":"string","pattern":"^sha256:[0-9a-f]{64}$","title":"sha256:<64 lowercase hex digits>","description":"sha256 of the archive an http(s) `url` names: fetched once when the catalog loads, verified, cached by digest."}},"if":{"required":["url"]},"then":{"not":{"anyOf":[{"required":["content","contentEncoded"]},{"required":["content","path"]},{"required":["contentEncoded","path"]}]}},"else":{"oneOf":[{"required":["content"]},{"required":["contentEncoded"]},{"required":["path"]}]}};
 const pattern3 = new RegExp("^[A-Za-z0-9+/\\s]*={0,2}\\s*$", "u");
 const pattern4 = new RegExp("^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$", "u");
 const pattern5 = new RegExp("^sha256:[0-9a-f]{64}$", "u");
 
-function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 const _errs1 = errors;
@@ -1168,7 +1274,7 @@ vErrors = null;
 }
 var valid1 = _errs5 === errors;
 if(valid1){
-const err5 = {instancePath,schemaPath:"#/then/not",keyword:"not",params:{},message:"must NOT be valid",schema:schema33.then.not,parentSchema:schema33.then,data};
+const err5 = {instancePath,schemaPath:"#/then/not",keyword:"not",params:{},message:"must NOT be valid",schema:schema38.then.not,parentSchema:schema38.then,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1200,7 +1306,7 @@ let passing0 = null;
 const _errs12 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.content === undefined){
-const err6 = {instancePath,schemaPath:"#/else/oneOf/0/required",keyword:"required",params:{missingProperty: "content"},message:"must have required property '"+"content"+"'",schema:schema33.else.oneOf[0].required,parentSchema:schema33.else.oneOf[0],data};
+const err6 = {instancePath,schemaPath:"#/else/oneOf/0/required",keyword:"required",params:{missingProperty: "content"},message:"must have required property '"+"content"+"'",schema:schema38.else.oneOf[0].required,parentSchema:schema38.else.oneOf[0],data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1218,7 +1324,7 @@ passing0 = 0;
 const _errs13 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.contentEncoded === undefined){
-const err7 = {instancePath,schemaPath:"#/else/oneOf/1/required",keyword:"required",params:{missingProperty: "contentEncoded"},message:"must have required property '"+"contentEncoded"+"'",schema:schema33.else.oneOf[1].required,parentSchema:schema33.else.oneOf[1],data};
+const err7 = {instancePath,schemaPath:"#/else/oneOf/1/required",keyword:"required",params:{missingProperty: "contentEncoded"},message:"must have required property '"+"contentEncoded"+"'",schema:schema38.else.oneOf[1].required,parentSchema:schema38.else.oneOf[1],data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1241,7 +1347,7 @@ passing0 = 1;
 const _errs14 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.path === undefined){
-const err8 = {instancePath,schemaPath:"#/else/oneOf/2/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema33.else.oneOf[2].required,parentSchema:schema33.else.oneOf[2],data};
+const err8 = {instancePath,schemaPath:"#/else/oneOf/2/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema38.else.oneOf[2].required,parentSchema:schema38.else.oneOf[2],data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1264,7 +1370,7 @@ passing0 = 2;
 }
 }
 if(!valid3){
-const err9 = {instancePath,schemaPath:"#/else/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema33.else.oneOf,parentSchema:schema33.else,data};
+const err9 = {instancePath,schemaPath:"#/else/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema38.else.oneOf,parentSchema:schema38.else,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1289,7 +1395,7 @@ valid0 = _valid0;
 ifClause0 = "else";
 }
 if(!valid0){
-const err10 = {instancePath,schemaPath:"#/if",keyword:"if",params:{failingKeyword: ifClause0},message:"must match \""+ifClause0+"\" schema",schema:schema33.if,parentSchema:schema33,data};
+const err10 = {instancePath,schemaPath:"#/if",keyword:"if",params:{failingKeyword: ifClause0},message:"must match \""+ifClause0+"\" schema",schema:schema38.if,parentSchema:schema38,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1300,7 +1406,7 @@ errors++;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.action === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'",schema:schema33.required,parentSchema:schema33,data};
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'",schema:schema38.required,parentSchema:schema38,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1310,7 +1416,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data.type === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema33.required,parentSchema:schema33,data};
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema38.required,parentSchema:schema38,data};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1321,7 +1427,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "action") || (key0 === "type")) || (key0 === "content")) || (key0 === "contentEncoded")) || (key0 === "path")) || (key0 === "url")) || (key0 === "digest"))){
-const err13 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema33,data};
+const err13 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema38,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1335,7 +1441,7 @@ if(data.action !== undefined){
 let data0 = data.action;
 if(typeof data0 === "string"){
 if(func3(data0) < 1){
-const err14 = {instancePath:instancePath+"/action",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema22,data:data0};
+const err14 = {instancePath:instancePath+"/action",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema24,data:data0};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1346,7 +1452,7 @@ errors++;
 }
 }
 else {
-const err15 = {instancePath:instancePath+"/action",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema22.type,parentSchema:schema22,data:data0};
+const err15 = {instancePath:instancePath+"/action",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data0};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1360,7 +1466,7 @@ if(data.type !== undefined){
 let data1 = data.type;
 if(typeof data1 === "string"){
 if(func3(data1) < 1){
-const err16 = {instancePath:instancePath+"/type",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema22,data:data1};
+const err16 = {instancePath:instancePath+"/type",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema24,data:data1};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1371,7 +1477,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath:instancePath+"/type",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema22.type,parentSchema:schema22,data:data1};
+const err17 = {instancePath:instancePath+"/type",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data1};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1384,7 +1490,7 @@ errors++;
 if(data.content !== undefined){
 let data2 = data.content;
 if(typeof data2 !== "string"){
-const err18 = {instancePath:instancePath+"/content",schemaPath:"#/properties/content/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.content.type,parentSchema:schema33.properties.content,data:data2};
+const err18 = {instancePath:instancePath+"/content",schemaPath:"#/properties/content/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.content.type,parentSchema:schema38.properties.content,data:data2};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1398,7 +1504,7 @@ if(data.contentEncoded !== undefined){
 let data3 = data.contentEncoded;
 if(typeof data3 === "string"){
 if(!pattern3.test(data3)){
-const err19 = {instancePath:instancePath+"/contentEncoded",schemaPath:"#/properties/contentEncoded/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9+/\\s]*={0,2}\\s*$"},message:"must match pattern \""+"^[A-Za-z0-9+/\\s]*={0,2}\\s*$"+"\"",schema:"^[A-Za-z0-9+/\\s]*={0,2}\\s*$",parentSchema:schema33.properties.contentEncoded,data:data3};
+const err19 = {instancePath:instancePath+"/contentEncoded",schemaPath:"#/properties/contentEncoded/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9+/\\s]*={0,2}\\s*$"},message:"must match pattern \""+"^[A-Za-z0-9+/\\s]*={0,2}\\s*$"+"\"",schema:"^[A-Za-z0-9+/\\s]*={0,2}\\s*$",parentSchema:schema38.properties.contentEncoded,data:data3};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1409,7 +1515,7 @@ errors++;
 }
 }
 else {
-const err20 = {instancePath:instancePath+"/contentEncoded",schemaPath:"#/properties/contentEncoded/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.contentEncoded.type,parentSchema:schema33.properties.contentEncoded,data:data3};
+const err20 = {instancePath:instancePath+"/contentEncoded",schemaPath:"#/properties/contentEncoded/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.contentEncoded.type,parentSchema:schema38.properties.contentEncoded,data:data3};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1423,7 +1529,7 @@ if(data.path !== undefined){
 let data4 = data.path;
 if(typeof data4 === "string"){
 if(!pattern4.test(data4)){
-const err21 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/pattern",keyword:"pattern",params:{pattern: "^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$"},message:"must match pattern \""+"^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$"+"\"",schema:"^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$",parentSchema:schema33.properties.path,data:data4};
+const err21 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/pattern",keyword:"pattern",params:{pattern: "^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$"},message:"must match pattern \""+"^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$"+"\"",schema:"^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$",parentSchema:schema38.properties.path,data:data4};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1434,7 +1540,7 @@ errors++;
 }
 }
 else {
-const err22 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.path.type,parentSchema:schema33.properties.path,data:data4};
+const err22 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.path.type,parentSchema:schema38.properties.path,data:data4};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1448,7 +1554,7 @@ if(data.url !== undefined){
 let data5 = data.url;
 if(typeof data5 === "string"){
 if(func3(data5) < 1){
-const err23 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.url,data:data5};
+const err23 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema38.properties.url,data:data5};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1459,7 +1565,7 @@ errors++;
 }
 }
 else {
-const err24 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.url.type,parentSchema:schema33.properties.url,data:data5};
+const err24 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.url.type,parentSchema:schema38.properties.url,data:data5};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1473,7 +1579,7 @@ if(data.digest !== undefined){
 let data6 = data.digest;
 if(typeof data6 === "string"){
 if(!pattern5.test(data6)){
-const err25 = {instancePath:instancePath+"/digest",schemaPath:"#/properties/digest/pattern",keyword:"pattern",params:{pattern: "^sha256:[0-9a-f]{64}$"},message:"must match pattern \""+"^sha256:[0-9a-f]{64}$"+"\"",schema:"^sha256:[0-9a-f]{64}$",parentSchema:schema33.properties.digest,data:data6};
+const err25 = {instancePath:instancePath+"/digest",schemaPath:"#/properties/digest/pattern",keyword:"pattern",params:{pattern: "^sha256:[0-9a-f]{64}$"},message:"must match pattern \""+"^sha256:[0-9a-f]{64}$"+"\"",schema:"^sha256:[0-9a-f]{64}$",parentSchema:schema38.properties.digest,data:data6};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1484,7 +1590,7 @@ errors++;
 }
 }
 else {
-const err26 = {instancePath:instancePath+"/digest",schemaPath:"#/properties/digest/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.digest.type,parentSchema:schema33.properties.digest,data:data6};
+const err26 = {instancePath:instancePath+"/digest",schemaPath:"#/properties/digest/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.digest.type,parentSchema:schema38.properties.digest,data:data6};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1496,7 +1602,7 @@ errors++;
 }
 }
 else {
-const err27 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data};
+const err27 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema38.type,parentSchema:schema38,data};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1505,18 +1611,18 @@ vErrors.push(err27);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://gitops-broker.io/schemas/v1alpha1/plan.schema.json" */;
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema19.required,parentSchema:schema19,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema21.required,parentSchema:schema21,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1526,7 +1632,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema19.required,parentSchema:schema19,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema21.required,parentSchema:schema21,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1536,7 +1642,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.spec === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema19.required,parentSchema:schema19,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema21.required,parentSchema:schema21,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1548,7 +1654,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if(!((data0 === "osb.servicefabrik.io/v1alpha1") || (data0 === "gitops-broker.io/v1alpha1"))){
-const err3 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/enum",keyword:"enum",params:{allowedValues: schema19.properties.apiVersion.enum},message:"must be equal to one of the allowed values",schema:schema19.properties.apiVersion.enum,parentSchema:schema19.properties.apiVersion,data:data0};
+const err3 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/enum",keyword:"enum",params:{allowedValues: schema21.properties.apiVersion.enum},message:"must be equal to one of the allowed values",schema:schema21.properties.apiVersion.enum,parentSchema:schema21.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1561,7 +1667,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if(!((data1 === "SFPlan") || (data1 === "Plan"))){
-const err4 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/enum",keyword:"enum",params:{allowedValues: schema19.properties.kind.enum},message:"must be equal to one of the allowed values",schema:schema19.properties.kind.enum,parentSchema:schema19.properties.kind,data:data1};
+const err4 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/enum",keyword:"enum",params:{allowedValues: schema21.properties.kind.enum},message:"must be equal to one of the allowed values",schema:schema21.properties.kind.enum,parentSchema:schema21.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1577,7 +1683,7 @@ if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
 let data3 = data2.name;
 if(typeof data3 !== "string"){
-const err5 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/objectMeta/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.name.type,parentSchema:schema20.properties.name,data:data3};
+const err5 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/objectMeta/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema22.properties.name.type,parentSchema:schema22.properties.name,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1590,7 +1696,7 @@ errors++;
 if(data2.namespace !== undefined){
 let data4 = data2.namespace;
 if(typeof data4 !== "string"){
-const err6 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/objectMeta/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.namespace.type,parentSchema:schema20.properties.namespace,data:data4};
+const err6 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/objectMeta/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema22.properties.namespace.type,parentSchema:schema22.properties.namespace,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1606,7 +1712,7 @@ if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 for(const key0 in data5){
 let data6 = data5[key0];
 if(typeof data6 !== "string"){
-const err7 = {instancePath:instancePath+"/metadata/labels/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/objectMeta/properties/labels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.labels.additionalProperties.type,parentSchema:schema20.properties.labels.additionalProperties,data:data6};
+const err7 = {instancePath:instancePath+"/metadata/labels/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/objectMeta/properties/labels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema22.properties.labels.additionalProperties.type,parentSchema:schema22.properties.labels.additionalProperties,data:data6};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1618,7 +1724,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/metadata/labels",schemaPath:"#/definitions/objectMeta/properties/labels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.labels.type,parentSchema:schema20.properties.labels,data:data5};
+const err8 = {instancePath:instancePath+"/metadata/labels",schemaPath:"#/definitions/objectMeta/properties/labels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema22.properties.labels.type,parentSchema:schema22.properties.labels,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1634,7 +1740,7 @@ if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 for(const key1 in data7){
 let data8 = data7[key1];
 if(typeof data8 !== "string"){
-const err9 = {instancePath:instancePath+"/metadata/annotations/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/objectMeta/properties/annotations/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.annotations.additionalProperties.type,parentSchema:schema20.properties.annotations.additionalProperties,data:data8};
+const err9 = {instancePath:instancePath+"/metadata/annotations/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/objectMeta/properties/annotations/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema22.properties.annotations.additionalProperties.type,parentSchema:schema22.properties.annotations.additionalProperties,data:data8};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1646,7 +1752,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/metadata/annotations",schemaPath:"#/definitions/objectMeta/properties/annotations/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.annotations.type,parentSchema:schema20.properties.annotations,data:data7};
+const err10 = {instancePath:instancePath+"/metadata/annotations",schemaPath:"#/definitions/objectMeta/properties/annotations/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema22.properties.annotations.type,parentSchema:schema22.properties.annotations,data:data7};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1658,7 +1764,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath:instancePath+"/metadata",schemaPath:"#/definitions/objectMeta/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.type,parentSchema:schema20,data:data2};
+const err11 = {instancePath:instancePath+"/metadata",schemaPath:"#/definitions/objectMeta/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema22.type,parentSchema:schema22,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1672,7 +1778,7 @@ if(data.spec !== undefined){
 let data9 = data.spec;
 if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
 if(data9.name === undefined){
-const err12 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema19.properties.spec.required,parentSchema:schema19.properties.spec,data:data9};
+const err12 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema21.properties.spec.required,parentSchema:schema21.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1682,7 +1788,7 @@ vErrors.push(err12);
 errors++;
 }
 if(data9.id === undefined){
-const err13 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema19.properties.spec.required,parentSchema:schema19.properties.spec,data:data9};
+const err13 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema21.properties.spec.required,parentSchema:schema21.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1692,7 +1798,7 @@ vErrors.push(err13);
 errors++;
 }
 if(data9.description === undefined){
-const err14 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "description"},message:"must have required property '"+"description"+"'",schema:schema19.properties.spec.required,parentSchema:schema19.properties.spec,data:data9};
+const err14 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "description"},message:"must have required property '"+"description"+"'",schema:schema21.properties.spec.required,parentSchema:schema21.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1702,7 +1808,7 @@ vErrors.push(err14);
 errors++;
 }
 if(data9.serviceId === undefined){
-const err15 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "serviceId"},message:"must have required property '"+"serviceId"+"'",schema:schema19.properties.spec.required,parentSchema:schema19.properties.spec,data:data9};
+const err15 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "serviceId"},message:"must have required property '"+"serviceId"+"'",schema:schema21.properties.spec.required,parentSchema:schema21.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1712,7 +1818,7 @@ vErrors.push(err15);
 errors++;
 }
 if(data9.templates === undefined){
-const err16 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "templates"},message:"must have required property '"+"templates"+"'",schema:schema19.properties.spec.required,parentSchema:schema19.properties.spec,data:data9};
+const err16 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "templates"},message:"must have required property '"+"templates"+"'",schema:schema21.properties.spec.required,parentSchema:schema21.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1722,8 +1828,8 @@ vErrors.push(err16);
 errors++;
 }
 for(const key2 in data9){
-if(!(func2.call(schema19.properties.spec.properties, key2))){
-const err17 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema19.properties.spec,data:data9};
+if(!(func2.call(schema21.properties.spec.properties, key2))){
+const err17 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema21.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1737,7 +1843,7 @@ if(data9.name !== undefined){
 let data10 = data9.name;
 if(typeof data10 === "string"){
 if(!pattern0.test(data10)){
-const err18 = {instancePath:instancePath+"/spec/name",schemaPath:"#/definitions/cliFriendlyName/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9.-]+$"},message:"must match pattern \""+"^[A-Za-z0-9.-]+$"+"\"",schema:"^[A-Za-z0-9.-]+$",parentSchema:schema21,data:data10};
+const err18 = {instancePath:instancePath+"/spec/name",schemaPath:"#/definitions/cliFriendlyName/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9.-]+$"},message:"must match pattern \""+"^[A-Za-z0-9.-]+$"+"\"",schema:"^[A-Za-z0-9.-]+$",parentSchema:schema23,data:data10};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1748,7 +1854,7 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath:instancePath+"/spec/name",schemaPath:"#/definitions/cliFriendlyName/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.type,parentSchema:schema21,data:data10};
+const err19 = {instancePath:instancePath+"/spec/name",schemaPath:"#/definitions/cliFriendlyName/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.type,parentSchema:schema23,data:data10};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1762,7 +1868,7 @@ if(data9.id !== undefined){
 let data11 = data9.id;
 if(typeof data11 === "string"){
 if(func3(data11) < 1){
-const err20 = {instancePath:instancePath+"/spec/id",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema22,data:data11};
+const err20 = {instancePath:instancePath+"/spec/id",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema24,data:data11};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1773,7 +1879,7 @@ errors++;
 }
 }
 else {
-const err21 = {instancePath:instancePath+"/spec/id",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema22.type,parentSchema:schema22,data:data11};
+const err21 = {instancePath:instancePath+"/spec/id",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data11};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1787,7 +1893,7 @@ if(data9.description !== undefined){
 let data12 = data9.description;
 if(typeof data12 === "string"){
 if(func3(data12) < 1){
-const err22 = {instancePath:instancePath+"/spec/description",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema22,data:data12};
+const err22 = {instancePath:instancePath+"/spec/description",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema24,data:data12};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1798,7 +1904,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath:instancePath+"/spec/description",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema22.type,parentSchema:schema22,data:data12};
+const err23 = {instancePath:instancePath+"/spec/description",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data12};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1812,7 +1918,7 @@ if(data9.serviceId !== undefined){
 let data13 = data9.serviceId;
 if(typeof data13 === "string"){
 if(func3(data13) < 1){
-const err24 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema22,data:data13};
+const err24 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema24,data:data13};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1823,7 +1929,7 @@ errors++;
 }
 }
 else {
-const err25 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema22.type,parentSchema:schema22,data:data13};
+const err25 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data13};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1836,7 +1942,7 @@ errors++;
 if(data9.metadata !== undefined){
 let data14 = data9.metadata;
 if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
-const err26 = {instancePath:instancePath+"/spec/metadata",schemaPath:"#/properties/spec/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema19.properties.spec.properties.metadata.type,parentSchema:schema19.properties.spec.properties.metadata,data:data14};
+const err26 = {instancePath:instancePath+"/spec/metadata",schemaPath:"#/properties/spec/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.properties.metadata.type,parentSchema:schema21.properties.spec.properties.metadata,data:data14};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1849,7 +1955,7 @@ errors++;
 if(data9.free !== undefined){
 let data15 = data9.free;
 if(typeof data15 !== "boolean"){
-const err27 = {instancePath:instancePath+"/spec/free",schemaPath:"#/properties/spec/properties/free/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema19.properties.spec.properties.free.type,parentSchema:schema19.properties.spec.properties.free,data:data15};
+const err27 = {instancePath:instancePath+"/spec/free",schemaPath:"#/properties/spec/properties/free/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.free.type,parentSchema:schema21.properties.spec.properties.free,data:data15};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1862,7 +1968,7 @@ errors++;
 if(data9.bindable !== undefined){
 let data16 = data9.bindable;
 if(typeof data16 !== "boolean"){
-const err28 = {instancePath:instancePath+"/spec/bindable",schemaPath:"#/properties/spec/properties/bindable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema19.properties.spec.properties.bindable.type,parentSchema:schema19.properties.spec.properties.bindable,data:data16};
+const err28 = {instancePath:instancePath+"/spec/bindable",schemaPath:"#/properties/spec/properties/bindable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.bindable.type,parentSchema:schema21.properties.spec.properties.bindable,data:data16};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1875,7 +1981,7 @@ errors++;
 if(data9.planUpdatable !== undefined){
 let data17 = data9.planUpdatable;
 if(typeof data17 !== "boolean"){
-const err29 = {instancePath:instancePath+"/spec/planUpdatable",schemaPath:"#/properties/spec/properties/planUpdatable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema19.properties.spec.properties.planUpdatable.type,parentSchema:schema19.properties.spec.properties.planUpdatable,data:data17};
+const err29 = {instancePath:instancePath+"/spec/planUpdatable",schemaPath:"#/properties/spec/properties/planUpdatable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.planUpdatable.type,parentSchema:schema21.properties.spec.properties.planUpdatable,data:data17};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1888,7 +1994,7 @@ errors++;
 if(data9.planUpdateable !== undefined){
 let data18 = data9.planUpdateable;
 if(typeof data18 !== "boolean"){
-const err30 = {instancePath:instancePath+"/spec/planUpdateable",schemaPath:"#/properties/spec/properties/planUpdateable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema19.properties.spec.properties.planUpdateable.type,parentSchema:schema19.properties.spec.properties.planUpdateable,data:data18};
+const err30 = {instancePath:instancePath+"/spec/planUpdateable",schemaPath:"#/properties/spec/properties/planUpdateable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.planUpdateable.type,parentSchema:schema21.properties.spec.properties.planUpdateable,data:data18};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1901,7 +2007,7 @@ errors++;
 if(data9.plan_updateable !== undefined){
 let data19 = data9.plan_updateable;
 if(typeof data19 !== "boolean"){
-const err31 = {instancePath:instancePath+"/spec/plan_updateable",schemaPath:"#/properties/spec/properties/plan_updateable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema19.properties.spec.properties.plan_updateable.type,parentSchema:schema19.properties.spec.properties.plan_updateable,data:data19};
+const err31 = {instancePath:instancePath+"/spec/plan_updateable",schemaPath:"#/properties/spec/properties/plan_updateable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.plan_updateable.type,parentSchema:schema21.properties.spec.properties.plan_updateable,data:data19};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1914,7 +2020,7 @@ errors++;
 if(data9.autoUpdateInstances !== undefined){
 let data20 = data9.autoUpdateInstances;
 if(typeof data20 !== "boolean"){
-const err32 = {instancePath:instancePath+"/spec/autoUpdateInstances",schemaPath:"#/properties/spec/properties/autoUpdateInstances/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema19.properties.spec.properties.autoUpdateInstances.type,parentSchema:schema19.properties.spec.properties.autoUpdateInstances,data:data20};
+const err32 = {instancePath:instancePath+"/spec/autoUpdateInstances",schemaPath:"#/properties/spec/properties/autoUpdateInstances/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.autoUpdateInstances.type,parentSchema:schema21.properties.spec.properties.autoUpdateInstances,data:data20};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1925,27 +2031,27 @@ errors++;
 }
 }
 if(data9.schemas !== undefined){
-if(!(validate15(data9.schemas, {instancePath:instancePath+"/spec/schemas",parentData:data9,parentDataProperty:"schemas",rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+if(!(validate18(data9.schemas, {instancePath:instancePath+"/spec/schemas",parentData:data9,parentDataProperty:"schemas",rootData}))){
+vErrors = vErrors === null ? validate18.errors : vErrors.concat(validate18.errors);
 errors = vErrors.length;
 }
 }
 if(data9.maintenanceInfo !== undefined){
-if(!(validate17(data9.maintenanceInfo, {instancePath:instancePath+"/spec/maintenanceInfo",parentData:data9,parentDataProperty:"maintenanceInfo",rootData}))){
-vErrors = vErrors === null ? validate17.errors : vErrors.concat(validate17.errors);
+if(!(validate20(data9.maintenanceInfo, {instancePath:instancePath+"/spec/maintenanceInfo",parentData:data9,parentDataProperty:"maintenanceInfo",rootData}))){
+vErrors = vErrors === null ? validate20.errors : vErrors.concat(validate20.errors);
 errors = vErrors.length;
 }
 }
 if(data9.maintenance_info !== undefined){
-if(!(validate17(data9.maintenance_info, {instancePath:instancePath+"/spec/maintenance_info",parentData:data9,parentDataProperty:"maintenance_info",rootData}))){
-vErrors = vErrors === null ? validate17.errors : vErrors.concat(validate17.errors);
+if(!(validate20(data9.maintenance_info, {instancePath:instancePath+"/spec/maintenance_info",parentData:data9,parentDataProperty:"maintenance_info",rootData}))){
+vErrors = vErrors === null ? validate20.errors : vErrors.concat(validate20.errors);
 errors = vErrors.length;
 }
 }
 if(data9.maximumPollingDuration !== undefined){
 let data24 = data9.maximumPollingDuration;
 if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err33 = {instancePath:instancePath+"/spec/maximumPollingDuration",schemaPath:"#/definitions/pollingDuration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema31.type,parentSchema:schema31,data:data24};
+const err33 = {instancePath:instancePath+"/spec/maximumPollingDuration",schemaPath:"#/definitions/pollingDuration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.type,parentSchema:schema33,data:data24};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1956,7 +2062,7 @@ errors++;
 }
 if((typeof data24 == "number") && (isFinite(data24))){
 if(data24 < 1 || isNaN(data24)){
-const err34 = {instancePath:instancePath+"/spec/maximumPollingDuration",schemaPath:"#/definitions/pollingDuration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema31,data:data24};
+const err34 = {instancePath:instancePath+"/spec/maximumPollingDuration",schemaPath:"#/definitions/pollingDuration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema33,data:data24};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1970,7 +2076,7 @@ errors++;
 if(data9.maximum_polling_duration !== undefined){
 let data25 = data9.maximum_polling_duration;
 if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err35 = {instancePath:instancePath+"/spec/maximum_polling_duration",schemaPath:"#/definitions/pollingDuration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema31.type,parentSchema:schema31,data:data25};
+const err35 = {instancePath:instancePath+"/spec/maximum_polling_duration",schemaPath:"#/definitions/pollingDuration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.type,parentSchema:schema33,data:data25};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1981,7 +2087,7 @@ errors++;
 }
 if((typeof data25 == "number") && (isFinite(data25))){
 if(data25 < 1 || isNaN(data25)){
-const err36 = {instancePath:instancePath+"/spec/maximum_polling_duration",schemaPath:"#/definitions/pollingDuration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema31,data:data25};
+const err36 = {instancePath:instancePath+"/spec/maximum_polling_duration",schemaPath:"#/definitions/pollingDuration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema33,data:data25};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1998,7 +2104,7 @@ if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
 if(data26.async !== undefined){
 let data27 = data26.async;
 if(typeof data27 !== "boolean"){
-const err37 = {instancePath:instancePath+"/spec/manager/async",schemaPath:"#/properties/spec/properties/manager/properties/async/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema19.properties.spec.properties.manager.properties.async.type,parentSchema:schema19.properties.spec.properties.manager.properties.async,data:data27};
+const err37 = {instancePath:instancePath+"/spec/manager/async",schemaPath:"#/properties/spec/properties/manager/properties/async/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.manager.properties.async.type,parentSchema:schema21.properties.spec.properties.manager.properties.async,data:data27};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2011,7 +2117,7 @@ errors++;
 if(data26.asyncBinding !== undefined){
 let data28 = data26.asyncBinding;
 if(typeof data28 !== "boolean"){
-const err38 = {instancePath:instancePath+"/spec/manager/asyncBinding",schemaPath:"#/properties/spec/properties/manager/properties/asyncBinding/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema19.properties.spec.properties.manager.properties.asyncBinding.type,parentSchema:schema19.properties.spec.properties.manager.properties.asyncBinding,data:data28};
+const err38 = {instancePath:instancePath+"/spec/manager/asyncBinding",schemaPath:"#/properties/spec/properties/manager/properties/asyncBinding/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.manager.properties.asyncBinding.type,parentSchema:schema21.properties.spec.properties.manager.properties.asyncBinding,data:data28};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -2021,9 +2127,13 @@ vErrors.push(err38);
 errors++;
 }
 }
-}
-else {
-const err39 = {instancePath:instancePath+"/spec/manager",schemaPath:"#/properties/spec/properties/manager/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema19.properties.spec.properties.manager.type,parentSchema:schema19.properties.spec.properties.manager,data:data26};
+if(data26.settings !== undefined){
+let data29 = data26.settings;
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(data29.dashboard_url_template !== undefined){
+let data30 = data29.dashboard_url_template;
+if(typeof data30 !== "string"){
+const err39 = {instancePath:instancePath+"/spec/manager/settings/dashboard_url_template",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/dashboard_url_template/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.spec.properties.manager.properties.settings.properties.dashboard_url_template.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.dashboard_url_template,data:data30};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -2033,10 +2143,15 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data9.context !== undefined){
-let data29 = data9.context;
-if(!(data29 && typeof data29 == "object" && !Array.isArray(data29))){
-const err40 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema19.properties.spec.properties.context.type,parentSchema:schema19.properties.spec.properties.context,data:data29};
+if(data29.update_predecessors !== undefined){
+let data31 = data29.update_predecessors;
+if(Array.isArray(data31)){
+const len0 = data31.length;
+for(let i0=0; i0<len0; i0++){
+let data32 = data31[i0];
+if(typeof data32 === "string"){
+if(func3(data32) < 1){
+const err40 = {instancePath:instancePath+"/spec/manager/settings/update_predecessors/" + i0,schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema24,data:data32};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -2046,19 +2161,8 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data9.templates !== undefined){
-let data30 = data9.templates;
-if(Array.isArray(data30)){
-const len0 = data30.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate20(data30[i0], {instancePath:instancePath+"/spec/templates/" + i0,parentData:data30,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate20.errors : vErrors.concat(validate20.errors);
-errors = vErrors.length;
-}
-}
-}
 else {
-const err41 = {instancePath:instancePath+"/spec/templates",schemaPath:"#/properties/spec/properties/templates/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema19.properties.spec.properties.templates.type,parentSchema:schema19.properties.spec.properties.templates,data:data30};
+const err41 = {instancePath:instancePath+"/spec/manager/settings/update_predecessors/" + i0,schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data32};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -2070,7 +2174,7 @@ errors++;
 }
 }
 else {
-const err42 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema19.properties.spec.type,parentSchema:schema19.properties.spec,data:data9};
+const err42 = {instancePath:instancePath+"/spec/manager/settings/update_predecessors",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/update_predecessors/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.spec.properties.manager.properties.settings.properties.update_predecessors.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.update_predecessors,data:data31};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -2080,10 +2184,9 @@ vErrors.push(err42);
 errors++;
 }
 }
-if(data.status !== undefined){
-let data32 = data.status;
-if(!(data32 && typeof data32 == "object" && !Array.isArray(data32))){
-const err43 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema19.properties.status.type,parentSchema:schema19.properties.status,data:data32};
+}
+else {
+const err43 = {instancePath:instancePath+"/spec/manager/settings",schemaPath:"#/properties/spec/properties/manager/properties/settings/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.properties.manager.properties.settings.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings,data:data29};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -2095,7 +2198,7 @@ errors++;
 }
 }
 else {
-const err44 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema19.type,parentSchema:schema19,data};
+const err44 = {instancePath:instancePath+"/spec/manager",schemaPath:"#/properties/spec/properties/manager/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.properties.manager.type,parentSchema:schema21.properties.spec.properties.manager,data:data26};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -2104,24 +2207,108 @@ vErrors.push(err44);
 }
 errors++;
 }
-validate14.errors = vErrors;
+}
+if(data9.supported_platform !== undefined){
+if(!(validate23(data9.supported_platform, {instancePath:instancePath+"/spec/supported_platform",parentData:data9,parentDataProperty:"supported_platform",rootData}))){
+vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
+errors = vErrors.length;
+}
+}
+if(data9.supportedPlatform !== undefined){
+if(!(validate23(data9.supportedPlatform, {instancePath:instancePath+"/spec/supportedPlatform",parentData:data9,parentDataProperty:"supportedPlatform",rootData}))){
+vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
+errors = vErrors.length;
+}
+}
+if(data9.context !== undefined){
+let data35 = data9.context;
+if(!(data35 && typeof data35 == "object" && !Array.isArray(data35))){
+const err45 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.properties.context.type,parentSchema:schema21.properties.spec.properties.context,data:data35};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data9.templates !== undefined){
+let data36 = data9.templates;
+if(Array.isArray(data36)){
+const len1 = data36.length;
+for(let i1=0; i1<len1; i1++){
+if(!(validate26(data36[i1], {instancePath:instancePath+"/spec/templates/" + i1,parentData:data36,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err46 = {instancePath:instancePath+"/spec/templates",schemaPath:"#/properties/spec/properties/templates/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.spec.properties.templates.type,parentSchema:schema21.properties.spec.properties.templates,data:data36};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.type,parentSchema:schema21.properties.spec,data:data9};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data38 = data.status;
+if(!(data38 && typeof data38 == "object" && !Array.isArray(data38))){
+const err48 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.status.type,parentSchema:schema21.properties.status,data:data38};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+else {
+const err49 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+validate17.errors = vErrors;
 return errors === 0;
 }
 
-const cluster = validate37;
-const schema37 = {"type":"object","required":["apiVersion","kind","metadata"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Cluster"},"metadata":{"$ref":"#/definitions/metadata"},"spec":{"type":"object","additionalProperties":false,"properties":{"namespace":{"$ref":"#/definitions/dns1123Label","description":"Namespace the instances' resources go into. Default gitops-broker-instances."},"schedulable":{"type":"boolean","description":"False: no new instances are placed here. Default true."},"labels":{"$ref":"#/definitions/labels","description":"Labels for cluster selection (merged over metadata.labels)."},"capacity":{"type":"object","additionalProperties":false,"properties":{"maxInstances":{"type":"integer","minimum":0},"resources":{"type":"object","description":"Resource capacity for plans that declare context.requests (Kubernetes quantities, e.g. cpu: \"16\", memory: 64Gi).","additionalProperties":{"anyOf":[{"type":"string"},{"type":"number"}]}}}},"kubeconfig":{"$ref":"#/definitions/kubeconfigRef"},"status":{"type":"object","additionalProperties":false,"description":"How last_operation is answered for instances on this cluster.","properties":{"mode":{"enum":["commit","live"],"description":"commit: succeeded once the commit is on the remote; live: read the live objects and the Argo CD / Flux sync state. Default: the broker's status.mode."}}},"encryption":{"type":"object","additionalProperties":false,"description":"How sensitive parameters (writeOnly / format: password in a plan's parameters schema) of instances on this cluster are encrypted before they are committed: SOPS-encrypted Secrets for these age recipients, decrypted by Flux (spec.decryption) or Argo CD with a SOPS plugin. Without it, such parameters are refused (docs/adr/0007-sensitive-parameters.md).","required":["sops"],"properties":{"sops":{"type":"object","additionalProperties":false,"required":["age"],"properties":{"age":{"type":"array","minItems":1,"description":"age recipients (public keys) that can decrypt; the cluster's decryption key must be one of them.","items":{"type":"string","pattern":"^age1[02-9ac-hj-np-z]{58}$","title":"an age recipient (age1...)"}}}}}},"sync":{"type":"object","additionalProperties":false,"description":"The Argo CD Application or Flux Kustomization that syncs clusters/<id>/ to this cluster: read in status mode live, and told about each push that changes clusters/<id>/ when `nudge` is set.","required":["kind","name"],"properties":{"kind":{"enum":["argocd","flux"]},"name":{"$ref":"#/definitions/nonEmptyString","description":"Application / Kustomization name."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default argocd (Argo CD) or flux-system (Flux)."},"kubeconfig":{"$ref":"#/definitions/kubeconfigRef","description":"Where that object lives when not on the target cluster itself (e.g. a central Argo CD). Default: the cluster's kubeconfig."},"nudge":{"$ref":"#/definitions/nudge"}}},"kubeVersion":{"type":"string","pattern":"^\\s*v?[0-9]+\\.[0-9]+","title":"a Kubernetes version (major.minor at least, e.g. v1.30.2)","description":"The cluster's Kubernetes version: .Capabilities.KubeVersion of its helm templates (and the version a chart's kubeVersion constraint is checked against), as `helm template --kube-version`. Default: Helm's (helm template's) default."},"apiVersions":{"type":"array","description":"API group versions (G/V, or G/V/Kind) the cluster serves beyond Helm's defaults: added to .Capabilities.APIVersions of its helm templates, as `helm template --api-versions`.","items":{"$ref":"#/definitions/nonEmptyString"}}}}}};
-const schema39 = {"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"};
-const schema40 = {"type":"object","additionalProperties":{"type":"string"}};
-const schema45 = {"type":"string","minLength":1,"title":"a non-empty string"};
-const schema38 = {"type":"object","required":["name"],"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"The cluster id: names the directory clusters/<id>/ that Argo CD / Flux sync to this cluster."},"namespace":{"type":"string"},"labels":{"$ref":"#/definitions/labels"},"annotations":{"$ref":"#/definitions/labels"}}};
+const cluster = validate43;
+const schema42 = {"type":"object","required":["apiVersion","kind","metadata"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Cluster"},"metadata":{"$ref":"#/definitions/metadata"},"spec":{"type":"object","additionalProperties":false,"properties":{"namespace":{"$ref":"#/definitions/dns1123Label","description":"Namespace the instances' resources go into. Default gitops-broker-instances."},"schedulable":{"type":"boolean","description":"False: no new instances are placed here. Default true."},"labels":{"$ref":"#/definitions/labels","description":"Labels for cluster selection (merged over metadata.labels)."},"capacity":{"type":"object","additionalProperties":false,"properties":{"maxInstances":{"type":"integer","minimum":0},"resources":{"type":"object","description":"Resource capacity for plans that declare context.requests (Kubernetes quantities, e.g. cpu: \"16\", memory: 64Gi).","additionalProperties":{"anyOf":[{"type":"string"},{"type":"number"}]}}}},"kubeconfig":{"$ref":"#/definitions/kubeconfigRef"},"status":{"type":"object","additionalProperties":false,"description":"How last_operation is answered for instances on this cluster.","properties":{"mode":{"enum":["commit","live"],"description":"commit: succeeded once the commit is on the remote; live: read the live objects and the Argo CD / Flux sync state. Default: the broker's status.mode."}}},"encryption":{"type":"object","additionalProperties":false,"description":"How sensitive parameters (writeOnly / format: password in a plan's parameters schema) of instances on this cluster are encrypted before they are committed: SOPS-encrypted Secrets for these age recipients, decrypted by Flux (spec.decryption) or Argo CD with a SOPS plugin. Without it, such parameters are refused (docs/adr/0007-sensitive-parameters.md).","required":["sops"],"properties":{"sops":{"type":"object","additionalProperties":false,"required":["age"],"properties":{"age":{"type":"array","minItems":1,"description":"age recipients (public keys) that can decrypt; the cluster's decryption key must be one of them.","items":{"type":"string","pattern":"^age1[02-9ac-hj-np-z]{58}$","title":"an age recipient (age1...)"}}}}}},"sync":{"type":"object","additionalProperties":false,"description":"The Argo CD Application or Flux Kustomization that syncs clusters/<id>/ to this cluster: read in status mode live, and told about each push that changes clusters/<id>/ when `nudge` is set.","required":["kind","name"],"properties":{"kind":{"enum":["argocd","flux"]},"name":{"$ref":"#/definitions/nonEmptyString","description":"Application / Kustomization name."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default argocd (Argo CD) or flux-system (Flux)."},"kubeconfig":{"$ref":"#/definitions/kubeconfigRef","description":"Where that object lives when not on the target cluster itself (e.g. a central Argo CD). Default: the cluster's kubeconfig."},"nudge":{"$ref":"#/definitions/nudge"}}},"kubeVersion":{"type":"string","pattern":"^\\s*v?[0-9]+\\.[0-9]+","title":"a Kubernetes version (major.minor at least, e.g. v1.30.2)","description":"The cluster's Kubernetes version: .Capabilities.KubeVersion of its helm templates (and the version a chart's kubeVersion constraint is checked against), as `helm template --kube-version`. Default: Helm's (helm template's) default."},"apiVersions":{"type":"array","description":"API group versions (G/V, or G/V/Kind) the cluster serves beyond Helm's defaults: added to .Capabilities.APIVersions of its helm templates, as `helm template --api-versions`.","items":{"$ref":"#/definitions/nonEmptyString"}}}}}};
+const schema44 = {"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"};
+const schema45 = {"type":"object","additionalProperties":{"type":"string"}};
+const schema50 = {"type":"string","minLength":1,"title":"a non-empty string"};
+const schema43 = {"type":"object","required":["name"],"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"The cluster id: names the directory clusters/<id>/ that Argo CD / Flux sync to this cluster."},"namespace":{"type":"string"},"labels":{"$ref":"#/definitions/labels"},"annotations":{"$ref":"#/definitions/labels"}}};
 const pattern6 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema38.required,parentSchema:schema38,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema43.required,parentSchema:schema43,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2134,7 +2321,7 @@ if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 === "string"){
 if(func3(data0) > 63){
-const err1 = {instancePath:instancePath+"/name",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema39,data:data0};
+const err1 = {instancePath:instancePath+"/name",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema44,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2144,7 +2331,7 @@ vErrors.push(err1);
 errors++;
 }
 if(!pattern6.test(data0)){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema39,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema44,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2155,7 +2342,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/name",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.type,parentSchema:schema39,data:data0};
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema44.type,parentSchema:schema44,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2168,7 +2355,7 @@ errors++;
 if(data.namespace !== undefined){
 let data1 = data.namespace;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.namespace.type,parentSchema:schema38.properties.namespace,data:data1};
+const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema43.properties.namespace.type,parentSchema:schema43.properties.namespace,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2184,7 +2371,7 @@ if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 for(const key0 in data2){
 let data3 = data2[key0];
 if(typeof data3 !== "string"){
-const err5 = {instancePath:instancePath+"/labels/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/labels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.additionalProperties.type,parentSchema:schema40.additionalProperties,data:data3};
+const err5 = {instancePath:instancePath+"/labels/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/labels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.additionalProperties.type,parentSchema:schema45.additionalProperties,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2196,7 +2383,7 @@ errors++;
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/labels",schemaPath:"#/definitions/labels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema40.type,parentSchema:schema40,data:data2};
+const err6 = {instancePath:instancePath+"/labels",schemaPath:"#/definitions/labels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.type,parentSchema:schema45,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2212,7 +2399,7 @@ if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
 for(const key1 in data4){
 let data5 = data4[key1];
 if(typeof data5 !== "string"){
-const err7 = {instancePath:instancePath+"/annotations/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/labels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.additionalProperties.type,parentSchema:schema40.additionalProperties,data:data5};
+const err7 = {instancePath:instancePath+"/annotations/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/labels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.additionalProperties.type,parentSchema:schema45.additionalProperties,data:data5};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2224,7 +2411,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/annotations",schemaPath:"#/definitions/labels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema40.type,parentSchema:schema40,data:data4};
+const err8 = {instancePath:instancePath+"/annotations",schemaPath:"#/definitions/labels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.type,parentSchema:schema45,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2236,486 +2423,12 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema38.type,parentSchema:schema38,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema43.type,parentSchema:schema43,data};
 if(vErrors === null){
 vErrors = [err9];
 }
 else {
 vErrors.push(err9);
-}
-errors++;
-}
-validate24.errors = vErrors;
-return errors === 0;
-}
-
-const schema44 = {"type":"object","description":"How the broker reaches the cluster to watch status: a file on the broker's host, or a Secret. Never a kubeconfig in Git.","additionalProperties":false,"properties":{"path":{"$ref":"#/definitions/nonEmptyString"},"secretRef":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/nonEmptyString"},"key":{"$ref":"#/definitions/nonEmptyString","description":"Default kubeconfig."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default: the broker's namespace."}}}},"oneOf":[{"required":["path"]},{"required":["secretRef"]}]};
-
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-const _errs1 = errors;
-let valid0 = false;
-let passing0 = null;
-const _errs2 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.path === undefined){
-const err0 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema44.oneOf[0].required,parentSchema:schema44.oneOf[0],data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-var _valid0 = _errs2 === errors;
-if(_valid0){
-valid0 = true;
-passing0 = 0;
-}
-const _errs3 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.secretRef === undefined){
-const err1 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema44.oneOf[1].required,parentSchema:schema44.oneOf[1],data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-var _valid0 = _errs3 === errors;
-if(_valid0 && valid0){
-valid0 = false;
-passing0 = [passing0, 1];
-}
-else {
-if(_valid0){
-valid0 = true;
-passing0 = 1;
-}
-}
-if(!valid0){
-const err2 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema44.oneOf,parentSchema:schema44,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-else {
-errors = _errs1;
-if(vErrors !== null){
-if(_errs1){
-vErrors.length = _errs1;
-}
-else {
-vErrors = null;
-}
-}
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-if(!((key0 === "path") || (key0 === "secretRef"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema44,data};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.path !== undefined){
-let data0 = data.path;
-if(typeof data0 === "string"){
-if(func3(data0) < 1){
-const err4 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data0};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-else {
-const err5 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data0};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.secretRef !== undefined){
-let data1 = data.secretRef;
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.name === undefined){
-const err6 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema44.properties.secretRef.required,parentSchema:schema44.properties.secretRef,data:data1};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-for(const key1 in data1){
-if(!(((key1 === "name") || (key1 === "key")) || (key1 === "namespace"))){
-const err7 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema44.properties.secretRef,data:data1};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data1.name !== undefined){
-let data2 = data1.name;
-if(typeof data2 === "string"){
-if(func3(data2) < 1){
-const err8 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data2};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-else {
-const err9 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data2};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data1.key !== undefined){
-let data3 = data1.key;
-if(typeof data3 === "string"){
-if(func3(data3) < 1){
-const err10 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data3};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-else {
-const err11 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data3};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-if(data1.namespace !== undefined){
-let data4 = data1.namespace;
-if(typeof data4 === "string"){
-if(func3(data4) < 1){
-const err12 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data4};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-else {
-const err13 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data4};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-}
-}
-else {
-const err14 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema44.properties.secretRef.type,parentSchema:schema44.properties.secretRef,data:data1};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-}
-}
-else {
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema44.type,parentSchema:schema44,data};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-validate26.errors = vErrors;
-return errors === 0;
-}
-
-const schema51 = {"type":"object","additionalProperties":false,"description":"Tell the agent about each push that changes clusters/<id>/ instead of waiting for its poll (docs/adr/0014-nudge-the-agent-after-a-push.md). One nudge per push, at most one per minIntervalSeconds (later pushes are folded into one nudge after it); a failed nudge is logged and counted, never fails an OSB request: polling stays the fallback.","required":["via"],"properties":{"via":{"enum":["annotation","webhook"],"description":"annotation: Flux: set reconcile.fluxcd.io/requestedAt on the Kustomization's source (GitRepository) and on the Kustomization; Argo CD: set argocd.argoproj.io/refresh: normal on the Application (through sync.kubeconfig, else the cluster's kubeconfig). webhook: POST to url (no kubeconfig needed)."},"url":{"type":"string","pattern":"^https?://[^\\s]+$","title":"an http(s) URL","description":"Required with via: webhook. Argo CD: https://<argocd-server>/api/webhook. Flux: the notification-controller address plus the Receiver's status.webhookPath (/hook/<sha256>)."},"payload":{"enum":["github","generic","generic-hmac"],"description":"What is POSTed. github: a GitHub push event (X-GitHub-Event: push; X-Hub-Signature-256 with the secret): Argo CD's webhook, a Flux Receiver of type github. generic / generic-hmac: a Flux Receiver of that type (generic-hmac signs the body in X-Signature). Default: github for Argo CD; for Flux generic-hmac with a secret, generic without."},"secret":{"$ref":"#/definitions/secretValueRef","description":"The webhook secret (Argo CD: webhook.github.secret of argocd-secret; Flux: the Receiver's token), by reference: never in Git."},"repoURL":{"$ref":"#/definitions/nonEmptyString","description":"The repository URL the push event names (Argo CD refreshes the Applications whose source.repoURL is this repository). Default: the broker's git.remote."},"minIntervalSeconds":{"type":"number","minimum":0,"maximum":3600,"description":"At least this long between two nudges of this cluster. Default 1."}}};
-const pattern9 = new RegExp("^https?://[^\\s]+$", "u");
-const schema52 = {"type":"object","description":"A secret value the broker reads at run time: a file on the broker's host (e.g. a mounted Secret), or a key of a Secret in the broker's cluster. Never the value itself.","additionalProperties":false,"properties":{"path":{"$ref":"#/definitions/nonEmptyString"},"secretRef":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/nonEmptyString"},"key":{"$ref":"#/definitions/nonEmptyString","description":"Default token."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default: the broker's namespace."}}}},"oneOf":[{"required":["path"]},{"required":["secretRef"]}]};
-
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-const _errs1 = errors;
-let valid0 = false;
-let passing0 = null;
-const _errs2 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.path === undefined){
-const err0 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema52.oneOf[0].required,parentSchema:schema52.oneOf[0],data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-var _valid0 = _errs2 === errors;
-if(_valid0){
-valid0 = true;
-passing0 = 0;
-}
-const _errs3 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.secretRef === undefined){
-const err1 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema52.oneOf[1].required,parentSchema:schema52.oneOf[1],data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-var _valid0 = _errs3 === errors;
-if(_valid0 && valid0){
-valid0 = false;
-passing0 = [passing0, 1];
-}
-else {
-if(_valid0){
-valid0 = true;
-passing0 = 1;
-}
-}
-if(!valid0){
-const err2 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema52.oneOf,parentSchema:schema52,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-else {
-errors = _errs1;
-if(vErrors !== null){
-if(_errs1){
-vErrors.length = _errs1;
-}
-else {
-vErrors = null;
-}
-}
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-if(!((key0 === "path") || (key0 === "secretRef"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema52,data};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.path !== undefined){
-let data0 = data.path;
-if(typeof data0 === "string"){
-if(func3(data0) < 1){
-const err4 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data0};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-else {
-const err5 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data0};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.secretRef !== undefined){
-let data1 = data.secretRef;
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.name === undefined){
-const err6 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema52.properties.secretRef.required,parentSchema:schema52.properties.secretRef,data:data1};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-for(const key1 in data1){
-if(!(((key1 === "name") || (key1 === "key")) || (key1 === "namespace"))){
-const err7 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema52.properties.secretRef,data:data1};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data1.name !== undefined){
-let data2 = data1.name;
-if(typeof data2 === "string"){
-if(func3(data2) < 1){
-const err8 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data2};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-else {
-const err9 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data2};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data1.key !== undefined){
-let data3 = data1.key;
-if(typeof data3 === "string"){
-if(func3(data3) < 1){
-const err10 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data3};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-else {
-const err11 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data3};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-if(data1.namespace !== undefined){
-let data4 = data1.namespace;
-if(typeof data4 === "string"){
-if(func3(data4) < 1){
-const err12 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data4};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-else {
-const err13 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data4};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-}
-}
-else {
-const err14 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema52.properties.secretRef.type,parentSchema:schema52.properties.secretRef,data:data1};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-}
-}
-else {
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema52.type,parentSchema:schema52,data};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
 }
 errors++;
 }
@@ -2723,13 +2436,487 @@ validate30.errors = vErrors;
 return errors === 0;
 }
 
+const schema49 = {"type":"object","description":"How the broker reaches the cluster to watch status: a file on the broker's host, or a Secret. Never a kubeconfig in Git.","additionalProperties":false,"properties":{"path":{"$ref":"#/definitions/nonEmptyString"},"secretRef":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/nonEmptyString"},"key":{"$ref":"#/definitions/nonEmptyString","description":"Default kubeconfig."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default: the broker's namespace."}}}},"oneOf":[{"required":["path"]},{"required":["secretRef"]}]};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+const _errs1 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs2 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema49.oneOf[0].required,parentSchema:schema49.oneOf[0],data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+var _valid0 = _errs2 === errors;
+if(_valid0){
+valid0 = true;
+passing0 = 0;
+}
+const _errs3 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.secretRef === undefined){
+const err1 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema49.oneOf[1].required,parentSchema:schema49.oneOf[1],data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+var _valid0 = _errs3 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 1;
+}
+}
+if(!valid0){
+const err2 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema49.oneOf,parentSchema:schema49,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+else {
+errors = _errs1;
+if(vErrors !== null){
+if(_errs1){
+vErrors.length = _errs1;
+}
+else {
+vErrors = null;
+}
+}
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((key0 === "path") || (key0 === "secretRef"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema49,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(typeof data0 === "string"){
+if(func3(data0) < 1){
+const err4 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data0};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.secretRef !== undefined){
+let data1 = data.secretRef;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.name === undefined){
+const err6 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema49.properties.secretRef.required,parentSchema:schema49.properties.secretRef,data:data1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key1 in data1){
+if(!(((key1 === "name") || (key1 === "key")) || (key1 === "namespace"))){
+const err7 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema49.properties.secretRef,data:data1};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data1.name !== undefined){
+let data2 = data1.name;
+if(typeof data2 === "string"){
+if(func3(data2) < 1){
+const err8 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data2};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data2};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data1.key !== undefined){
+let data3 = data1.key;
+if(typeof data3 === "string"){
+if(func3(data3) < 1){
+const err10 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data3};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data3};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data1.namespace !== undefined){
+let data4 = data1.namespace;
+if(typeof data4 === "string"){
+if(func3(data4) < 1){
+const err12 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data4};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data4};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.properties.secretRef.type,parentSchema:schema49.properties.secretRef,data:data1};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.type,parentSchema:schema49,data};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate32.errors = vErrors;
+return errors === 0;
+}
+
+const schema56 = {"type":"object","additionalProperties":false,"description":"Tell the agent about each push that changes clusters/<id>/ instead of waiting for its poll (docs/adr/0014-nudge-the-agent-after-a-push.md). One nudge per push, at most one per minIntervalSeconds (later pushes are folded into one nudge after it); a failed nudge is logged and counted, never fails an OSB request: polling stays the fallback.","required":["via"],"properties":{"via":{"enum":["annotation","webhook"],"description":"annotation: Flux: set reconcile.fluxcd.io/requestedAt on the Kustomization's source (GitRepository) and on the Kustomization; Argo CD: set argocd.argoproj.io/refresh: normal on the Application (through sync.kubeconfig, else the cluster's kubeconfig). webhook: POST to url (no kubeconfig needed)."},"url":{"type":"string","pattern":"^https?://[^\\s]+$","title":"an http(s) URL","description":"Required with via: webhook. Argo CD: https://<argocd-server>/api/webhook. Flux: the notification-controller address plus the Receiver's status.webhookPath (/hook/<sha256>)."},"payload":{"enum":["github","generic","generic-hmac"],"description":"What is POSTed. github: a GitHub push event (X-GitHub-Event: push; X-Hub-Signature-256 with the secret): Argo CD's webhook, a Flux Receiver of type github. generic / generic-hmac: a Flux Receiver of that type (generic-hmac signs the body in X-Signature). Default: github for Argo CD; for Flux generic-hmac with a secret, generic without."},"secret":{"$ref":"#/definitions/secretValueRef","description":"The webhook secret (Argo CD: webhook.github.secret of argocd-secret; Flux: the Receiver's token), by reference: never in Git."},"repoURL":{"$ref":"#/definitions/nonEmptyString","description":"The repository URL the push event names (Argo CD refreshes the Applications whose source.repoURL is this repository). Default: the broker's git.remote."},"minIntervalSeconds":{"type":"number","minimum":0,"maximum":3600,"description":"At least this long between two nudges of this cluster. Default 1."}}};
+const pattern9 = new RegExp("^https?://[^\\s]+$", "u");
+const schema57 = {"type":"object","description":"A secret value the broker reads at run time: a file on the broker's host (e.g. a mounted Secret), or a key of a Secret in the broker's cluster. Never the value itself.","additionalProperties":false,"properties":{"path":{"$ref":"#/definitions/nonEmptyString"},"secretRef":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/nonEmptyString"},"key":{"$ref":"#/definitions/nonEmptyString","description":"Default token."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default: the broker's namespace."}}}},"oneOf":[{"required":["path"]},{"required":["secretRef"]}]};
+
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+const _errs1 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs2 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema57.oneOf[0].required,parentSchema:schema57.oneOf[0],data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+var _valid0 = _errs2 === errors;
+if(_valid0){
+valid0 = true;
+passing0 = 0;
+}
+const _errs3 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.secretRef === undefined){
+const err1 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema57.oneOf[1].required,parentSchema:schema57.oneOf[1],data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+var _valid0 = _errs3 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 1;
+}
+}
+if(!valid0){
+const err2 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema57.oneOf,parentSchema:schema57,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+else {
+errors = _errs1;
+if(vErrors !== null){
+if(_errs1){
+vErrors.length = _errs1;
+}
+else {
+vErrors = null;
+}
+}
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((key0 === "path") || (key0 === "secretRef"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema57,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(typeof data0 === "string"){
+if(func3(data0) < 1){
+const err4 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data0};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.secretRef !== undefined){
+let data1 = data.secretRef;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.name === undefined){
+const err6 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema57.properties.secretRef.required,parentSchema:schema57.properties.secretRef,data:data1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key1 in data1){
+if(!(((key1 === "name") || (key1 === "key")) || (key1 === "namespace"))){
+const err7 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema57.properties.secretRef,data:data1};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data1.name !== undefined){
+let data2 = data1.name;
+if(typeof data2 === "string"){
+if(func3(data2) < 1){
+const err8 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data2};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data2};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data1.key !== undefined){
+let data3 = data1.key;
+if(typeof data3 === "string"){
+if(func3(data3) < 1){
+const err10 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data3};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data3};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data1.namespace !== undefined){
+let data4 = data1.namespace;
+if(typeof data4 === "string"){
+if(func3(data4) < 1){
+const err12 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data4};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data4};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema57.properties.secretRef.type,parentSchema:schema57.properties.secretRef,data:data1};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema57.type,parentSchema:schema57,data};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate36.errors = vErrors;
+return errors === 0;
+}
+
+
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.via === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "via"},message:"must have required property '"+"via"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "via"},message:"must have required property '"+"via"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2740,7 +2927,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((((key0 === "via") || (key0 === "url")) || (key0 === "payload")) || (key0 === "secret")) || (key0 === "repoURL")) || (key0 === "minIntervalSeconds"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2753,7 +2940,7 @@ errors++;
 if(data.via !== undefined){
 let data0 = data.via;
 if(!((data0 === "annotation") || (data0 === "webhook"))){
-const err2 = {instancePath:instancePath+"/via",schemaPath:"#/properties/via/enum",keyword:"enum",params:{allowedValues: schema51.properties.via.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.via.enum,parentSchema:schema51.properties.via,data:data0};
+const err2 = {instancePath:instancePath+"/via",schemaPath:"#/properties/via/enum",keyword:"enum",params:{allowedValues: schema56.properties.via.enum},message:"must be equal to one of the allowed values",schema:schema56.properties.via.enum,parentSchema:schema56.properties.via,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2767,7 +2954,7 @@ if(data.url !== undefined){
 let data1 = data.url;
 if(typeof data1 === "string"){
 if(!pattern9.test(data1)){
-const err3 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\"",schema:"^https?://[^\\s]+$",parentSchema:schema51.properties.url,data:data1};
+const err3 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\"",schema:"^https?://[^\\s]+$",parentSchema:schema56.properties.url,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2778,7 +2965,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.url.type,parentSchema:schema51.properties.url,data:data1};
+const err4 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.url.type,parentSchema:schema56.properties.url,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2791,7 +2978,7 @@ errors++;
 if(data.payload !== undefined){
 let data2 = data.payload;
 if(!(((data2 === "github") || (data2 === "generic")) || (data2 === "generic-hmac"))){
-const err5 = {instancePath:instancePath+"/payload",schemaPath:"#/properties/payload/enum",keyword:"enum",params:{allowedValues: schema51.properties.payload.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.payload.enum,parentSchema:schema51.properties.payload,data:data2};
+const err5 = {instancePath:instancePath+"/payload",schemaPath:"#/properties/payload/enum",keyword:"enum",params:{allowedValues: schema56.properties.payload.enum},message:"must be equal to one of the allowed values",schema:schema56.properties.payload.enum,parentSchema:schema56.properties.payload,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2802,8 +2989,8 @@ errors++;
 }
 }
 if(data.secret !== undefined){
-if(!(validate30(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate36(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData}))){
+vErrors = vErrors === null ? validate36.errors : vErrors.concat(validate36.errors);
 errors = vErrors.length;
 }
 }
@@ -2811,7 +2998,7 @@ if(data.repoURL !== undefined){
 let data4 = data.repoURL;
 if(typeof data4 === "string"){
 if(func3(data4) < 1){
-const err6 = {instancePath:instancePath+"/repoURL",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data4};
+const err6 = {instancePath:instancePath+"/repoURL",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2822,7 +3009,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/repoURL",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data4};
+const err7 = {instancePath:instancePath+"/repoURL",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2836,7 +3023,7 @@ if(data.minIntervalSeconds !== undefined){
 let data5 = data.minIntervalSeconds;
 if((typeof data5 == "number") && (isFinite(data5))){
 if(data5 > 3600 || isNaN(data5)){
-const err8 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600",schema:3600,parentSchema:schema51.properties.minIntervalSeconds,data:data5};
+const err8 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600",schema:3600,parentSchema:schema56.properties.minIntervalSeconds,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2846,7 +3033,7 @@ vErrors.push(err8);
 errors++;
 }
 if(data5 < 0 || isNaN(data5)){
-const err9 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.minIntervalSeconds,data:data5};
+const err9 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema56.properties.minIntervalSeconds,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2857,7 +3044,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema51.properties.minIntervalSeconds.type,parentSchema:schema51.properties.minIntervalSeconds,data:data5};
+const err10 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema56.properties.minIntervalSeconds.type,parentSchema:schema56.properties.minIntervalSeconds,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2869,7 +3056,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.type,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2878,19 +3065,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
 const pattern8 = new RegExp("^age1[02-9ac-hj-np-z]{58}$", "u");
 const pattern10 = new RegExp("^\\s*v?[0-9]+\\.[0-9]+", "u");
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema37.required,parentSchema:schema37,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema42.required,parentSchema:schema42,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2900,7 +3087,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema37.required,parentSchema:schema37,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema42.required,parentSchema:schema42,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2910,7 +3097,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema37.required,parentSchema:schema37,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema42.required,parentSchema:schema42,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2921,7 +3108,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema37,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema42,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2934,7 +3121,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("gitops-broker.io/v1alpha1" !== data0){
-const err4 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema37.properties.apiVersion,data:data0};
+const err4 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema42.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2947,7 +3134,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Cluster" !== data1){
-const err5 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Cluster"},message:"must be equal to constant",schema:"Cluster",parentSchema:schema37.properties.kind,data:data1};
+const err5 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Cluster"},message:"must be equal to constant",schema:"Cluster",parentSchema:schema42.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2958,8 +3145,8 @@ errors++;
 }
 }
 if(data.metadata !== undefined){
-if(!(validate24(data.metadata, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData}))){
-vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+if(!(validate30(data.metadata, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
 errors = vErrors.length;
 }
 }
@@ -2967,8 +3154,8 @@ if(data.spec !== undefined){
 let data3 = data.spec;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 for(const key1 in data3){
-if(!(func2.call(schema37.properties.spec.properties, key1))){
-const err6 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema37.properties.spec,data:data3};
+if(!(func2.call(schema42.properties.spec.properties, key1))){
+const err6 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2982,7 +3169,7 @@ if(data3.namespace !== undefined){
 let data4 = data3.namespace;
 if(typeof data4 === "string"){
 if(func3(data4) > 63){
-const err7 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema39,data:data4};
+const err7 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema44,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2992,7 +3179,7 @@ vErrors.push(err7);
 errors++;
 }
 if(!pattern6.test(data4)){
-const err8 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema39,data:data4};
+const err8 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema44,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3003,7 +3190,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.type,parentSchema:schema39,data:data4};
+const err9 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema44.type,parentSchema:schema44,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3016,7 +3203,7 @@ errors++;
 if(data3.schedulable !== undefined){
 let data5 = data3.schedulable;
 if(typeof data5 !== "boolean"){
-const err10 = {instancePath:instancePath+"/spec/schedulable",schemaPath:"#/properties/spec/properties/schedulable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema37.properties.spec.properties.schedulable.type,parentSchema:schema37.properties.spec.properties.schedulable,data:data5};
+const err10 = {instancePath:instancePath+"/spec/schedulable",schemaPath:"#/properties/spec/properties/schedulable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema42.properties.spec.properties.schedulable.type,parentSchema:schema42.properties.spec.properties.schedulable,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -3032,7 +3219,7 @@ if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
 for(const key2 in data6){
 let data7 = data6[key2];
 if(typeof data7 !== "string"){
-const err11 = {instancePath:instancePath+"/spec/labels/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/labels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.additionalProperties.type,parentSchema:schema40.additionalProperties,data:data7};
+const err11 = {instancePath:instancePath+"/spec/labels/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/labels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.additionalProperties.type,parentSchema:schema45.additionalProperties,data:data7};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -3044,7 +3231,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/spec/labels",schemaPath:"#/definitions/labels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema40.type,parentSchema:schema40,data:data6};
+const err12 = {instancePath:instancePath+"/spec/labels",schemaPath:"#/definitions/labels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.type,parentSchema:schema45,data:data6};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3059,7 +3246,7 @@ let data8 = data3.capacity;
 if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
 for(const key3 in data8){
 if(!((key3 === "maxInstances") || (key3 === "resources"))){
-const err13 = {instancePath:instancePath+"/spec/capacity",schemaPath:"#/properties/spec/properties/capacity/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema37.properties.spec.properties.capacity,data:data8};
+const err13 = {instancePath:instancePath+"/spec/capacity",schemaPath:"#/properties/spec/properties/capacity/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.capacity,data:data8};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3072,7 +3259,7 @@ errors++;
 if(data8.maxInstances !== undefined){
 let data9 = data8.maxInstances;
 if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
-const err14 = {instancePath:instancePath+"/spec/capacity/maxInstances",schemaPath:"#/properties/spec/properties/capacity/properties/maxInstances/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema37.properties.spec.properties.capacity.properties.maxInstances.type,parentSchema:schema37.properties.spec.properties.capacity.properties.maxInstances,data:data9};
+const err14 = {instancePath:instancePath+"/spec/capacity/maxInstances",schemaPath:"#/properties/spec/properties/capacity/properties/maxInstances/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema42.properties.spec.properties.capacity.properties.maxInstances.type,parentSchema:schema42.properties.spec.properties.capacity.properties.maxInstances,data:data9};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3083,7 +3270,7 @@ errors++;
 }
 if((typeof data9 == "number") && (isFinite(data9))){
 if(data9 < 0 || isNaN(data9)){
-const err15 = {instancePath:instancePath+"/spec/capacity/maxInstances",schemaPath:"#/properties/spec/properties/capacity/properties/maxInstances/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema37.properties.spec.properties.capacity.properties.maxInstances,data:data9};
+const err15 = {instancePath:instancePath+"/spec/capacity/maxInstances",schemaPath:"#/properties/spec/properties/capacity/properties/maxInstances/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema42.properties.spec.properties.capacity.properties.maxInstances,data:data9};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -3103,7 +3290,7 @@ const _errs28 = errors;
 let valid7 = false;
 const _errs29 = errors;
 if(typeof data11 !== "string"){
-const err16 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf/0/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[0].type,parentSchema:schema37.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[0],data:data11};
+const err16 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf/0/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[0].type,parentSchema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[0],data:data11};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -3117,7 +3304,7 @@ valid7 = valid7 || _valid0;
 if(!valid7){
 const _errs31 = errors;
 if(!((typeof data11 == "number") && (isFinite(data11)))){
-const err17 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema37.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[1].type,parentSchema:schema37.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[1],data:data11};
+const err17 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[1].type,parentSchema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[1],data:data11};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -3130,7 +3317,7 @@ var _valid0 = _errs31 === errors;
 valid7 = valid7 || _valid0;
 }
 if(!valid7){
-const err18 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf",schema:schema37.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf,parentSchema:schema37.properties.spec.properties.capacity.properties.resources.additionalProperties,data:data11};
+const err18 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf",schema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf,parentSchema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties,data:data11};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -3153,7 +3340,7 @@ vErrors = null;
 }
 }
 else {
-const err19 = {instancePath:instancePath+"/spec/capacity/resources",schemaPath:"#/properties/spec/properties/capacity/properties/resources/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.spec.properties.capacity.properties.resources.type,parentSchema:schema37.properties.spec.properties.capacity.properties.resources,data:data10};
+const err19 = {instancePath:instancePath+"/spec/capacity/resources",schemaPath:"#/properties/spec/properties/capacity/properties/resources/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.capacity.properties.resources.type,parentSchema:schema42.properties.spec.properties.capacity.properties.resources,data:data10};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -3165,7 +3352,7 @@ errors++;
 }
 }
 else {
-const err20 = {instancePath:instancePath+"/spec/capacity",schemaPath:"#/properties/spec/properties/capacity/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.spec.properties.capacity.type,parentSchema:schema37.properties.spec.properties.capacity,data:data8};
+const err20 = {instancePath:instancePath+"/spec/capacity",schemaPath:"#/properties/spec/properties/capacity/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.capacity.type,parentSchema:schema42.properties.spec.properties.capacity,data:data8};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -3176,8 +3363,8 @@ errors++;
 }
 }
 if(data3.kubeconfig !== undefined){
-if(!(validate26(data3.kubeconfig, {instancePath:instancePath+"/spec/kubeconfig",parentData:data3,parentDataProperty:"kubeconfig",rootData}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate32(data3.kubeconfig, {instancePath:instancePath+"/spec/kubeconfig",parentData:data3,parentDataProperty:"kubeconfig",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 }
@@ -3186,7 +3373,7 @@ let data13 = data3.status;
 if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
 for(const key5 in data13){
 if(!(key5 === "mode")){
-const err21 = {instancePath:instancePath+"/spec/status",schemaPath:"#/properties/spec/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema37.properties.spec.properties.status,data:data13};
+const err21 = {instancePath:instancePath+"/spec/status",schemaPath:"#/properties/spec/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.status,data:data13};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -3199,7 +3386,7 @@ errors++;
 if(data13.mode !== undefined){
 let data14 = data13.mode;
 if(!((data14 === "commit") || (data14 === "live"))){
-const err22 = {instancePath:instancePath+"/spec/status/mode",schemaPath:"#/properties/spec/properties/status/properties/mode/enum",keyword:"enum",params:{allowedValues: schema37.properties.spec.properties.status.properties.mode.enum},message:"must be equal to one of the allowed values",schema:schema37.properties.spec.properties.status.properties.mode.enum,parentSchema:schema37.properties.spec.properties.status.properties.mode,data:data14};
+const err22 = {instancePath:instancePath+"/spec/status/mode",schemaPath:"#/properties/spec/properties/status/properties/mode/enum",keyword:"enum",params:{allowedValues: schema42.properties.spec.properties.status.properties.mode.enum},message:"must be equal to one of the allowed values",schema:schema42.properties.spec.properties.status.properties.mode.enum,parentSchema:schema42.properties.spec.properties.status.properties.mode,data:data14};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -3211,7 +3398,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath:instancePath+"/spec/status",schemaPath:"#/properties/spec/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.spec.properties.status.type,parentSchema:schema37.properties.spec.properties.status,data:data13};
+const err23 = {instancePath:instancePath+"/spec/status",schemaPath:"#/properties/spec/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.status.type,parentSchema:schema42.properties.spec.properties.status,data:data13};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -3225,7 +3412,7 @@ if(data3.encryption !== undefined){
 let data15 = data3.encryption;
 if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
 if(data15.sops === undefined){
-const err24 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/required",keyword:"required",params:{missingProperty: "sops"},message:"must have required property '"+"sops"+"'",schema:schema37.properties.spec.properties.encryption.required,parentSchema:schema37.properties.spec.properties.encryption,data:data15};
+const err24 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/required",keyword:"required",params:{missingProperty: "sops"},message:"must have required property '"+"sops"+"'",schema:schema42.properties.spec.properties.encryption.required,parentSchema:schema42.properties.spec.properties.encryption,data:data15};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -3236,7 +3423,7 @@ errors++;
 }
 for(const key6 in data15){
 if(!(key6 === "sops")){
-const err25 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties",schema:false,parentSchema:schema37.properties.spec.properties.encryption,data:data15};
+const err25 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.encryption,data:data15};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -3250,7 +3437,7 @@ if(data15.sops !== undefined){
 let data16 = data15.sops;
 if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
 if(data16.age === undefined){
-const err26 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/required",keyword:"required",params:{missingProperty: "age"},message:"must have required property '"+"age"+"'",schema:schema37.properties.spec.properties.encryption.properties.sops.required,parentSchema:schema37.properties.spec.properties.encryption.properties.sops,data:data16};
+const err26 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/required",keyword:"required",params:{missingProperty: "age"},message:"must have required property '"+"age"+"'",schema:schema42.properties.spec.properties.encryption.properties.sops.required,parentSchema:schema42.properties.spec.properties.encryption.properties.sops,data:data16};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -3261,7 +3448,7 @@ errors++;
 }
 for(const key7 in data16){
 if(!(key7 === "age")){
-const err27 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema37.properties.spec.properties.encryption.properties.sops,data:data16};
+const err27 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.encryption.properties.sops,data:data16};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -3275,7 +3462,7 @@ if(data16.age !== undefined){
 let data17 = data16.age;
 if(Array.isArray(data17)){
 if(data17.length < 1){
-const err28 = {instancePath:instancePath+"/spec/encryption/sops/age",schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema37.properties.spec.properties.encryption.properties.sops.properties.age,data:data17};
+const err28 = {instancePath:instancePath+"/spec/encryption/sops/age",schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age,data:data17};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -3289,7 +3476,7 @@ for(let i0=0; i0<len0; i0++){
 let data18 = data17[i0];
 if(typeof data18 === "string"){
 if(!pattern8.test(data18)){
-const err29 = {instancePath:instancePath+"/spec/encryption/sops/age/" + i0,schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/items/pattern",keyword:"pattern",params:{pattern: "^age1[02-9ac-hj-np-z]{58}$"},message:"must match pattern \""+"^age1[02-9ac-hj-np-z]{58}$"+"\"",schema:"^age1[02-9ac-hj-np-z]{58}$",parentSchema:schema37.properties.spec.properties.encryption.properties.sops.properties.age.items,data:data18};
+const err29 = {instancePath:instancePath+"/spec/encryption/sops/age/" + i0,schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/items/pattern",keyword:"pattern",params:{pattern: "^age1[02-9ac-hj-np-z]{58}$"},message:"must match pattern \""+"^age1[02-9ac-hj-np-z]{58}$"+"\"",schema:"^age1[02-9ac-hj-np-z]{58}$",parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.items,data:data18};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -3300,7 +3487,7 @@ errors++;
 }
 }
 else {
-const err30 = {instancePath:instancePath+"/spec/encryption/sops/age/" + i0,schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.spec.properties.encryption.properties.sops.properties.age.items.type,parentSchema:schema37.properties.spec.properties.encryption.properties.sops.properties.age.items,data:data18};
+const err30 = {instancePath:instancePath+"/spec/encryption/sops/age/" + i0,schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.items.type,parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.items,data:data18};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -3312,7 +3499,7 @@ errors++;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/spec/encryption/sops/age",schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema37.properties.spec.properties.encryption.properties.sops.properties.age.type,parentSchema:schema37.properties.spec.properties.encryption.properties.sops.properties.age,data:data17};
+const err31 = {instancePath:instancePath+"/spec/encryption/sops/age",schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.type,parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age,data:data17};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -3324,7 +3511,7 @@ errors++;
 }
 }
 else {
-const err32 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.spec.properties.encryption.properties.sops.type,parentSchema:schema37.properties.spec.properties.encryption.properties.sops,data:data16};
+const err32 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.encryption.properties.sops.type,parentSchema:schema42.properties.spec.properties.encryption.properties.sops,data:data16};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -3336,7 +3523,7 @@ errors++;
 }
 }
 else {
-const err33 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.spec.properties.encryption.type,parentSchema:schema37.properties.spec.properties.encryption,data:data15};
+const err33 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.encryption.type,parentSchema:schema42.properties.spec.properties.encryption,data:data15};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -3350,7 +3537,7 @@ if(data3.sync !== undefined){
 let data19 = data3.sync;
 if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
 if(data19.kind === undefined){
-const err34 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema37.properties.spec.properties.sync.required,parentSchema:schema37.properties.spec.properties.sync,data:data19};
+const err34 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema42.properties.spec.properties.sync.required,parentSchema:schema42.properties.spec.properties.sync,data:data19};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -3360,7 +3547,7 @@ vErrors.push(err34);
 errors++;
 }
 if(data19.name === undefined){
-const err35 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema37.properties.spec.properties.sync.required,parentSchema:schema37.properties.spec.properties.sync,data:data19};
+const err35 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema42.properties.spec.properties.sync.required,parentSchema:schema42.properties.spec.properties.sync,data:data19};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -3371,7 +3558,7 @@ errors++;
 }
 for(const key8 in data19){
 if(!(((((key8 === "kind") || (key8 === "name")) || (key8 === "namespace")) || (key8 === "kubeconfig")) || (key8 === "nudge"))){
-const err36 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema37.properties.spec.properties.sync,data:data19};
+const err36 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.sync,data:data19};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -3384,7 +3571,7 @@ errors++;
 if(data19.kind !== undefined){
 let data20 = data19.kind;
 if(!((data20 === "argocd") || (data20 === "flux"))){
-const err37 = {instancePath:instancePath+"/spec/sync/kind",schemaPath:"#/properties/spec/properties/sync/properties/kind/enum",keyword:"enum",params:{allowedValues: schema37.properties.spec.properties.sync.properties.kind.enum},message:"must be equal to one of the allowed values",schema:schema37.properties.spec.properties.sync.properties.kind.enum,parentSchema:schema37.properties.spec.properties.sync.properties.kind,data:data20};
+const err37 = {instancePath:instancePath+"/spec/sync/kind",schemaPath:"#/properties/spec/properties/sync/properties/kind/enum",keyword:"enum",params:{allowedValues: schema42.properties.spec.properties.sync.properties.kind.enum},message:"must be equal to one of the allowed values",schema:schema42.properties.spec.properties.sync.properties.kind.enum,parentSchema:schema42.properties.spec.properties.sync.properties.kind,data:data20};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -3398,7 +3585,7 @@ if(data19.name !== undefined){
 let data21 = data19.name;
 if(typeof data21 === "string"){
 if(func3(data21) < 1){
-const err38 = {instancePath:instancePath+"/spec/sync/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data21};
+const err38 = {instancePath:instancePath+"/spec/sync/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data21};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -3409,7 +3596,7 @@ errors++;
 }
 }
 else {
-const err39 = {instancePath:instancePath+"/spec/sync/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data21};
+const err39 = {instancePath:instancePath+"/spec/sync/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data21};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -3423,7 +3610,7 @@ if(data19.namespace !== undefined){
 let data22 = data19.namespace;
 if(typeof data22 === "string"){
 if(func3(data22) < 1){
-const err40 = {instancePath:instancePath+"/spec/sync/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data22};
+const err40 = {instancePath:instancePath+"/spec/sync/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data22};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -3434,7 +3621,7 @@ errors++;
 }
 }
 else {
-const err41 = {instancePath:instancePath+"/spec/sync/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data22};
+const err41 = {instancePath:instancePath+"/spec/sync/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data22};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -3445,20 +3632,20 @@ errors++;
 }
 }
 if(data19.kubeconfig !== undefined){
-if(!(validate26(data19.kubeconfig, {instancePath:instancePath+"/spec/sync/kubeconfig",parentData:data19,parentDataProperty:"kubeconfig",rootData}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate32(data19.kubeconfig, {instancePath:instancePath+"/spec/sync/kubeconfig",parentData:data19,parentDataProperty:"kubeconfig",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 }
 if(data19.nudge !== undefined){
-if(!(validate29(data19.nudge, {instancePath:instancePath+"/spec/sync/nudge",parentData:data19,parentDataProperty:"nudge",rootData}))){
-vErrors = vErrors === null ? validate29.errors : vErrors.concat(validate29.errors);
+if(!(validate35(data19.nudge, {instancePath:instancePath+"/spec/sync/nudge",parentData:data19,parentDataProperty:"nudge",rootData}))){
+vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err42 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.spec.properties.sync.type,parentSchema:schema37.properties.spec.properties.sync,data:data19};
+const err42 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.sync.type,parentSchema:schema42.properties.spec.properties.sync,data:data19};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -3472,7 +3659,7 @@ if(data3.kubeVersion !== undefined){
 let data25 = data3.kubeVersion;
 if(typeof data25 === "string"){
 if(!pattern10.test(data25)){
-const err43 = {instancePath:instancePath+"/spec/kubeVersion",schemaPath:"#/properties/spec/properties/kubeVersion/pattern",keyword:"pattern",params:{pattern: "^\\s*v?[0-9]+\\.[0-9]+"},message:"must match pattern \""+"^\\s*v?[0-9]+\\.[0-9]+"+"\"",schema:"^\\s*v?[0-9]+\\.[0-9]+",parentSchema:schema37.properties.spec.properties.kubeVersion,data:data25};
+const err43 = {instancePath:instancePath+"/spec/kubeVersion",schemaPath:"#/properties/spec/properties/kubeVersion/pattern",keyword:"pattern",params:{pattern: "^\\s*v?[0-9]+\\.[0-9]+"},message:"must match pattern \""+"^\\s*v?[0-9]+\\.[0-9]+"+"\"",schema:"^\\s*v?[0-9]+\\.[0-9]+",parentSchema:schema42.properties.spec.properties.kubeVersion,data:data25};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -3483,7 +3670,7 @@ errors++;
 }
 }
 else {
-const err44 = {instancePath:instancePath+"/spec/kubeVersion",schemaPath:"#/properties/spec/properties/kubeVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.spec.properties.kubeVersion.type,parentSchema:schema37.properties.spec.properties.kubeVersion,data:data25};
+const err44 = {instancePath:instancePath+"/spec/kubeVersion",schemaPath:"#/properties/spec/properties/kubeVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.spec.properties.kubeVersion.type,parentSchema:schema42.properties.spec.properties.kubeVersion,data:data25};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -3501,7 +3688,7 @@ for(let i1=0; i1<len1; i1++){
 let data27 = data26[i1];
 if(typeof data27 === "string"){
 if(func3(data27) < 1){
-const err45 = {instancePath:instancePath+"/spec/apiVersions/" + i1,schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data27};
+const err45 = {instancePath:instancePath+"/spec/apiVersions/" + i1,schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data27};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -3512,7 +3699,7 @@ errors++;
 }
 }
 else {
-const err46 = {instancePath:instancePath+"/spec/apiVersions/" + i1,schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data27};
+const err46 = {instancePath:instancePath+"/spec/apiVersions/" + i1,schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data27};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -3524,7 +3711,7 @@ errors++;
 }
 }
 else {
-const err47 = {instancePath:instancePath+"/spec/apiVersions",schemaPath:"#/properties/spec/properties/apiVersions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema37.properties.spec.properties.apiVersions.type,parentSchema:schema37.properties.spec.properties.apiVersions,data:data26};
+const err47 = {instancePath:instancePath+"/spec/apiVersions",schemaPath:"#/properties/spec/properties/apiVersions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema42.properties.spec.properties.apiVersions.type,parentSchema:schema42.properties.spec.properties.apiVersions,data:data26};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -3536,7 +3723,7 @@ errors++;
 }
 }
 else {
-const err48 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.spec.type,parentSchema:schema37.properties.spec,data:data3};
+const err48 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.type,parentSchema:schema42.properties.spec,data:data3};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -3548,7 +3735,7 @@ errors++;
 }
 }
 else {
-const err49 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.type,parentSchema:schema37,data};
+const err49 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.type,parentSchema:schema42,data};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -3557,19 +3744,19 @@ vErrors.push(err49);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
 
-const sfCluster = validate42;
-const schema59 = {"type":"object","required":["apiVersion","kind","metadata","spec"],"additionalProperties":false,"properties":{"apiVersion":{"const":"resource.servicefabrik.io/v1alpha1"},"kind":{"const":"SFCluster"},"metadata":{"$ref":"#/definitions/metadata"},"spec":{"type":"object","required":["secretRef"],"properties":{"secretRef":{"$ref":"#/definitions/nonEmptyString","description":"Secret (in metadata.namespace) whose `kubeconfig` key holds the cluster's kubeconfig."},"schedulingLimitPercentage":{"type":"integer","minimum":0,"maximum":100},"totalCapacity":{"type":"object"}}},"status":{"type":"object"}}};
+const sfCluster = validate48;
+const schema64 = {"type":"object","required":["apiVersion","kind","metadata","spec"],"additionalProperties":false,"properties":{"apiVersion":{"const":"resource.servicefabrik.io/v1alpha1"},"kind":{"const":"SFCluster"},"metadata":{"$ref":"#/definitions/metadata"},"spec":{"type":"object","required":["secretRef"],"properties":{"secretRef":{"$ref":"#/definitions/nonEmptyString","description":"Secret (in metadata.namespace) whose `kubeconfig` key holds the cluster's kubeconfig."},"schedulingLimitPercentage":{"type":"integer","minimum":0,"maximum":100},"totalCapacity":{"type":"object"}}},"status":{"type":"object"}}};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema59.required,parentSchema:schema59,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema64.required,parentSchema:schema64,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -3579,7 +3766,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema59.required,parentSchema:schema59,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema64.required,parentSchema:schema64,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3589,7 +3776,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema59.required,parentSchema:schema59,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema64.required,parentSchema:schema64,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -3599,7 +3786,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema59.required,parentSchema:schema59,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema64.required,parentSchema:schema64,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -3610,7 +3797,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema59,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema64,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3623,7 +3810,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("resource.servicefabrik.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "resource.servicefabrik.io/v1alpha1"},message:"must be equal to constant",schema:"resource.servicefabrik.io/v1alpha1",parentSchema:schema59.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "resource.servicefabrik.io/v1alpha1"},message:"must be equal to constant",schema:"resource.servicefabrik.io/v1alpha1",parentSchema:schema64.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3636,7 +3823,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("SFCluster" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SFCluster"},message:"must be equal to constant",schema:"SFCluster",parentSchema:schema59.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SFCluster"},message:"must be equal to constant",schema:"SFCluster",parentSchema:schema64.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3647,8 +3834,8 @@ errors++;
 }
 }
 if(data.metadata !== undefined){
-if(!(validate24(data.metadata, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData}))){
-vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+if(!(validate30(data.metadata, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
 errors = vErrors.length;
 }
 }
@@ -3656,7 +3843,7 @@ if(data.spec !== undefined){
 let data3 = data.spec;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 if(data3.secretRef === undefined){
-const err7 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema59.properties.spec.required,parentSchema:schema59.properties.spec,data:data3};
+const err7 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema64.properties.spec.required,parentSchema:schema64.properties.spec,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3669,7 +3856,7 @@ if(data3.secretRef !== undefined){
 let data4 = data3.secretRef;
 if(typeof data4 === "string"){
 if(func3(data4) < 1){
-const err8 = {instancePath:instancePath+"/spec/secretRef",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45,data:data4};
+const err8 = {instancePath:instancePath+"/spec/secretRef",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3680,7 +3867,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/spec/secretRef",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.type,parentSchema:schema45,data:data4};
+const err9 = {instancePath:instancePath+"/spec/secretRef",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3693,7 +3880,7 @@ errors++;
 if(data3.schedulingLimitPercentage !== undefined){
 let data5 = data3.schedulingLimitPercentage;
 if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
-const err10 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema59.properties.spec.properties.schedulingLimitPercentage.type,parentSchema:schema59.properties.spec.properties.schedulingLimitPercentage,data:data5};
+const err10 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema64.properties.spec.properties.schedulingLimitPercentage.type,parentSchema:schema64.properties.spec.properties.schedulingLimitPercentage,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -3704,7 +3891,7 @@ errors++;
 }
 if((typeof data5 == "number") && (isFinite(data5))){
 if(data5 > 100 || isNaN(data5)){
-const err11 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100",schema:100,parentSchema:schema59.properties.spec.properties.schedulingLimitPercentage,data:data5};
+const err11 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100",schema:100,parentSchema:schema64.properties.spec.properties.schedulingLimitPercentage,data:data5};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -3714,7 +3901,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data5 < 0 || isNaN(data5)){
-const err12 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema59.properties.spec.properties.schedulingLimitPercentage,data:data5};
+const err12 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema64.properties.spec.properties.schedulingLimitPercentage,data:data5};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3728,7 +3915,7 @@ errors++;
 if(data3.totalCapacity !== undefined){
 let data6 = data3.totalCapacity;
 if(!(data6 && typeof data6 == "object" && !Array.isArray(data6))){
-const err13 = {instancePath:instancePath+"/spec/totalCapacity",schemaPath:"#/properties/spec/properties/totalCapacity/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema59.properties.spec.properties.totalCapacity.type,parentSchema:schema59.properties.spec.properties.totalCapacity,data:data6};
+const err13 = {instancePath:instancePath+"/spec/totalCapacity",schemaPath:"#/properties/spec/properties/totalCapacity/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema64.properties.spec.properties.totalCapacity.type,parentSchema:schema64.properties.spec.properties.totalCapacity,data:data6};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3740,7 +3927,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema59.properties.spec.type,parentSchema:schema59.properties.spec,data:data3};
+const err14 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema64.properties.spec.type,parentSchema:schema64.properties.spec,data:data3};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3753,7 +3940,7 @@ errors++;
 if(data.status !== undefined){
 let data7 = data.status;
 if(!(data7 && typeof data7 == "object" && !Array.isArray(data7))){
-const err15 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema59.properties.status.type,parentSchema:schema59.properties.status,data:data7};
+const err15 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema64.properties.status.type,parentSchema:schema64.properties.status,data:data7};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -3765,7 +3952,7 @@ errors++;
 }
 }
 else {
-const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema59.type,parentSchema:schema59,data};
+const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema64.type,parentSchema:schema64,data};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -3774,7 +3961,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
 

@@ -142,6 +142,7 @@ function toService(doc: YamlDocument, file: string, problems: Problem[]): Locate
     allowContextUpdates: get<boolean>("allowContextUpdates", "allow_context_updates"),
     planUpdateable: get<boolean>("planUpdatable", "planUpdateable", "plan_updateable") ?? false,
     metadata: spec.metadata as Record<string, unknown> | undefined,
+    supportedPlatforms: get<string[]>("supportedPlatform", "supported_platform"),
     dashboardClient: dashboard && {
       id: dashboard.id as string,
       secret: dashboard.secret as string,
@@ -157,7 +158,11 @@ async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problem
   const spec = specOf(doc);
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- as pick
   const get = <T>(...names: string[]) => pick<T>(spec, names, `${doc.at}spec.`, file, problems);
-  const manager = (spec.manager ?? {}) as { async?: boolean; asyncBinding?: boolean; settings?: { dashboard_url_template?: unknown } };
+  const manager = (spec.manager ?? {}) as {
+    async?: boolean;
+    asyncBinding?: boolean;
+    settings?: { dashboard_url_template?: unknown; update_predecessors?: string[] };
+  };
   const dashboardUrlTemplate = manager.settings?.dashboard_url_template;
   if (dashboardUrlTemplate !== undefined && typeof dashboardUrlTemplate !== "string") {
     problems.push({ file, path: `${doc.at}spec.manager.settings.dashboard_url_template`, message: "must be a base64 string" });
@@ -186,12 +191,27 @@ async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problem
     async: manager.async ?? false,
     asyncBinding: manager.asyncBinding ?? false,
     ...(typeof dashboardUrlTemplate === "string" ? { dashboardUrlTemplate } : {}),
+    ...updatePredecessors(doc, manager.settings?.update_predecessors),
+    supportedPlatforms: get<string[]>("supportedPlatform", "supported_platform"),
     context: (spec.context ?? {}) as Record<string, unknown>,
     templates: await resolveTemplates(tree, spec.templates as RawTemplate[], doc, file, problems, options),
     file,
     raw: doc.value as Record<string, unknown>,
   };
   return { value, file, at: doc.at };
+}
+
+const SF_OSB_API_VERSION = "osb.servicefabrik.io/v1alpha1";
+
+/**
+ * `manager.settings.update_predecessors` as the broker checks it: Service Fabrik refused a plan
+ * change to an SFPlan that lists no predecessors (its isUpdatePossible), so an SFPlan without the
+ * list accepts none; a `Plan` without it accepts every plan of its service.
+ */
+function updatePredecessors(doc: YamlDocument, listed: string[] | undefined): Pick<Plan, "updatePredecessors"> {
+  if (listed !== undefined) return { updatePredecessors: [...listed] };
+  const serviceFabrik = (doc.value as { apiVersion?: unknown }).apiVersion === SF_OSB_API_VERSION;
+  return serviceFabrik ? { updatePredecessors: [] } : {};
 }
 
 interface RawTemplate {

@@ -27,14 +27,36 @@ export function parseApiVersion(header: string | undefined): ApiVersion | null {
   return m ? { major: Number(m[1]), minor: Number(m[2]) } : null;
 }
 
+/** The platforms of Service Fabrik's routes, `/<platform>/v2`. */
+export const PLATFORMS = ["cf", "k8s", "sm"] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
+/** Service Fabrik's `supported_platform` when a plan or service does not say (its catalog.js). */
+const DEFAULT_PLATFORMS: readonly string[] = ["cf", "sm"];
+
+/** Service Fabrik hid every service and plan whose name contains this from the catalog. */
+const INTERNAL_NAME = "-fabrik-internal";
+
+/** Whether a service or plan is listed to `platform` (undefined: `/v2`, every platform). */
+function offered(item: { name: string; supportedPlatforms?: string[] }, platform: Platform | undefined): boolean {
+  if (item.name.includes(INTERNAL_NAME)) return false;
+  return platform === undefined || (item.supportedPlatforms ?? DEFAULT_PLATFORMS).includes(platform);
+}
+
 /**
  * The `GET /v2/catalog` body for a platform speaking `version`: OSB field names, only the fields
  * the spec defines (Service Fabrik's context, manager and templates stay in the broker), and no
  * field newer than `version`. Objects are copies: callers may serialize or change them freely.
+ * Names containing `-fabrik-internal` are left out; with a `platform` (`/cf/v2` and the like),
+ * so is what its `supported_platform` does not name, and a service left without plans.
  */
-export function toOsbCatalog(catalog: Catalog, version: ApiVersion): { services: unknown[] } {
+export function toOsbCatalog(catalog: Catalog, version: ApiVersion, platform?: Platform): { services: unknown[] } {
   const has = (minor: number): boolean => version.major > 2 || (version.major === 2 && minor <= version.minor);
-  return { services: catalog.services.map((s) => osbService(s, has)) };
+  const services = catalog.services
+    .filter((s) => offered(s, platform))
+    .map((s) => ({ ...s, plans: s.plans.filter((p) => offered(p, platform)) }))
+    .filter((s) => s.plans.length > 0);
+  return { services: services.map((s) => osbService(s, has)) };
 }
 
 type Has = (minor: number) => boolean;

@@ -53,6 +53,14 @@ export interface Plan {
   asyncBinding: boolean;
   /** Service Fabrik `manager.settings.dashboard_url_template` (base64 lodash-style template). */
   dashboardUrlTemplate?: string;
+  /**
+   * Service Fabrik `manager.settings.update_predecessors`: the plan ids an instance may move to this
+   * plan from. Undefined: from any plan (a `Plan` without the setting); an `SFPlan` without it has
+   * `[]`, as Service Fabrik refused every plan change to such a plan.
+   */
+  updatePredecessors?: string[];
+  /** Service Fabrik `supported_platform`: the platforms whose catalog lists the plan (undefined: cf and sm). */
+  supportedPlatforms?: string[];
   /** Service Fabrik `context` (free-form, for templates). */
   context: Record<string, unknown>;
   templates: PlanTemplate[];
@@ -75,6 +83,8 @@ export interface Service {
   planUpdateable: boolean;
   metadata?: Record<string, unknown>;
   dashboardClient?: { id: string; secret: string; redirect_uri?: string };
+  /** Service Fabrik `supported_platform`: the platforms whose catalog lists the service (undefined: cf and sm). */
+  supportedPlatforms?: string[];
   plans: Plan[];
   file: string;
   raw: Record<string, unknown>;

@@ -72,6 +72,8 @@ export interface HarnessOptions {
   logger?: Logger;
   /** The first broker's records GC clock and waits (default: the system's). */
   records?: RecordsCollectorOverrides;
+  /** Where `osb` sends OSB requests (default /v2; see OSB_BASES). */
+  osbBase?: string;
 }
 
 /**
@@ -108,7 +110,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     options.configure?.(config);
     const broker = await startBroker(config, { version: "test", logger, ...(records ? { records } : {}) });
     started.push(broker);
-    return { broker, osb: osbClient(broker.url, CREDENTIALS) };
+    return { broker, osb: osbClient(broker.url, CREDENTIALS, options.osbBase) };
   }
 
   const first = await start("broker-1", options.logger, options.records);

@@ -21,6 +21,8 @@ export interface OsbCallOptions {
 }
 
 export interface OsbClient {
+  /** Where the client sends OSB requests: `/v2` by default, or e.g. `/cf/region/eu10/v2`. */
+  base: string;
   call(method: string, path: string, body?: unknown, options?: OsbCallOptions): Promise<OsbReply>;
   catalog(options?: OsbCallOptions): Promise<OsbReply>;
   provision(instanceId: string, body: unknown, options?: OsbCallOptions): Promise<OsbReply>;
@@ -34,7 +36,10 @@ export interface OsbClient {
   getBinding(instanceId: string, bindingId: string): Promise<OsbReply>;
 }
 
-export function osbClient(baseUrl: string, credentials: { username: string; password: string }): OsbClient {
+/** The OSB bases the broker serves (Service Fabrik's platform routes beside /v2), for tests run over each. */
+export const OSB_BASES = ["/v2", "/cf/v2", "/k8s/v2", "/sm/v2", "/cf/region/eu10/v2", "/k8s/region/eu10/v2", "/sm/region/eu10/v2"];
+
+export function osbClient(baseUrl: string, credentials: { username: string; password: string }, base = "/v2"): OsbClient {
   const authHeader = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}`;
 
   async function call(method: string, path: string, body?: unknown, options: OsbCallOptions = {}): Promise<OsbReply> {
@@ -60,11 +65,12 @@ export function osbClient(baseUrl: string, credentials: { username: string; pass
     return { status: res.status, body: parsed, headers: res.headers };
   }
 
-  const inst = (id: string) => `/v2/service_instances/${encodeURIComponent(id)}`;
+  const inst = (id: string) => `${base}/service_instances/${encodeURIComponent(id)}`;
   const bnd = (id: string, b: string) => `${inst(id)}/service_bindings/${encodeURIComponent(b)}`;
   return {
+    base,
     call,
-    catalog: (o) => call("GET", "/v2/catalog", undefined, o),
+    catalog: (o) => call("GET", `${base}/catalog`, undefined, o),
     provision: (id, body, o) => call("PUT", inst(id), body, o),
     update: (id, body, o) => call("PATCH", inst(id), body, o),
     deprovision: (id, query, o) => call("DELETE", inst(id), undefined, { ...o, query: { ...query, ...o?.query } }),
