@@ -1,5 +1,7 @@
+import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import http from "node:http";
+import os from "node:os";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,7 +28,9 @@ import { createInstruments, createPrometheusMetrics, noopMetrics, type Metrics, 
 import { createNudger, type Nudger, type NudgerOptions } from "../nudge/index.js";
 import { createBindingSummaryCache, createInstanceSummaryCache } from "../repo/index.js";
 import { createScheduler } from "../scheduler/index.js";
-import { createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
+import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
+import { createKubeLeaseClient, createLeaseElector, soleLeader, type Leadership, type LeaseElectorOptions } from "../leader/index.js";
+import type { KubeConfig } from "@kubernetes/client-node";
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const SAMPLE_CATALOG_DIR = path.join(PROJECT_ROOT, "examples/catalog");
@@ -43,6 +47,8 @@ export interface RunningBroker {
   nudger: Nudger;
   /** Records GC of deprovisioned instances (ADR 0018), started with the reconciler. */
   collector: RecordsCollector;
+  /** Who does the background work (ADR 0024): this process, or the Lease's holder. */
+  leadership: Leadership;
   /** Stop accepting requests, finish in-flight pushes, close. */
   close(): Promise<void>;
 }
@@ -76,8 +82,12 @@ export type NudgerOverrides = Partial<Pick<NudgerOptions, "readSecret" | "fetch"
 /** Test and embedding hooks of records GC (its wall clock, its waits between passes). */
 export type RecordsCollectorOverrides = Partial<Pick<RecordsCollectorOptions, "now" | "delay">>;
 
+/** Test and embedding hooks of leader election (the cluster's KubeConfig, clocks and waits). */
+export type LeaderOverrides = Partial<Pick<LeaseElectorOptions, "clock" | "now" | "delay">> & { kubeConfig?: KubeConfig };
+
 type StartOptions = {
   version: string;
+  leader?: LeaderOverrides;
   logger?: Logger;
   metrics?: Metrics;
   status?: StatusWatcherOverrides;
@@ -234,14 +244,33 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     batchSize: config.records.gcBatchSize,
     ...options.records,
   });
-  collector.start();
   undo.push(() => collector.close());
-  const stopReconciling = writer.onTip((tip, previous) => reconciler.tipChanged(tip, previous));
-  // Plan changes merged while no broker ran: re-render what they left behind (rate-limited, in the background).
-  reconciler.catchUp().catch(() => undefined); // logged by the reconciler
+  // The background work (re-renders on tip changes, the catch-up, records GC) runs on the leader
+  // only (ADR 0024); without leader election this process always leads.
+  const leadership = await startLeadership(config, { logger, metrics: instruments.leader, ...options.leader });
+  undo.push(() => leadership.close());
+  const stopReconciling = writer.onTip((tip, previous) => {
+    if (leadership.isLeader()) reconciler.tipChanged(tip, previous);
+  });
+  undo.push(stopReconciling);
+  let turns: Promise<void> = Promise.resolve();
+  const lead = (leading: boolean): void => {
+    turns = turns.then(async () => {
+      if (leading) {
+        collector.start();
+        // Plan changes merged while no broker (or no leader) ran: re-render what they left behind (rate-limited, in the background).
+        reconciler.catchUp().catch(() => undefined); // logged by the reconciler
+      } else {
+        await collector.stop();
+        await reconciler.drop();
+      }
+    });
+  };
+  const stopLeading = leadership.onChange(lead);
+  undo.push(stopLeading);
+  if (leadership.isLeader()) lead(true);
   const bindingSummaries = createBindingSummaryCache();
   metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, bindingSummaries, instruments.repo));
-  undo.push(stopReconciling);
 
   const app = createApp({
     writer,
@@ -255,7 +284,7 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
       ? { clientCertificates: { mode: config.auth.mode, allows: subjectMatcher(config.tls?.clientSubjects.map(subjectPattern) ?? []) } }
       : {}),
     brokerVersion,
-    readiness: () => view.readiness(),
+    readiness: async () => [...(await view.readiness()), { name: "leader", ok: true, message: leadership.describe() }],
     summaries,
     reconcile: { reconciler, branch: config.git.branch, webhookSecret },
   });
@@ -298,14 +327,19 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     reconciler,
     nudger,
     collector,
+    leadership,
     async close() {
       clearInterval(poll);
       await metricsServer?.close();
       stopReconciling();
+      stopLeading();
+      await turns;
       // Re-renders in flight finish; queued ones are dropped (a manual trigger redoes them).
       await reconciler.close();
       // A GC pass in flight finishes (its commit is small); the next one would start over anyway.
       await collector.close();
+      // The next leader takes over at once instead of after the lease duration.
+      await leadership.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Queued operations are pushed before the writer resolves; their HTTP responses go out then.
       await writer.close();
@@ -318,6 +352,37 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
       logger.info("gitops-broker stopped");
     },
   };
+}
+
+/**
+ * Leader election on a Lease in the broker's own cluster when configured, else this process leads
+ * (the embedded default, a single broker outside Kubernetes: nothing changes).
+ */
+async function startLeadership(
+  config: Config,
+  options: LeaderOverrides & { logger: Logger; metrics: ReturnType<typeof createInstruments>["leader"] },
+): Promise<Leadership> {
+  const election = config.leaderElection;
+  const identity = election.identity ?? `${os.hostname()}_${randomUUID().slice(0, 8)}`;
+  if (!election.enabled) return soleLeader(identity, options.metrics);
+  const kubeConfig = options.kubeConfig ?? (await createSecretKeyReader().home());
+  const namespace = election.namespace ?? brokerNamespace(kubeConfig);
+  const logger = options.logger.child({ component: "leader" });
+  logger.info({ lease: `${namespace}/${election.leaseName}`, identity }, "leader election: background work waits for the Lease");
+  return createLeaseElector({
+    client: createKubeLeaseClient({ kubeConfig, namespace, name: election.leaseName }),
+    name: election.leaseName,
+    namespace,
+    identity,
+    leaseDurationMs: election.leaseDurationSeconds * 1000,
+    renewDeadlineMs: election.renewDeadlineSeconds * 1000,
+    retryPeriodMs: election.retryPeriodSeconds * 1000,
+    logger,
+    metrics: options.metrics,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.delay ? { delay: options.delay } : {}),
+  });
 }
 
 /**

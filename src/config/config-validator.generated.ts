@@ -6,9 +6,10 @@ import { createRequire } from "node:module";
 import type { ValidateFunction } from "ajv";
 const require = createRequire(import.meta.url);
 const config = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/config.schema.json","title":"gitops-broker configuration","$comment":"Validates the merged configuration (defaults < config file < environment < flags), so every key is required here; the config file itself may be partial. Documented for operators in docs/configuration.md.","type":"object","additionalProperties":false,"required":["listen","http","dataDir","git","auth","tls","log","status","scheduler","webhook","reconcile","records","metrics"],"properties":{"listen":{"description":"Address of the OSB HTTP(S) server. Default 127.0.0.1:8080. The config file may also give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_LISTEN, flag --listen.","type":"object","additionalProperties":false,"required":["host","port"],"properties":{"host":{"description":"Interface to bind, e.g. 127.0.0.1, 0.0.0.0 or ::.","type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}},"http":{"description":"Bounds of the OSB server's sockets: a slow or silent client is answered 408 and disconnected, and one client address holds a bounded number of connections.","type":"object","additionalProperties":false,"required":["headersTimeoutSeconds","requestTimeoutSeconds","idleTimeoutSeconds","maxConnectionsPerClient"],"properties":{"headersTimeoutSeconds":{"description":"Time to receive a request's headers. Default 10. Env GITOPS_BROKER_HTTP_HEADERS_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"requestTimeoutSeconds":{"description":"Time to receive a whole request, headers and body (a body trickling in, or shorter than its Content-Length, is cut off). Not the time to answer. Default 30. Env GITOPS_BROKER_HTTP_REQUEST_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"idleTimeoutSeconds":{"description":"A keep-alive connection idle this long between two requests is closed. Default 5. Env GITOPS_BROKER_HTTP_IDLE_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"maxConnectionsPerClient":{"description":"Open connections per client address at most; further ones are closed at once. 0: no bound. Default 256. Behind a proxy every client has the proxy's address. Env GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_CLIENT.","type":"integer","minimum":0}}},"dataDir":{"description":"Directory for the broker's state (local Git clone, generated password, embedded remote). Default <cwd>/.gitops-broker; made absolute at load (a relative path in the config file is relative to that file). Created with mode 0700. Env GITOPS_BROKER_DATA_DIR, flag --data-dir.","type":"string","minLength":1},"git":{"type":"object","additionalProperties":false,"required":["remote","branch","author","pushTimeoutSeconds","activityTimeoutSeconds","pollIntervalSeconds"],"properties":{"remote":{"description":"URL or path of the GitOps repository. null (default): the embedded remote <dataDir>/remote.git, seeded with a sample catalog. Env GITOPS_BROKER_GIT_REMOTE.","type":["string","null"],"minLength":1},"branch":{"description":"Branch the broker commits to. Default main. Env GITOPS_BROKER_GIT_BRANCH.","type":"string","minLength":1},"author":{"description":"Author and committer of the broker's commits. Default gitops-broker <gitops-broker@localhost>. Env GITOPS_BROKER_GIT_AUTHOR_NAME, GITOPS_BROKER_GIT_AUTHOR_EMAIL.","type":"object","additionalProperties":false,"required":["name","email"],"properties":{"name":{"type":"string","minLength":1},"email":{"type":"string","minLength":1}}},"pushTimeoutSeconds":{"description":"How long a request waits for an unreachable remote before it fails with 503. Default 30. Env GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"activityTimeoutSeconds":{"description":"A fetch or push that has had no answer from the remote for this long makes /readyz answer 503 (the remote is not answering) while it goes on; it is given up after pushTimeoutSeconds. Default 5. Env GITOPS_BROKER_GIT_ACTIVITY_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"pollIntervalSeconds":{"description":"Interval of fetching the remote to notice commits made by others (catalog edits included). Default 30. Env GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS.","type":"number","exclusiveMinimum":0},"sshCommand":{"description":"GIT_SSH_COMMAND for ssh remotes, e.g. \"ssh -i /keys/deploy -o IdentitiesOnly=yes\". Env GITOPS_BROKER_GIT_SSH_COMMAND.","type":"string","minLength":1},"tokenFile":{"description":"File holding the token for https remotes (the token itself never goes into the config). Env GITOPS_BROKER_GIT_TOKEN_FILE.","type":"string","minLength":1}}},"auth":{"description":"HTTP basic auth of the OSB API. With neither password nor passwordFile, a password is generated on first start and stored in <dataDir>/password.","type":"object","additionalProperties":false,"required":["mode","username","password","passwordFile"],"properties":{"mode":{"description":"basic (default): HTTP basic auth. With tls.clientCa: certificate (a client certificate alone, as Service Fabrik's secureIncomingConnections), both (a client certificate and basic auth), either (one of the two). Env GITOPS_BROKER_AUTH_MODE.","enum":["basic","certificate","both","either"]},"username":{"description":"Default broker. Env GITOPS_BROKER_USERNAME.","type":"string","minLength":1},"password":{"description":"Env GITOPS_BROKER_PASSWORD. Exclusive with passwordFile.","type":["string","null"],"minLength":1},"passwordFile":{"description":"File holding the password (trimmed); refused when readable by group or others. Env GITOPS_BROKER_PASSWORD_FILE. Exclusive with password.","type":["string","null"],"minLength":1}}},"tls":{"description":"Serve HTTPS with these PEM files; null (default) serves plain HTTP. The files must be readable at start. Env GITOPS_BROKER_TLS_CERT and GITOPS_BROKER_TLS_KEY (both or neither).","type":["object","null"],"additionalProperties":false,"required":["cert","key"],"properties":{"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"clientCa":{"description":"PEM file of the CAs whose client certificates are accepted; the server then asks every client for a certificate (auth.mode says whether it must have one). Default null. Env GITOPS_BROKER_TLS_CLIENT_CA.","type":["string","null"],"minLength":1},"clientSubjects":{"description":"Allowed client-certificate subjects, each /C=DE/O=SAP SE/.../CN=service-manager (Service Fabrik's sm_certificate_subject_pattern) or CN=service-manager,...,C=DE; the same attributes in any order, a value * matches any. Empty (default): any certificate of tls.clientCa. Env GITOPS_BROKER_TLS_CLIENT_SUBJECT (one subject).","type":"array","items":{"type":"string","minLength":1}}}},"log":{"type":"object","additionalProperties":false,"required":["level"],"properties":{"level":{"description":"Default info. Env GITOPS_BROKER_LOG_LEVEL.","enum":["fatal","error","warn","info","debug","trace"]}}},"status":{"type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"description":"Default status mode of clusters that do not set spec.status.mode. commit: an operation succeeds once its commit is on the remote. live: last_operation reads the live objects of the cluster and the Argo CD / Flux sync state.","enum":["commit","live"]},"bindTimeoutSeconds":{"description":"Live mode: how long a synchronous bind waits for its credentials to appear in the cluster before answering 202 (if the platform accepts it) or 503. Default 10.","type":"number","exclusiveMinimum":0,"maximum":120}}},"scheduler":{"type":"object","additionalProperties":false,"required":["type"],"properties":{"type":{"description":"single: the one schedulable cluster; round-robin: the next cluster after the one of the newest provision in the repo; least-utilized: fewest live instances; label-selector: clusters matching the plan's clusterSelector template, then least-utilized. Every scheduler respects capacity and drain (schedulable: false).","enum":["single","round-robin","least-utilized","label-selector"]}}},"webhook":{"description":"POST /admin/webhook: GitHub (X-Hub-Signature-256) and GitLab (X-Gitlab-Token) push events make the broker fetch the remote at once instead of at the next poll. With neither secret nor secretFile the endpoint does not exist (404).","type":"object","additionalProperties":false,"required":["secret","secretFile"],"properties":{"secret":{"description":"The webhook's shared secret. Env GITOPS_BROKER_WEBHOOK_SECRET. Exclusive with secretFile.","type":["string","null"],"minLength":1},"secretFile":{"description":"File holding the secret (trimmed); refused when readable by group or others. Env GITOPS_BROKER_WEBHOOK_SECRET_FILE. Exclusive with secret.","type":["string","null"],"minLength":1}}},"reconcile":{"description":"Re-rendering of instances when their plan (autoUpdateInstances: true) or their overrides change, or on request (POST /admin/rerender, gitops-broker update).","type":"object","additionalProperties":false,"required":["maxPerSecond","batchSize","retrySeconds"],"properties":{"maxPerSecond":{"description":"Re-render commits per second at most. Default 10. Env GITOPS_BROKER_RECONCILE_MAX_PER_SECOND.","type":"number","exclusiveMinimum":0},"batchSize":{"description":"Re-renders waiting in the write queue at once (pushed together); an OSB request waits behind at most this many. Default 4. Env GITOPS_BROKER_RECONCILE_BATCH_SIZE.","type":"integer","minimum":1},"retrySeconds":{"description":"Wait before re-trying an instance that had an operation in progress. Default 30.","type":"number","exclusiveMinimum":0}}},"records":{"description":"Records of deprovisioned instances (ADR 0018): an instance record whose newest operation is a completed deprovision older than retentionDays is removed from the tip with its binding records, in rate-limited commits; Git history keeps it (gitops-broker history).","type":"object","additionalProperties":false,"required":["retentionDays","gcIntervalSeconds","gcBatchSize"],"properties":{"retentionDays":{"description":"Days a deprovisioned instance's record stays on the tip after its deprovision. 0 keeps records forever (no GC). Default 90. Env GITOPS_BROKER_RECORDS_RETENTION_DAYS.","type":"integer","minimum":0},"gcIntervalSeconds":{"description":"Time between two GC passes; each pass makes at most one commit. Default 60.","type":"number","exclusiveMinimum":0},"gcBatchSize":{"description":"Records removed by one GC commit at most. Default 100.","type":"integer","minimum":1}}},"metrics":{"description":"Prometheus metrics (GET /metrics, text format, no authentication) on a port of their own, never on the OSB port: a scraper needs no broker credentials and the OSB port needs no extra route. Keep the metrics port off public networks (bind 127.0.0.1 or a pod IP reached only by Prometheus).","type":"object","additionalProperties":false,"required":["listen"],"properties":{"listen":{"description":"Address of the metrics server, e.g. 0.0.0.0:9090 in a pod. null (default): no metrics server. The config file may give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_METRICS_LISTEN.","type":["object","null"],"additionalProperties":false,"required":["host","port"],"properties":{"host":{"type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/config.schema.json","title":"gitops-broker configuration","$comment":"Validates the merged configuration (defaults < config file < environment < flags), so every key is required here; the config file itself may be partial. Documented for operators in docs/configuration.md.","type":"object","additionalProperties":false,"required":["listen","http","dataDir","git","auth","tls","log","status","scheduler","webhook","reconcile","records","metrics","leaderElection"],"properties":{"listen":{"description":"Address of the OSB HTTP(S) server. Default 127.0.0.1:8080. The config file may also give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_LISTEN, flag --listen.","type":"object","additionalProperties":false,"required":["host","port"],"properties":{"host":{"description":"Interface to bind, e.g. 127.0.0.1, 0.0.0.0 or ::.","type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}},"http":{"description":"Bounds of the OSB server's sockets: a slow or silent client is answered 408 and disconnected, and one client address holds a bounded number of connections.","type":"object","additionalProperties":false,"required":["headersTimeoutSeconds","requestTimeoutSeconds","idleTimeoutSeconds","maxConnectionsPerClient"],"properties":{"headersTimeoutSeconds":{"description":"Time to receive a request's headers. Default 10. Env GITOPS_BROKER_HTTP_HEADERS_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"requestTimeoutSeconds":{"description":"Time to receive a whole request, headers and body (a body trickling in, or shorter than its Content-Length, is cut off). Not the time to answer. Default 30. Env GITOPS_BROKER_HTTP_REQUEST_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"idleTimeoutSeconds":{"description":"A keep-alive connection idle this long between two requests is closed. Default 5. Env GITOPS_BROKER_HTTP_IDLE_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"maxConnectionsPerClient":{"description":"Open connections per client address at most; further ones are closed at once. 0: no bound. Default 256. Behind a proxy every client has the proxy's address. Env GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_CLIENT.","type":"integer","minimum":0}}},"dataDir":{"description":"Directory for the broker's state (local Git clone, generated password, embedded remote). Default <cwd>/.gitops-broker; made absolute at load (a relative path in the config file is relative to that file). Created with mode 0700. Env GITOPS_BROKER_DATA_DIR, flag --data-dir.","type":"string","minLength":1},"git":{"type":"object","additionalProperties":false,"required":["remote","branch","author","pushTimeoutSeconds","activityTimeoutSeconds","pollIntervalSeconds"],"properties":{"remote":{"description":"URL or path of the GitOps repository. null (default): the embedded remote <dataDir>/remote.git, seeded with a sample catalog. Env GITOPS_BROKER_GIT_REMOTE.","type":["string","null"],"minLength":1},"branch":{"description":"Branch the broker commits to. Default main. Env GITOPS_BROKER_GIT_BRANCH.","type":"string","minLength":1},"author":{"description":"Author and committer of the broker's commits. Default gitops-broker <gitops-broker@localhost>. Env GITOPS_BROKER_GIT_AUTHOR_NAME, GITOPS_BROKER_GIT_AUTHOR_EMAIL.","type":"object","additionalProperties":false,"required":["name","email"],"properties":{"name":{"type":"string","minLength":1},"email":{"type":"string","minLength":1}}},"pushTimeoutSeconds":{"description":"How long a request waits for an unreachable remote before it fails with 503. Default 30. Env GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"activityTimeoutSeconds":{"description":"A fetch or push that has had no answer from the remote for this long makes /readyz answer 503 (the remote is not answering) while it goes on; it is given up after pushTimeoutSeconds. Default 5. Env GITOPS_BROKER_GIT_ACTIVITY_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"pollIntervalSeconds":{"description":"Interval of fetching the remote to notice commits made by others (catalog edits included). Default 30. Env GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS.","type":"number","exclusiveMinimum":0},"sshCommand":{"description":"GIT_SSH_COMMAND for ssh remotes, e.g. \"ssh -i /keys/deploy -o IdentitiesOnly=yes\". Env GITOPS_BROKER_GIT_SSH_COMMAND.","type":"string","minLength":1},"tokenFile":{"description":"File holding the token for https remotes (the token itself never goes into the config). Env GITOPS_BROKER_GIT_TOKEN_FILE.","type":"string","minLength":1}}},"auth":{"description":"HTTP basic auth of the OSB API. With neither password nor passwordFile, a password is generated on first start and stored in <dataDir>/password.","type":"object","additionalProperties":false,"required":["mode","username","password","passwordFile"],"properties":{"mode":{"description":"basic (default): HTTP basic auth. With tls.clientCa: certificate (a client certificate alone, as Service Fabrik's secureIncomingConnections), both (a client certificate and basic auth), either (one of the two). Env GITOPS_BROKER_AUTH_MODE.","enum":["basic","certificate","both","either"]},"username":{"description":"Default broker. Env GITOPS_BROKER_USERNAME.","type":"string","minLength":1},"password":{"description":"Env GITOPS_BROKER_PASSWORD. Exclusive with passwordFile.","type":["string","null"],"minLength":1},"passwordFile":{"description":"File holding the password (trimmed); refused when readable by group or others. Env GITOPS_BROKER_PASSWORD_FILE. Exclusive with password.","type":["string","null"],"minLength":1}}},"tls":{"description":"Serve HTTPS with these PEM files; null (default) serves plain HTTP. The files must be readable at start. Env GITOPS_BROKER_TLS_CERT and GITOPS_BROKER_TLS_KEY (both or neither).","type":["object","null"],"additionalProperties":false,"required":["cert","key"],"properties":{"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"clientCa":{"description":"PEM file of the CAs whose client certificates are accepted; the server then asks every client for a certificate (auth.mode says whether it must have one). Default null. Env GITOPS_BROKER_TLS_CLIENT_CA.","type":["string","null"],"minLength":1},"clientSubjects":{"description":"Allowed client-certificate subjects, each /C=DE/O=SAP SE/.../CN=service-manager (Service Fabrik's sm_certificate_subject_pattern) or CN=service-manager,...,C=DE; the same attributes in any order, a value * matches any. Empty (default): any certificate of tls.clientCa. Env GITOPS_BROKER_TLS_CLIENT_SUBJECT (one subject).","type":"array","items":{"type":"string","minLength":1}}}},"log":{"type":"object","additionalProperties":false,"required":["level"],"properties":{"level":{"description":"Default info. Env GITOPS_BROKER_LOG_LEVEL.","enum":["fatal","error","warn","info","debug","trace"]}}},"status":{"type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"description":"Default status mode of clusters that do not set spec.status.mode. commit: an operation succeeds once its commit is on the remote. live: last_operation reads the live objects of the cluster and the Argo CD / Flux sync state.","enum":["commit","live"]},"bindTimeoutSeconds":{"description":"Live mode: how long a synchronous bind waits for its credentials to appear in the cluster before answering 202 (if the platform accepts it) or 503. Default 10.","type":"number","exclusiveMinimum":0,"maximum":120}}},"scheduler":{"type":"object","additionalProperties":false,"required":["type"],"properties":{"type":{"description":"single: the one schedulable cluster; round-robin: the next cluster after the one of the newest provision in the repo; least-utilized: fewest live instances; label-selector: clusters matching the plan's clusterSelector template, then least-utilized. Every scheduler respects capacity and drain (schedulable: false).","enum":["single","round-robin","least-utilized","label-selector"]}}},"webhook":{"description":"POST /admin/webhook: GitHub (X-Hub-Signature-256) and GitLab (X-Gitlab-Token) push events make the broker fetch the remote at once instead of at the next poll. With neither secret nor secretFile the endpoint does not exist (404).","type":"object","additionalProperties":false,"required":["secret","secretFile"],"properties":{"secret":{"description":"The webhook's shared secret. Env GITOPS_BROKER_WEBHOOK_SECRET. Exclusive with secretFile.","type":["string","null"],"minLength":1},"secretFile":{"description":"File holding the secret (trimmed); refused when readable by group or others. Env GITOPS_BROKER_WEBHOOK_SECRET_FILE. Exclusive with secret.","type":["string","null"],"minLength":1}}},"reconcile":{"description":"Re-rendering of instances when their plan (autoUpdateInstances: true) or their overrides change, or on request (POST /admin/rerender, gitops-broker update).","type":"object","additionalProperties":false,"required":["maxPerSecond","batchSize","retrySeconds"],"properties":{"maxPerSecond":{"description":"Re-render commits per second at most. Default 10. Env GITOPS_BROKER_RECONCILE_MAX_PER_SECOND.","type":"number","exclusiveMinimum":0},"batchSize":{"description":"Re-renders waiting in the write queue at once (pushed together); an OSB request waits behind at most this many. Default 4. Env GITOPS_BROKER_RECONCILE_BATCH_SIZE.","type":"integer","minimum":1},"retrySeconds":{"description":"Wait before re-trying an instance that had an operation in progress. Default 30.","type":"number","exclusiveMinimum":0}}},"records":{"description":"Records of deprovisioned instances (ADR 0018): an instance record whose newest operation is a completed deprovision older than retentionDays is removed from the tip with its binding records, in rate-limited commits; Git history keeps it (gitops-broker history).","type":"object","additionalProperties":false,"required":["retentionDays","gcIntervalSeconds","gcBatchSize"],"properties":{"retentionDays":{"description":"Days a deprovisioned instance's record stays on the tip after its deprovision. 0 keeps records forever (no GC). Default 90. Env GITOPS_BROKER_RECORDS_RETENTION_DAYS.","type":"integer","minimum":0},"gcIntervalSeconds":{"description":"Time between two GC passes; each pass makes at most one commit. Default 60.","type":"number","exclusiveMinimum":0},"gcBatchSize":{"description":"Records removed by one GC commit at most. Default 100.","type":"integer","minimum":1}}},"leaderElection":{"description":"Several replicas (ADR 0024): with enabled, only the holder of a coordination.k8s.io/v1 Lease in the broker's own cluster does the background work (re-renders after plan and override changes, records GC, the catch-up after a start); every replica serves OSB. The others take over within leaseDurationSeconds when it dies. Off (default): this process does it all, as a single broker must. The identity reaching the API server (in a pod: its ServiceAccount; else $KUBECONFIG or ~/.kube/config) needs get, create and update on the Lease (deploy/chart grants them).","type":"object","additionalProperties":false,"required":["enabled","leaseName","namespace","identity","leaseDurationSeconds","renewDeadlineSeconds","retryPeriodSeconds"],"properties":{"enabled":{"description":"Take part in the election. Default false. Env GITOPS_BROKER_LEADER_ELECTION (true or false).","type":"boolean"},"leaseName":{"description":"The Lease's name; every replica of one broker must use the same. Default gitops-broker. Env GITOPS_BROKER_LEADER_ELECTION_LEASE_NAME.","type":"string","pattern":"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},"namespace":{"description":"The Lease's namespace. null (default): the pod's own (its ServiceAccount's), else the kubeconfig context's, else default. Env GITOPS_BROKER_LEADER_ELECTION_NAMESPACE.","type":["string","null"],"minLength":1},"identity":{"description":"This replica's name in the Lease (holderIdentity); unique per replica. null (default): the host name (a pod's name) and a random suffix. Env GITOPS_BROKER_LEADER_ELECTION_IDENTITY.","type":["string","null"],"minLength":1},"leaseDurationSeconds":{"description":"How long the others wait, from the last change they saw of the Lease, before they take it over: the longest a dead leader's work waits. Default 15. Larger than renewDeadlineSeconds.","type":"number","exclusiveMinimum":0},"renewDeadlineSeconds":{"description":"A leader that could not renew the Lease for this long stops its background work (before the others may take it over). Default 10. Larger than retryPeriodSeconds.","type":"number","exclusiveMinimum":0},"retryPeriodSeconds":{"description":"How often the leader renews and the others look at the Lease. Default 2.","type":"number","exclusiveMinimum":0}}},"metrics":{"description":"Prometheus metrics (GET /metrics, text format, no authentication) on a port of their own, never on the OSB port: a scraper needs no broker credentials and the OSB port needs no extra route. Keep the metrics port off public networks (bind 127.0.0.1 or a pod IP reached only by Prometheus).","type":"object","additionalProperties":false,"required":["listen"],"properties":{"listen":{"description":"Address of the metrics server, e.g. 0.0.0.0:9090 in a pod. null (default): no metrics server. The config file may give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_METRICS_LISTEN.","type":["object","null"],"additionalProperties":false,"required":["host","port"],"properties":{"host":{"type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}}}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = require("ajv/dist/runtime/ucs2length").default;
+const pattern0 = new RegExp("^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "u");
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://gitops-broker.io/schemas/config.schema.json" */;
@@ -145,9 +146,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func2.call(schema11.properties, key0))){
-const err13 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.leaderElection === undefined){
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "leaderElection"},message:"must have required property '"+"leaderElection"+"'"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -156,12 +156,9 @@ vErrors.push(err13);
 }
 errors++;
 }
-}
-if(data.listen !== undefined){
-let data0 = data.listen;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.host === undefined){
-const err14 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
+for(const key0 in data){
+if(!(func2.call(schema11.properties, key0))){
+const err14 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -170,8 +167,12 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(data0.port === undefined){
-const err15 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
+}
+if(data.listen !== undefined){
+let data0 = data.listen;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.host === undefined){
+const err15 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -180,9 +181,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-for(const key1 in data0){
-if(!((key1 === "host") || (key1 === "port"))){
-const err16 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data0.port === undefined){
+const err16 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -191,12 +191,9 @@ vErrors.push(err16);
 }
 errors++;
 }
-}
-if(data0.host !== undefined){
-let data1 = data0.host;
-if(typeof data1 === "string"){
-if(func3(data1) < 1){
-const err17 = {instancePath:instancePath+"/listen/host",schemaPath:"#/properties/listen/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key1 in data0){
+if(!((key1 === "host") || (key1 === "port"))){
+const err17 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -206,8 +203,11 @@ vErrors.push(err17);
 errors++;
 }
 }
-else {
-const err18 = {instancePath:instancePath+"/listen/host",schemaPath:"#/properties/listen/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data0.host !== undefined){
+let data1 = data0.host;
+if(typeof data1 === "string"){
+if(func3(data1) < 1){
+const err18 = {instancePath:instancePath+"/listen/host",schemaPath:"#/properties/listen/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -217,10 +217,8 @@ vErrors.push(err18);
 errors++;
 }
 }
-if(data0.port !== undefined){
-let data2 = data0.port;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err19 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err19 = {instancePath:instancePath+"/listen/host",schemaPath:"#/properties/listen/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -229,9 +227,11 @@ vErrors.push(err19);
 }
 errors++;
 }
-if((typeof data2 == "number") && (isFinite(data2))){
-if(data2 > 65535 || isNaN(data2)){
-const err20 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data0.port !== undefined){
+let data2 = data0.port;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err20 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -240,8 +240,9 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(data2 < 0 || isNaN(data2)){
-const err21 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 65535 || isNaN(data2)){
+const err21 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -250,11 +251,8 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err22 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data2 < 0 || isNaN(data2)){
+const err22 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -264,11 +262,10 @@ vErrors.push(err22);
 errors++;
 }
 }
-if(data.http !== undefined){
-let data3 = data.http;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-if(data3.headersTimeoutSeconds === undefined){
-const err23 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "headersTimeoutSeconds"},message:"must have required property '"+"headersTimeoutSeconds"+"'"};
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -277,8 +274,12 @@ vErrors.push(err23);
 }
 errors++;
 }
-if(data3.requestTimeoutSeconds === undefined){
-const err24 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "requestTimeoutSeconds"},message:"must have required property '"+"requestTimeoutSeconds"+"'"};
+}
+if(data.http !== undefined){
+let data3 = data.http;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3.headersTimeoutSeconds === undefined){
+const err24 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "headersTimeoutSeconds"},message:"must have required property '"+"headersTimeoutSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -287,8 +288,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data3.idleTimeoutSeconds === undefined){
-const err25 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "idleTimeoutSeconds"},message:"must have required property '"+"idleTimeoutSeconds"+"'"};
+if(data3.requestTimeoutSeconds === undefined){
+const err25 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "requestTimeoutSeconds"},message:"must have required property '"+"requestTimeoutSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -297,8 +298,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data3.maxConnectionsPerClient === undefined){
-const err26 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "maxConnectionsPerClient"},message:"must have required property '"+"maxConnectionsPerClient"+"'"};
+if(data3.idleTimeoutSeconds === undefined){
+const err26 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "idleTimeoutSeconds"},message:"must have required property '"+"idleTimeoutSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -307,9 +308,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-for(const key2 in data3){
-if(!((((key2 === "headersTimeoutSeconds") || (key2 === "requestTimeoutSeconds")) || (key2 === "idleTimeoutSeconds")) || (key2 === "maxConnectionsPerClient"))){
-const err27 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data3.maxConnectionsPerClient === undefined){
+const err27 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "maxConnectionsPerClient"},message:"must have required property '"+"maxConnectionsPerClient"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -318,12 +318,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-if(data3.headersTimeoutSeconds !== undefined){
-let data4 = data3.headersTimeoutSeconds;
-if((typeof data4 == "number") && (isFinite(data4))){
-if(data4 > 3600 || isNaN(data4)){
-const err28 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
+for(const key2 in data3){
+if(!((((key2 === "headersTimeoutSeconds") || (key2 === "requestTimeoutSeconds")) || (key2 === "idleTimeoutSeconds")) || (key2 === "maxConnectionsPerClient"))){
+const err28 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -332,8 +329,12 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(data4 <= 0 || isNaN(data4)){
-const err29 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(data3.headersTimeoutSeconds !== undefined){
+let data4 = data3.headersTimeoutSeconds;
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 > 3600 || isNaN(data4)){
+const err29 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -342,9 +343,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-else {
-const err30 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data4 <= 0 || isNaN(data4)){
+const err30 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -354,11 +354,8 @@ vErrors.push(err30);
 errors++;
 }
 }
-if(data3.requestTimeoutSeconds !== undefined){
-let data5 = data3.requestTimeoutSeconds;
-if((typeof data5 == "number") && (isFinite(data5))){
-if(data5 > 3600 || isNaN(data5)){
-const err31 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
+else {
+const err31 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -367,8 +364,12 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data5 <= 0 || isNaN(data5)){
-const err32 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(data3.requestTimeoutSeconds !== undefined){
+let data5 = data3.requestTimeoutSeconds;
+if((typeof data5 == "number") && (isFinite(data5))){
+if(data5 > 3600 || isNaN(data5)){
+const err32 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -377,9 +378,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-}
-else {
-const err33 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data5 <= 0 || isNaN(data5)){
+const err33 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -389,11 +389,8 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data3.idleTimeoutSeconds !== undefined){
-let data6 = data3.idleTimeoutSeconds;
-if((typeof data6 == "number") && (isFinite(data6))){
-if(data6 > 3600 || isNaN(data6)){
-const err34 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
+else {
+const err34 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -402,8 +399,12 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data6 <= 0 || isNaN(data6)){
-const err35 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(data3.idleTimeoutSeconds !== undefined){
+let data6 = data3.idleTimeoutSeconds;
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 > 3600 || isNaN(data6)){
+const err35 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -412,9 +413,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-}
-else {
-const err36 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data6 <= 0 || isNaN(data6)){
+const err36 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -424,10 +424,8 @@ vErrors.push(err36);
 errors++;
 }
 }
-if(data3.maxConnectionsPerClient !== undefined){
-let data7 = data3.maxConnectionsPerClient;
-if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err37 = {instancePath:instancePath+"/http/maxConnectionsPerClient",schemaPath:"#/properties/http/properties/maxConnectionsPerClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err37 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -436,9 +434,11 @@ vErrors.push(err37);
 }
 errors++;
 }
-if((typeof data7 == "number") && (isFinite(data7))){
-if(data7 < 0 || isNaN(data7)){
-const err38 = {instancePath:instancePath+"/http/maxConnectionsPerClient",schemaPath:"#/properties/http/properties/maxConnectionsPerClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data3.maxConnectionsPerClient !== undefined){
+let data7 = data3.maxConnectionsPerClient;
+if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
+const err38 = {instancePath:instancePath+"/http/maxConnectionsPerClient",schemaPath:"#/properties/http/properties/maxConnectionsPerClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -447,11 +447,9 @@ vErrors.push(err38);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err39 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data7 == "number") && (isFinite(data7))){
+if(data7 < 0 || isNaN(data7)){
+const err39 = {instancePath:instancePath+"/http/maxConnectionsPerClient",schemaPath:"#/properties/http/properties/maxConnectionsPerClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -461,11 +459,10 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data.dataDir !== undefined){
-let data8 = data.dataDir;
-if(typeof data8 === "string"){
-if(func3(data8) < 1){
-const err40 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -475,8 +472,11 @@ vErrors.push(err40);
 errors++;
 }
 }
-else {
-const err41 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.dataDir !== undefined){
+let data8 = data.dataDir;
+if(typeof data8 === "string"){
+if(func3(data8) < 1){
+const err41 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -486,11 +486,8 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data.git !== undefined){
-let data9 = data.git;
-if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
-if(data9.remote === undefined){
-const err42 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "remote"},message:"must have required property '"+"remote"+"'"};
+else {
+const err42 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -499,8 +496,12 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(data9.branch === undefined){
-const err43 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "branch"},message:"must have required property '"+"branch"+"'"};
+}
+if(data.git !== undefined){
+let data9 = data.git;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.remote === undefined){
+const err43 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "remote"},message:"must have required property '"+"remote"+"'"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -509,8 +510,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-if(data9.author === undefined){
-const err44 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "author"},message:"must have required property '"+"author"+"'"};
+if(data9.branch === undefined){
+const err44 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "branch"},message:"must have required property '"+"branch"+"'"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -519,8 +520,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-if(data9.pushTimeoutSeconds === undefined){
-const err45 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "pushTimeoutSeconds"},message:"must have required property '"+"pushTimeoutSeconds"+"'"};
+if(data9.author === undefined){
+const err45 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "author"},message:"must have required property '"+"author"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -529,8 +530,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data9.activityTimeoutSeconds === undefined){
-const err46 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "activityTimeoutSeconds"},message:"must have required property '"+"activityTimeoutSeconds"+"'"};
+if(data9.pushTimeoutSeconds === undefined){
+const err46 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "pushTimeoutSeconds"},message:"must have required property '"+"pushTimeoutSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -539,8 +540,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(data9.pollIntervalSeconds === undefined){
-const err47 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "pollIntervalSeconds"},message:"must have required property '"+"pollIntervalSeconds"+"'"};
+if(data9.activityTimeoutSeconds === undefined){
+const err47 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "activityTimeoutSeconds"},message:"must have required property '"+"activityTimeoutSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -549,9 +550,8 @@ vErrors.push(err47);
 }
 errors++;
 }
-for(const key3 in data9){
-if(!((((((((key3 === "remote") || (key3 === "branch")) || (key3 === "author")) || (key3 === "pushTimeoutSeconds")) || (key3 === "activityTimeoutSeconds")) || (key3 === "pollIntervalSeconds")) || (key3 === "sshCommand")) || (key3 === "tokenFile"))){
-const err48 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data9.pollIntervalSeconds === undefined){
+const err48 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "pollIntervalSeconds"},message:"must have required property '"+"pollIntervalSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -560,11 +560,9 @@ vErrors.push(err48);
 }
 errors++;
 }
-}
-if(data9.remote !== undefined){
-let data10 = data9.remote;
-if((typeof data10 !== "string") && (data10 !== null)){
-const err49 = {instancePath:instancePath+"/git/remote",schemaPath:"#/properties/git/properties/remote/type",keyword:"type",params:{type: schema11.properties.git.properties.remote.type},message:"must be string,null"};
+for(const key3 in data9){
+if(!((((((((key3 === "remote") || (key3 === "branch")) || (key3 === "author")) || (key3 === "pushTimeoutSeconds")) || (key3 === "activityTimeoutSeconds")) || (key3 === "pollIntervalSeconds")) || (key3 === "sshCommand")) || (key3 === "tokenFile"))){
+const err49 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -573,9 +571,11 @@ vErrors.push(err49);
 }
 errors++;
 }
-if(typeof data10 === "string"){
-if(func3(data10) < 1){
-const err50 = {instancePath:instancePath+"/git/remote",schemaPath:"#/properties/git/properties/remote/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data9.remote !== undefined){
+let data10 = data9.remote;
+if((typeof data10 !== "string") && (data10 !== null)){
+const err50 = {instancePath:instancePath+"/git/remote",schemaPath:"#/properties/git/properties/remote/type",keyword:"type",params:{type: schema11.properties.git.properties.remote.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -584,13 +584,9 @@ vErrors.push(err50);
 }
 errors++;
 }
-}
-}
-if(data9.branch !== undefined){
-let data11 = data9.branch;
-if(typeof data11 === "string"){
-if(func3(data11) < 1){
-const err51 = {instancePath:instancePath+"/git/branch",schemaPath:"#/properties/git/properties/branch/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(typeof data10 === "string"){
+if(func3(data10) < 1){
+const err51 = {instancePath:instancePath+"/git/remote",schemaPath:"#/properties/git/properties/remote/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -600,8 +596,12 @@ vErrors.push(err51);
 errors++;
 }
 }
-else {
-const err52 = {instancePath:instancePath+"/git/branch",schemaPath:"#/properties/git/properties/branch/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data9.branch !== undefined){
+let data11 = data9.branch;
+if(typeof data11 === "string"){
+if(func3(data11) < 1){
+const err52 = {instancePath:instancePath+"/git/branch",schemaPath:"#/properties/git/properties/branch/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -611,11 +611,8 @@ vErrors.push(err52);
 errors++;
 }
 }
-if(data9.author !== undefined){
-let data12 = data9.author;
-if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
-if(data12.name === undefined){
-const err53 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+else {
+const err53 = {instancePath:instancePath+"/git/branch",schemaPath:"#/properties/git/properties/branch/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -624,8 +621,12 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(data12.email === undefined){
-const err54 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+}
+if(data9.author !== undefined){
+let data12 = data9.author;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.name === undefined){
+const err54 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -634,9 +635,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-for(const key4 in data12){
-if(!((key4 === "name") || (key4 === "email"))){
-const err55 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data12.email === undefined){
+const err55 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -645,12 +645,9 @@ vErrors.push(err55);
 }
 errors++;
 }
-}
-if(data12.name !== undefined){
-let data13 = data12.name;
-if(typeof data13 === "string"){
-if(func3(data13) < 1){
-const err56 = {instancePath:instancePath+"/git/author/name",schemaPath:"#/properties/git/properties/author/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key4 in data12){
+if(!((key4 === "name") || (key4 === "email"))){
+const err56 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -660,8 +657,11 @@ vErrors.push(err56);
 errors++;
 }
 }
-else {
-const err57 = {instancePath:instancePath+"/git/author/name",schemaPath:"#/properties/git/properties/author/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data12.name !== undefined){
+let data13 = data12.name;
+if(typeof data13 === "string"){
+if(func3(data13) < 1){
+const err57 = {instancePath:instancePath+"/git/author/name",schemaPath:"#/properties/git/properties/author/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -671,11 +671,8 @@ vErrors.push(err57);
 errors++;
 }
 }
-if(data12.email !== undefined){
-let data14 = data12.email;
-if(typeof data14 === "string"){
-if(func3(data14) < 1){
-const err58 = {instancePath:instancePath+"/git/author/email",schemaPath:"#/properties/git/properties/author/properties/email/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err58 = {instancePath:instancePath+"/git/author/name",schemaPath:"#/properties/git/properties/author/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -685,8 +682,11 @@ vErrors.push(err58);
 errors++;
 }
 }
-else {
-const err59 = {instancePath:instancePath+"/git/author/email",schemaPath:"#/properties/git/properties/author/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data12.email !== undefined){
+let data14 = data12.email;
+if(typeof data14 === "string"){
+if(func3(data14) < 1){
+const err59 = {instancePath:instancePath+"/git/author/email",schemaPath:"#/properties/git/properties/author/properties/email/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -696,9 +696,8 @@ vErrors.push(err59);
 errors++;
 }
 }
-}
 else {
-const err60 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err60 = {instancePath:instancePath+"/git/author/email",schemaPath:"#/properties/git/properties/author/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -708,11 +707,9 @@ vErrors.push(err60);
 errors++;
 }
 }
-if(data9.pushTimeoutSeconds !== undefined){
-let data15 = data9.pushTimeoutSeconds;
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 <= 0 || isNaN(data15)){
-const err61 = {instancePath:instancePath+"/git/pushTimeoutSeconds",schemaPath:"#/properties/git/properties/pushTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+else {
+const err61 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -722,8 +719,11 @@ vErrors.push(err61);
 errors++;
 }
 }
-else {
-const err62 = {instancePath:instancePath+"/git/pushTimeoutSeconds",schemaPath:"#/properties/git/properties/pushTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data9.pushTimeoutSeconds !== undefined){
+let data15 = data9.pushTimeoutSeconds;
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 <= 0 || isNaN(data15)){
+const err62 = {instancePath:instancePath+"/git/pushTimeoutSeconds",schemaPath:"#/properties/git/properties/pushTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -733,11 +733,8 @@ vErrors.push(err62);
 errors++;
 }
 }
-if(data9.activityTimeoutSeconds !== undefined){
-let data16 = data9.activityTimeoutSeconds;
-if((typeof data16 == "number") && (isFinite(data16))){
-if(data16 <= 0 || isNaN(data16)){
-const err63 = {instancePath:instancePath+"/git/activityTimeoutSeconds",schemaPath:"#/properties/git/properties/activityTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+else {
+const err63 = {instancePath:instancePath+"/git/pushTimeoutSeconds",schemaPath:"#/properties/git/properties/pushTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -747,8 +744,11 @@ vErrors.push(err63);
 errors++;
 }
 }
-else {
-const err64 = {instancePath:instancePath+"/git/activityTimeoutSeconds",schemaPath:"#/properties/git/properties/activityTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data9.activityTimeoutSeconds !== undefined){
+let data16 = data9.activityTimeoutSeconds;
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 <= 0 || isNaN(data16)){
+const err64 = {instancePath:instancePath+"/git/activityTimeoutSeconds",schemaPath:"#/properties/git/properties/activityTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -758,11 +758,8 @@ vErrors.push(err64);
 errors++;
 }
 }
-if(data9.pollIntervalSeconds !== undefined){
-let data17 = data9.pollIntervalSeconds;
-if((typeof data17 == "number") && (isFinite(data17))){
-if(data17 <= 0 || isNaN(data17)){
-const err65 = {instancePath:instancePath+"/git/pollIntervalSeconds",schemaPath:"#/properties/git/properties/pollIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+else {
+const err65 = {instancePath:instancePath+"/git/activityTimeoutSeconds",schemaPath:"#/properties/git/properties/activityTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -772,8 +769,11 @@ vErrors.push(err65);
 errors++;
 }
 }
-else {
-const err66 = {instancePath:instancePath+"/git/pollIntervalSeconds",schemaPath:"#/properties/git/properties/pollIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data9.pollIntervalSeconds !== undefined){
+let data17 = data9.pollIntervalSeconds;
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 <= 0 || isNaN(data17)){
+const err66 = {instancePath:instancePath+"/git/pollIntervalSeconds",schemaPath:"#/properties/git/properties/pollIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -783,11 +783,8 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data9.sshCommand !== undefined){
-let data18 = data9.sshCommand;
-if(typeof data18 === "string"){
-if(func3(data18) < 1){
-const err67 = {instancePath:instancePath+"/git/sshCommand",schemaPath:"#/properties/git/properties/sshCommand/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err67 = {instancePath:instancePath+"/git/pollIntervalSeconds",schemaPath:"#/properties/git/properties/pollIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -797,8 +794,11 @@ vErrors.push(err67);
 errors++;
 }
 }
-else {
-const err68 = {instancePath:instancePath+"/git/sshCommand",schemaPath:"#/properties/git/properties/sshCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data9.sshCommand !== undefined){
+let data18 = data9.sshCommand;
+if(typeof data18 === "string"){
+if(func3(data18) < 1){
+const err68 = {instancePath:instancePath+"/git/sshCommand",schemaPath:"#/properties/git/properties/sshCommand/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -808,11 +808,8 @@ vErrors.push(err68);
 errors++;
 }
 }
-if(data9.tokenFile !== undefined){
-let data19 = data9.tokenFile;
-if(typeof data19 === "string"){
-if(func3(data19) < 1){
-const err69 = {instancePath:instancePath+"/git/tokenFile",schemaPath:"#/properties/git/properties/tokenFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err69 = {instancePath:instancePath+"/git/sshCommand",schemaPath:"#/properties/git/properties/sshCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -822,8 +819,11 @@ vErrors.push(err69);
 errors++;
 }
 }
-else {
-const err70 = {instancePath:instancePath+"/git/tokenFile",schemaPath:"#/properties/git/properties/tokenFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data9.tokenFile !== undefined){
+let data19 = data9.tokenFile;
+if(typeof data19 === "string"){
+if(func3(data19) < 1){
+const err70 = {instancePath:instancePath+"/git/tokenFile",schemaPath:"#/properties/git/properties/tokenFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -833,9 +833,8 @@ vErrors.push(err70);
 errors++;
 }
 }
-}
 else {
-const err71 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err71 = {instancePath:instancePath+"/git/tokenFile",schemaPath:"#/properties/git/properties/tokenFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -845,11 +844,9 @@ vErrors.push(err71);
 errors++;
 }
 }
-if(data.auth !== undefined){
-let data20 = data.auth;
-if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
-if(data20.mode === undefined){
-const err72 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
+}
+else {
+const err72 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -858,8 +855,12 @@ vErrors.push(err72);
 }
 errors++;
 }
-if(data20.username === undefined){
-const err73 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "username"},message:"must have required property '"+"username"+"'"};
+}
+if(data.auth !== undefined){
+let data20 = data.auth;
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+if(data20.mode === undefined){
+const err73 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -868,8 +869,8 @@ vErrors.push(err73);
 }
 errors++;
 }
-if(data20.password === undefined){
-const err74 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "password"},message:"must have required property '"+"password"+"'"};
+if(data20.username === undefined){
+const err74 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "username"},message:"must have required property '"+"username"+"'"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -878,8 +879,8 @@ vErrors.push(err74);
 }
 errors++;
 }
-if(data20.passwordFile === undefined){
-const err75 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "passwordFile"},message:"must have required property '"+"passwordFile"+"'"};
+if(data20.password === undefined){
+const err75 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "password"},message:"must have required property '"+"password"+"'"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -888,9 +889,8 @@ vErrors.push(err75);
 }
 errors++;
 }
-for(const key5 in data20){
-if(!((((key5 === "mode") || (key5 === "username")) || (key5 === "password")) || (key5 === "passwordFile"))){
-const err76 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(data20.passwordFile === undefined){
+const err76 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "passwordFile"},message:"must have required property '"+"passwordFile"+"'"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -899,11 +899,9 @@ vErrors.push(err76);
 }
 errors++;
 }
-}
-if(data20.mode !== undefined){
-let data21 = data20.mode;
-if(!((((data21 === "basic") || (data21 === "certificate")) || (data21 === "both")) || (data21 === "either"))){
-const err77 = {instancePath:instancePath+"/auth/mode",schemaPath:"#/properties/auth/properties/mode/enum",keyword:"enum",params:{allowedValues: schema11.properties.auth.properties.mode.enum},message:"must be equal to one of the allowed values"};
+for(const key5 in data20){
+if(!((((key5 === "mode") || (key5 === "username")) || (key5 === "password")) || (key5 === "passwordFile"))){
+const err77 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -913,11 +911,10 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data20.username !== undefined){
-let data22 = data20.username;
-if(typeof data22 === "string"){
-if(func3(data22) < 1){
-const err78 = {instancePath:instancePath+"/auth/username",schemaPath:"#/properties/auth/properties/username/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data20.mode !== undefined){
+let data21 = data20.mode;
+if(!((((data21 === "basic") || (data21 === "certificate")) || (data21 === "both")) || (data21 === "either"))){
+const err78 = {instancePath:instancePath+"/auth/mode",schemaPath:"#/properties/auth/properties/mode/enum",keyword:"enum",params:{allowedValues: schema11.properties.auth.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -927,8 +924,11 @@ vErrors.push(err78);
 errors++;
 }
 }
-else {
-const err79 = {instancePath:instancePath+"/auth/username",schemaPath:"#/properties/auth/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data20.username !== undefined){
+let data22 = data20.username;
+if(typeof data22 === "string"){
+if(func3(data22) < 1){
+const err79 = {instancePath:instancePath+"/auth/username",schemaPath:"#/properties/auth/properties/username/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -938,10 +938,8 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data20.password !== undefined){
-let data23 = data20.password;
-if((typeof data23 !== "string") && (data23 !== null)){
-const err80 = {instancePath:instancePath+"/auth/password",schemaPath:"#/properties/auth/properties/password/type",keyword:"type",params:{type: schema11.properties.auth.properties.password.type},message:"must be string,null"};
+else {
+const err80 = {instancePath:instancePath+"/auth/username",schemaPath:"#/properties/auth/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -950,9 +948,11 @@ vErrors.push(err80);
 }
 errors++;
 }
-if(typeof data23 === "string"){
-if(func3(data23) < 1){
-const err81 = {instancePath:instancePath+"/auth/password",schemaPath:"#/properties/auth/properties/password/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data20.password !== undefined){
+let data23 = data20.password;
+if((typeof data23 !== "string") && (data23 !== null)){
+const err81 = {instancePath:instancePath+"/auth/password",schemaPath:"#/properties/auth/properties/password/type",keyword:"type",params:{type: schema11.properties.auth.properties.password.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -961,12 +961,9 @@ vErrors.push(err81);
 }
 errors++;
 }
-}
-}
-if(data20.passwordFile !== undefined){
-let data24 = data20.passwordFile;
-if((typeof data24 !== "string") && (data24 !== null)){
-const err82 = {instancePath:instancePath+"/auth/passwordFile",schemaPath:"#/properties/auth/properties/passwordFile/type",keyword:"type",params:{type: schema11.properties.auth.properties.passwordFile.type},message:"must be string,null"};
+if(typeof data23 === "string"){
+if(func3(data23) < 1){
+const err82 = {instancePath:instancePath+"/auth/password",schemaPath:"#/properties/auth/properties/password/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -975,9 +972,12 @@ vErrors.push(err82);
 }
 errors++;
 }
-if(typeof data24 === "string"){
-if(func3(data24) < 1){
-const err83 = {instancePath:instancePath+"/auth/passwordFile",schemaPath:"#/properties/auth/properties/passwordFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+if(data20.passwordFile !== undefined){
+let data24 = data20.passwordFile;
+if((typeof data24 !== "string") && (data24 !== null)){
+const err83 = {instancePath:instancePath+"/auth/passwordFile",schemaPath:"#/properties/auth/properties/passwordFile/type",keyword:"type",params:{type: schema11.properties.auth.properties.passwordFile.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -986,11 +986,9 @@ vErrors.push(err83);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err84 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data24 === "string"){
+if(func3(data24) < 1){
+const err84 = {instancePath:instancePath+"/auth/passwordFile",schemaPath:"#/properties/auth/properties/passwordFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1000,10 +998,10 @@ vErrors.push(err84);
 errors++;
 }
 }
-if(data.tls !== undefined){
-let data25 = data.tls;
-if((!(data25 && typeof data25 == "object" && !Array.isArray(data25))) && (data25 !== null)){
-const err85 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/type",keyword:"type",params:{type: schema11.properties.tls.type},message:"must be object,null"};
+}
+}
+else {
+const err85 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1012,9 +1010,11 @@ vErrors.push(err85);
 }
 errors++;
 }
-if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
-if(data25.cert === undefined){
-const err86 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'"};
+}
+if(data.tls !== undefined){
+let data25 = data.tls;
+if((!(data25 && typeof data25 == "object" && !Array.isArray(data25))) && (data25 !== null)){
+const err86 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/type",keyword:"type",params:{type: schema11.properties.tls.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1023,8 +1023,9 @@ vErrors.push(err86);
 }
 errors++;
 }
-if(data25.key === undefined){
-const err87 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+if(data25.cert === undefined){
+const err87 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1033,9 +1034,8 @@ vErrors.push(err87);
 }
 errors++;
 }
-for(const key6 in data25){
-if(!((((key6 === "cert") || (key6 === "key")) || (key6 === "clientCa")) || (key6 === "clientSubjects"))){
-const err88 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(data25.key === undefined){
+const err88 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1044,12 +1044,9 @@ vErrors.push(err88);
 }
 errors++;
 }
-}
-if(data25.cert !== undefined){
-let data26 = data25.cert;
-if(typeof data26 === "string"){
-if(func3(data26) < 1){
-const err89 = {instancePath:instancePath+"/tls/cert",schemaPath:"#/properties/tls/properties/cert/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key6 in data25){
+if(!((((key6 === "cert") || (key6 === "key")) || (key6 === "clientCa")) || (key6 === "clientSubjects"))){
+const err89 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1059,8 +1056,11 @@ vErrors.push(err89);
 errors++;
 }
 }
-else {
-const err90 = {instancePath:instancePath+"/tls/cert",schemaPath:"#/properties/tls/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data25.cert !== undefined){
+let data26 = data25.cert;
+if(typeof data26 === "string"){
+if(func3(data26) < 1){
+const err90 = {instancePath:instancePath+"/tls/cert",schemaPath:"#/properties/tls/properties/cert/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1070,11 +1070,8 @@ vErrors.push(err90);
 errors++;
 }
 }
-if(data25.key !== undefined){
-let data27 = data25.key;
-if(typeof data27 === "string"){
-if(func3(data27) < 1){
-const err91 = {instancePath:instancePath+"/tls/key",schemaPath:"#/properties/tls/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err91 = {instancePath:instancePath+"/tls/cert",schemaPath:"#/properties/tls/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1084,8 +1081,11 @@ vErrors.push(err91);
 errors++;
 }
 }
-else {
-const err92 = {instancePath:instancePath+"/tls/key",schemaPath:"#/properties/tls/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data25.key !== undefined){
+let data27 = data25.key;
+if(typeof data27 === "string"){
+if(func3(data27) < 1){
+const err92 = {instancePath:instancePath+"/tls/key",schemaPath:"#/properties/tls/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1095,10 +1095,8 @@ vErrors.push(err92);
 errors++;
 }
 }
-if(data25.clientCa !== undefined){
-let data28 = data25.clientCa;
-if((typeof data28 !== "string") && (data28 !== null)){
-const err93 = {instancePath:instancePath+"/tls/clientCa",schemaPath:"#/properties/tls/properties/clientCa/type",keyword:"type",params:{type: schema11.properties.tls.properties.clientCa.type},message:"must be string,null"};
+else {
+const err93 = {instancePath:instancePath+"/tls/key",schemaPath:"#/properties/tls/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1107,14 +1105,27 @@ vErrors.push(err93);
 }
 errors++;
 }
-if(typeof data28 === "string"){
-if(func3(data28) < 1){
-const err94 = {instancePath:instancePath+"/tls/clientCa",schemaPath:"#/properties/tls/properties/clientCa/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data25.clientCa !== undefined){
+let data28 = data25.clientCa;
+if((typeof data28 !== "string") && (data28 !== null)){
+const err94 = {instancePath:instancePath+"/tls/clientCa",schemaPath:"#/properties/tls/properties/clientCa/type",keyword:"type",params:{type: schema11.properties.tls.properties.clientCa.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err94];
 }
 else {
 vErrors.push(err94);
+}
+errors++;
+}
+if(typeof data28 === "string"){
+if(func3(data28) < 1){
+const err95 = {instancePath:instancePath+"/tls/clientCa",schemaPath:"#/properties/tls/properties/clientCa/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
 }
 errors++;
 }
@@ -1128,18 +1139,7 @@ for(let i0=0; i0<len0; i0++){
 let data30 = data29[i0];
 if(typeof data30 === "string"){
 if(func3(data30) < 1){
-const err95 = {instancePath:instancePath+"/tls/clientSubjects/" + i0,schemaPath:"#/properties/tls/properties/clientSubjects/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err95];
-}
-else {
-vErrors.push(err95);
-}
-errors++;
-}
-}
-else {
-const err96 = {instancePath:instancePath+"/tls/clientSubjects/" + i0,schemaPath:"#/properties/tls/properties/clientSubjects/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err96 = {instancePath:instancePath+"/tls/clientSubjects/" + i0,schemaPath:"#/properties/tls/properties/clientSubjects/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1149,9 +1149,8 @@ vErrors.push(err96);
 errors++;
 }
 }
-}
 else {
-const err97 = {instancePath:instancePath+"/tls/clientSubjects",schemaPath:"#/properties/tls/properties/clientSubjects/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err97 = {instancePath:instancePath+"/tls/clientSubjects/" + i0,schemaPath:"#/properties/tls/properties/clientSubjects/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1162,12 +1161,8 @@ errors++;
 }
 }
 }
-}
-if(data.log !== undefined){
-let data31 = data.log;
-if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
-if(data31.level === undefined){
-const err98 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/required",keyword:"required",params:{missingProperty: "level"},message:"must have required property '"+"level"+"'"};
+else {
+const err98 = {instancePath:instancePath+"/tls/clientSubjects",schemaPath:"#/properties/tls/properties/clientSubjects/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1176,9 +1171,14 @@ vErrors.push(err98);
 }
 errors++;
 }
-for(const key7 in data31){
-if(!(key7 === "level")){
-const err99 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+}
+}
+}
+if(data.log !== undefined){
+let data31 = data.log;
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.level === undefined){
+const err99 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/required",keyword:"required",params:{missingProperty: "level"},message:"must have required property '"+"level"+"'"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1187,11 +1187,9 @@ vErrors.push(err99);
 }
 errors++;
 }
-}
-if(data31.level !== undefined){
-let data32 = data31.level;
-if(!((((((data32 === "fatal") || (data32 === "error")) || (data32 === "warn")) || (data32 === "info")) || (data32 === "debug")) || (data32 === "trace"))){
-const err100 = {instancePath:instancePath+"/log/level",schemaPath:"#/properties/log/properties/level/enum",keyword:"enum",params:{allowedValues: schema11.properties.log.properties.level.enum},message:"must be equal to one of the allowed values"};
+for(const key7 in data31){
+if(!(key7 === "level")){
+const err100 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1201,9 +1199,10 @@ vErrors.push(err100);
 errors++;
 }
 }
-}
-else {
-const err101 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data31.level !== undefined){
+let data32 = data31.level;
+if(!((((((data32 === "fatal") || (data32 === "error")) || (data32 === "warn")) || (data32 === "info")) || (data32 === "debug")) || (data32 === "trace"))){
+const err101 = {instancePath:instancePath+"/log/level",schemaPath:"#/properties/log/properties/level/enum",keyword:"enum",params:{allowedValues: schema11.properties.log.properties.level.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1213,11 +1212,9 @@ vErrors.push(err101);
 errors++;
 }
 }
-if(data.status !== undefined){
-let data33 = data.status;
-if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
-if(data33.mode === undefined){
-const err102 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
+}
+else {
+const err102 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1226,9 +1223,12 @@ vErrors.push(err102);
 }
 errors++;
 }
-for(const key8 in data33){
-if(!((key8 === "mode") || (key8 === "bindTimeoutSeconds"))){
-const err103 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+}
+if(data.status !== undefined){
+let data33 = data.status;
+if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
+if(data33.mode === undefined){
+const err103 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1237,11 +1237,9 @@ vErrors.push(err103);
 }
 errors++;
 }
-}
-if(data33.mode !== undefined){
-let data34 = data33.mode;
-if(!((data34 === "commit") || (data34 === "live"))){
-const err104 = {instancePath:instancePath+"/status/mode",schemaPath:"#/properties/status/properties/mode/enum",keyword:"enum",params:{allowedValues: schema11.properties.status.properties.mode.enum},message:"must be equal to one of the allowed values"};
+for(const key8 in data33){
+if(!((key8 === "mode") || (key8 === "bindTimeoutSeconds"))){
+const err104 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1251,11 +1249,10 @@ vErrors.push(err104);
 errors++;
 }
 }
-if(data33.bindTimeoutSeconds !== undefined){
-let data35 = data33.bindTimeoutSeconds;
-if((typeof data35 == "number") && (isFinite(data35))){
-if(data35 > 120 || isNaN(data35)){
-const err105 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 120},message:"must be <= 120"};
+if(data33.mode !== undefined){
+let data34 = data33.mode;
+if(!((data34 === "commit") || (data34 === "live"))){
+const err105 = {instancePath:instancePath+"/status/mode",schemaPath:"#/properties/status/properties/mode/enum",keyword:"enum",params:{allowedValues: schema11.properties.status.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1264,8 +1261,12 @@ vErrors.push(err105);
 }
 errors++;
 }
-if(data35 <= 0 || isNaN(data35)){
-const err106 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(data33.bindTimeoutSeconds !== undefined){
+let data35 = data33.bindTimeoutSeconds;
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 > 120 || isNaN(data35)){
+const err106 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 120},message:"must be <= 120"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1274,9 +1275,8 @@ vErrors.push(err106);
 }
 errors++;
 }
-}
-else {
-const err107 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data35 <= 0 || isNaN(data35)){
+const err107 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1286,9 +1286,8 @@ vErrors.push(err107);
 errors++;
 }
 }
-}
 else {
-const err108 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err108 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1298,11 +1297,9 @@ vErrors.push(err108);
 errors++;
 }
 }
-if(data.scheduler !== undefined){
-let data36 = data.scheduler;
-if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
-if(data36.type === undefined){
-const err109 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+}
+else {
+const err109 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1311,9 +1308,12 @@ vErrors.push(err109);
 }
 errors++;
 }
-for(const key9 in data36){
-if(!(key9 === "type")){
-const err110 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+}
+if(data.scheduler !== undefined){
+let data36 = data.scheduler;
+if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
+if(data36.type === undefined){
+const err110 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1322,11 +1322,9 @@ vErrors.push(err110);
 }
 errors++;
 }
-}
-if(data36.type !== undefined){
-let data37 = data36.type;
-if(!((((data37 === "single") || (data37 === "round-robin")) || (data37 === "least-utilized")) || (data37 === "label-selector"))){
-const err111 = {instancePath:instancePath+"/scheduler/type",schemaPath:"#/properties/scheduler/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.scheduler.properties.type.enum},message:"must be equal to one of the allowed values"};
+for(const key9 in data36){
+if(!(key9 === "type")){
+const err111 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1336,9 +1334,10 @@ vErrors.push(err111);
 errors++;
 }
 }
-}
-else {
-const err112 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data36.type !== undefined){
+let data37 = data36.type;
+if(!((((data37 === "single") || (data37 === "round-robin")) || (data37 === "least-utilized")) || (data37 === "label-selector"))){
+const err112 = {instancePath:instancePath+"/scheduler/type",schemaPath:"#/properties/scheduler/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.scheduler.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1348,11 +1347,9 @@ vErrors.push(err112);
 errors++;
 }
 }
-if(data.webhook !== undefined){
-let data38 = data.webhook;
-if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
-if(data38.secret === undefined){
-const err113 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secret"},message:"must have required property '"+"secret"+"'"};
+}
+else {
+const err113 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1361,8 +1358,12 @@ vErrors.push(err113);
 }
 errors++;
 }
-if(data38.secretFile === undefined){
-const err114 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secretFile"},message:"must have required property '"+"secretFile"+"'"};
+}
+if(data.webhook !== undefined){
+let data38 = data.webhook;
+if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
+if(data38.secret === undefined){
+const err114 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secret"},message:"must have required property '"+"secret"+"'"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1371,9 +1372,8 @@ vErrors.push(err114);
 }
 errors++;
 }
-for(const key10 in data38){
-if(!((key10 === "secret") || (key10 === "secretFile"))){
-const err115 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+if(data38.secretFile === undefined){
+const err115 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secretFile"},message:"must have required property '"+"secretFile"+"'"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1382,11 +1382,9 @@ vErrors.push(err115);
 }
 errors++;
 }
-}
-if(data38.secret !== undefined){
-let data39 = data38.secret;
-if((typeof data39 !== "string") && (data39 !== null)){
-const err116 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secret.type},message:"must be string,null"};
+for(const key10 in data38){
+if(!((key10 === "secret") || (key10 === "secretFile"))){
+const err116 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1395,9 +1393,11 @@ vErrors.push(err116);
 }
 errors++;
 }
-if(typeof data39 === "string"){
-if(func3(data39) < 1){
-const err117 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data38.secret !== undefined){
+let data39 = data38.secret;
+if((typeof data39 !== "string") && (data39 !== null)){
+const err117 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secret.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1406,12 +1406,9 @@ vErrors.push(err117);
 }
 errors++;
 }
-}
-}
-if(data38.secretFile !== undefined){
-let data40 = data38.secretFile;
-if((typeof data40 !== "string") && (data40 !== null)){
-const err118 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secretFile.type},message:"must be string,null"};
+if(typeof data39 === "string"){
+if(func3(data39) < 1){
+const err118 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1420,9 +1417,12 @@ vErrors.push(err118);
 }
 errors++;
 }
-if(typeof data40 === "string"){
-if(func3(data40) < 1){
-const err119 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+if(data38.secretFile !== undefined){
+let data40 = data38.secretFile;
+if((typeof data40 !== "string") && (data40 !== null)){
+const err119 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secretFile.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1431,11 +1431,9 @@ vErrors.push(err119);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err120 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data40 === "string"){
+if(func3(data40) < 1){
+const err120 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1445,11 +1443,10 @@ vErrors.push(err120);
 errors++;
 }
 }
-if(data.reconcile !== undefined){
-let data41 = data.reconcile;
-if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
-if(data41.maxPerSecond === undefined){
-const err121 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "maxPerSecond"},message:"must have required property '"+"maxPerSecond"+"'"};
+}
+}
+else {
+const err121 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1458,8 +1455,12 @@ vErrors.push(err121);
 }
 errors++;
 }
-if(data41.batchSize === undefined){
-const err122 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "batchSize"},message:"must have required property '"+"batchSize"+"'"};
+}
+if(data.reconcile !== undefined){
+let data41 = data.reconcile;
+if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
+if(data41.maxPerSecond === undefined){
+const err122 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "maxPerSecond"},message:"must have required property '"+"maxPerSecond"+"'"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1468,8 +1469,8 @@ vErrors.push(err122);
 }
 errors++;
 }
-if(data41.retrySeconds === undefined){
-const err123 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "retrySeconds"},message:"must have required property '"+"retrySeconds"+"'"};
+if(data41.batchSize === undefined){
+const err123 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "batchSize"},message:"must have required property '"+"batchSize"+"'"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1478,9 +1479,8 @@ vErrors.push(err123);
 }
 errors++;
 }
-for(const key11 in data41){
-if(!(((key11 === "maxPerSecond") || (key11 === "batchSize")) || (key11 === "retrySeconds"))){
-const err124 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+if(data41.retrySeconds === undefined){
+const err124 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "retrySeconds"},message:"must have required property '"+"retrySeconds"+"'"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1489,12 +1489,9 @@ vErrors.push(err124);
 }
 errors++;
 }
-}
-if(data41.maxPerSecond !== undefined){
-let data42 = data41.maxPerSecond;
-if((typeof data42 == "number") && (isFinite(data42))){
-if(data42 <= 0 || isNaN(data42)){
-const err125 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+for(const key11 in data41){
+if(!(((key11 === "maxPerSecond") || (key11 === "batchSize")) || (key11 === "retrySeconds"))){
+const err125 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1504,8 +1501,11 @@ vErrors.push(err125);
 errors++;
 }
 }
-else {
-const err126 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data41.maxPerSecond !== undefined){
+let data42 = data41.maxPerSecond;
+if((typeof data42 == "number") && (isFinite(data42))){
+if(data42 <= 0 || isNaN(data42)){
+const err126 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1515,10 +1515,8 @@ vErrors.push(err126);
 errors++;
 }
 }
-if(data41.batchSize !== undefined){
-let data43 = data41.batchSize;
-if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
-const err127 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err127 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1527,9 +1525,11 @@ vErrors.push(err127);
 }
 errors++;
 }
-if((typeof data43 == "number") && (isFinite(data43))){
-if(data43 < 1 || isNaN(data43)){
-const err128 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data41.batchSize !== undefined){
+let data43 = data41.batchSize;
+if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
+const err128 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1538,13 +1538,9 @@ vErrors.push(err128);
 }
 errors++;
 }
-}
-}
-if(data41.retrySeconds !== undefined){
-let data44 = data41.retrySeconds;
-if((typeof data44 == "number") && (isFinite(data44))){
-if(data44 <= 0 || isNaN(data44)){
-const err129 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if((typeof data43 == "number") && (isFinite(data43))){
+if(data43 < 1 || isNaN(data43)){
+const err129 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1554,8 +1550,12 @@ vErrors.push(err129);
 errors++;
 }
 }
-else {
-const err130 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if(data41.retrySeconds !== undefined){
+let data44 = data41.retrySeconds;
+if((typeof data44 == "number") && (isFinite(data44))){
+if(data44 <= 0 || isNaN(data44)){
+const err130 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1565,9 +1565,8 @@ vErrors.push(err130);
 errors++;
 }
 }
-}
 else {
-const err131 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err131 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1577,11 +1576,9 @@ vErrors.push(err131);
 errors++;
 }
 }
-if(data.records !== undefined){
-let data45 = data.records;
-if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
-if(data45.retentionDays === undefined){
-const err132 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "retentionDays"},message:"must have required property '"+"retentionDays"+"'"};
+}
+else {
+const err132 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1590,8 +1587,12 @@ vErrors.push(err132);
 }
 errors++;
 }
-if(data45.gcIntervalSeconds === undefined){
-const err133 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcIntervalSeconds"},message:"must have required property '"+"gcIntervalSeconds"+"'"};
+}
+if(data.records !== undefined){
+let data45 = data.records;
+if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
+if(data45.retentionDays === undefined){
+const err133 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "retentionDays"},message:"must have required property '"+"retentionDays"+"'"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1600,8 +1601,8 @@ vErrors.push(err133);
 }
 errors++;
 }
-if(data45.gcBatchSize === undefined){
-const err134 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcBatchSize"},message:"must have required property '"+"gcBatchSize"+"'"};
+if(data45.gcIntervalSeconds === undefined){
+const err134 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcIntervalSeconds"},message:"must have required property '"+"gcIntervalSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1610,9 +1611,8 @@ vErrors.push(err134);
 }
 errors++;
 }
-for(const key12 in data45){
-if(!(((key12 === "retentionDays") || (key12 === "gcIntervalSeconds")) || (key12 === "gcBatchSize"))){
-const err135 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+if(data45.gcBatchSize === undefined){
+const err135 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcBatchSize"},message:"must have required property '"+"gcBatchSize"+"'"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1621,11 +1621,9 @@ vErrors.push(err135);
 }
 errors++;
 }
-}
-if(data45.retentionDays !== undefined){
-let data46 = data45.retentionDays;
-if(!(((typeof data46 == "number") && (!(data46 % 1) && !isNaN(data46))) && (isFinite(data46)))){
-const err136 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key12 in data45){
+if(!(((key12 === "retentionDays") || (key12 === "gcIntervalSeconds")) || (key12 === "gcBatchSize"))){
+const err136 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1634,9 +1632,11 @@ vErrors.push(err136);
 }
 errors++;
 }
-if((typeof data46 == "number") && (isFinite(data46))){
-if(data46 < 0 || isNaN(data46)){
-const err137 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data45.retentionDays !== undefined){
+let data46 = data45.retentionDays;
+if(!(((typeof data46 == "number") && (!(data46 % 1) && !isNaN(data46))) && (isFinite(data46)))){
+const err137 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1645,13 +1645,9 @@ vErrors.push(err137);
 }
 errors++;
 }
-}
-}
-if(data45.gcIntervalSeconds !== undefined){
-let data47 = data45.gcIntervalSeconds;
-if((typeof data47 == "number") && (isFinite(data47))){
-if(data47 <= 0 || isNaN(data47)){
-const err138 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if((typeof data46 == "number") && (isFinite(data46))){
+if(data46 < 0 || isNaN(data46)){
+const err138 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1661,8 +1657,12 @@ vErrors.push(err138);
 errors++;
 }
 }
-else {
-const err139 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if(data45.gcIntervalSeconds !== undefined){
+let data47 = data45.gcIntervalSeconds;
+if((typeof data47 == "number") && (isFinite(data47))){
+if(data47 <= 0 || isNaN(data47)){
+const err139 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1672,10 +1672,8 @@ vErrors.push(err139);
 errors++;
 }
 }
-if(data45.gcBatchSize !== undefined){
-let data48 = data45.gcBatchSize;
-if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
-const err140 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err140 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1684,9 +1682,11 @@ vErrors.push(err140);
 }
 errors++;
 }
-if((typeof data48 == "number") && (isFinite(data48))){
-if(data48 < 1 || isNaN(data48)){
-const err141 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data45.gcBatchSize !== undefined){
+let data48 = data45.gcBatchSize;
+if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
+const err141 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1695,11 +1695,9 @@ vErrors.push(err141);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err142 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data48 == "number") && (isFinite(data48))){
+if(data48 < 1 || isNaN(data48)){
+const err142 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1709,11 +1707,10 @@ vErrors.push(err142);
 errors++;
 }
 }
-if(data.metrics !== undefined){
-let data49 = data.metrics;
-if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
-if(data49.listen === undefined){
-const err143 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/required",keyword:"required",params:{missingProperty: "listen"},message:"must have required property '"+"listen"+"'"};
+}
+}
+else {
+const err143 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1722,9 +1719,12 @@ vErrors.push(err143);
 }
 errors++;
 }
-for(const key13 in data49){
-if(!(key13 === "listen")){
-const err144 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
+}
+if(data.leaderElection !== undefined){
+let data49 = data.leaderElection;
+if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
+if(data49.enabled === undefined){
+const err144 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1733,11 +1733,8 @@ vErrors.push(err144);
 }
 errors++;
 }
-}
-if(data49.listen !== undefined){
-let data50 = data49.listen;
-if((!(data50 && typeof data50 == "object" && !Array.isArray(data50))) && (data50 !== null)){
-const err145 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/type",keyword:"type",params:{type: schema11.properties.metrics.properties.listen.type},message:"must be object,null"};
+if(data49.leaseName === undefined){
+const err145 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "leaseName"},message:"must have required property '"+"leaseName"+"'"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1746,9 +1743,8 @@ vErrors.push(err145);
 }
 errors++;
 }
-if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
-if(data50.host === undefined){
-const err146 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
+if(data49.namespace === undefined){
+const err146 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1757,8 +1753,8 @@ vErrors.push(err146);
 }
 errors++;
 }
-if(data50.port === undefined){
-const err147 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
+if(data49.identity === undefined){
+const err147 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "identity"},message:"must have required property '"+"identity"+"'"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1767,9 +1763,8 @@ vErrors.push(err147);
 }
 errors++;
 }
-for(const key14 in data50){
-if(!((key14 === "host") || (key14 === "port"))){
-const err148 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties"};
+if(data49.leaseDurationSeconds === undefined){
+const err148 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "leaseDurationSeconds"},message:"must have required property '"+"leaseDurationSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1778,12 +1773,8 @@ vErrors.push(err148);
 }
 errors++;
 }
-}
-if(data50.host !== undefined){
-let data51 = data50.host;
-if(typeof data51 === "string"){
-if(func3(data51) < 1){
-const err149 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data49.renewDeadlineSeconds === undefined){
+const err149 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "renewDeadlineSeconds"},message:"must have required property '"+"renewDeadlineSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -1792,9 +1783,8 @@ vErrors.push(err149);
 }
 errors++;
 }
-}
-else {
-const err150 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data49.retryPeriodSeconds === undefined){
+const err150 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "retryPeriodSeconds"},message:"must have required property '"+"retryPeriodSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -1803,11 +1793,9 @@ vErrors.push(err150);
 }
 errors++;
 }
-}
-if(data50.port !== undefined){
-let data52 = data50.port;
-if(!(((typeof data52 == "number") && (!(data52 % 1) && !isNaN(data52))) && (isFinite(data52)))){
-const err151 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key13 in data49){
+if(!(((((((key13 === "enabled") || (key13 === "leaseName")) || (key13 === "namespace")) || (key13 === "identity")) || (key13 === "leaseDurationSeconds")) || (key13 === "renewDeadlineSeconds")) || (key13 === "retryPeriodSeconds"))){
+const err151 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -1816,9 +1804,10 @@ vErrors.push(err151);
 }
 errors++;
 }
-if((typeof data52 == "number") && (isFinite(data52))){
-if(data52 > 65535 || isNaN(data52)){
-const err152 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data49.enabled !== undefined){
+if(typeof data49.enabled !== "boolean"){
+const err152 = {instancePath:instancePath+"/leaderElection/enabled",schemaPath:"#/properties/leaderElection/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -1827,8 +1816,12 @@ vErrors.push(err152);
 }
 errors++;
 }
-if(data52 < 0 || isNaN(data52)){
-const err153 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data49.leaseName !== undefined){
+let data51 = data49.leaseName;
+if(typeof data51 === "string"){
+if(!pattern0.test(data51)){
+const err153 = {instancePath:instancePath+"/leaderElection/leaseName",schemaPath:"#/properties/leaderElection/properties/leaseName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"+"\""};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -1838,12 +1831,8 @@ vErrors.push(err153);
 errors++;
 }
 }
-}
-}
-}
-}
 else {
-const err154 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err154 = {instancePath:instancePath+"/leaderElection/leaseName",schemaPath:"#/properties/leaderElection/properties/leaseName/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -1853,14 +1842,295 @@ vErrors.push(err154);
 errors++;
 }
 }
-}
-else {
-const err155 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data49.namespace !== undefined){
+let data52 = data49.namespace;
+if((typeof data52 !== "string") && (data52 !== null)){
+const err155 = {instancePath:instancePath+"/leaderElection/namespace",schemaPath:"#/properties/leaderElection/properties/namespace/type",keyword:"type",params:{type: schema11.properties.leaderElection.properties.namespace.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err155];
 }
 else {
 vErrors.push(err155);
+}
+errors++;
+}
+if(typeof data52 === "string"){
+if(func3(data52) < 1){
+const err156 = {instancePath:instancePath+"/leaderElection/namespace",schemaPath:"#/properties/leaderElection/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err156];
+}
+else {
+vErrors.push(err156);
+}
+errors++;
+}
+}
+}
+if(data49.identity !== undefined){
+let data53 = data49.identity;
+if((typeof data53 !== "string") && (data53 !== null)){
+const err157 = {instancePath:instancePath+"/leaderElection/identity",schemaPath:"#/properties/leaderElection/properties/identity/type",keyword:"type",params:{type: schema11.properties.leaderElection.properties.identity.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err157];
+}
+else {
+vErrors.push(err157);
+}
+errors++;
+}
+if(typeof data53 === "string"){
+if(func3(data53) < 1){
+const err158 = {instancePath:instancePath+"/leaderElection/identity",schemaPath:"#/properties/leaderElection/properties/identity/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err158];
+}
+else {
+vErrors.push(err158);
+}
+errors++;
+}
+}
+}
+if(data49.leaseDurationSeconds !== undefined){
+let data54 = data49.leaseDurationSeconds;
+if((typeof data54 == "number") && (isFinite(data54))){
+if(data54 <= 0 || isNaN(data54)){
+const err159 = {instancePath:instancePath+"/leaderElection/leaseDurationSeconds",schemaPath:"#/properties/leaderElection/properties/leaseDurationSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err159];
+}
+else {
+vErrors.push(err159);
+}
+errors++;
+}
+}
+else {
+const err160 = {instancePath:instancePath+"/leaderElection/leaseDurationSeconds",schemaPath:"#/properties/leaderElection/properties/leaseDurationSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err160];
+}
+else {
+vErrors.push(err160);
+}
+errors++;
+}
+}
+if(data49.renewDeadlineSeconds !== undefined){
+let data55 = data49.renewDeadlineSeconds;
+if((typeof data55 == "number") && (isFinite(data55))){
+if(data55 <= 0 || isNaN(data55)){
+const err161 = {instancePath:instancePath+"/leaderElection/renewDeadlineSeconds",schemaPath:"#/properties/leaderElection/properties/renewDeadlineSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err161];
+}
+else {
+vErrors.push(err161);
+}
+errors++;
+}
+}
+else {
+const err162 = {instancePath:instancePath+"/leaderElection/renewDeadlineSeconds",schemaPath:"#/properties/leaderElection/properties/renewDeadlineSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err162];
+}
+else {
+vErrors.push(err162);
+}
+errors++;
+}
+}
+if(data49.retryPeriodSeconds !== undefined){
+let data56 = data49.retryPeriodSeconds;
+if((typeof data56 == "number") && (isFinite(data56))){
+if(data56 <= 0 || isNaN(data56)){
+const err163 = {instancePath:instancePath+"/leaderElection/retryPeriodSeconds",schemaPath:"#/properties/leaderElection/properties/retryPeriodSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err163];
+}
+else {
+vErrors.push(err163);
+}
+errors++;
+}
+}
+else {
+const err164 = {instancePath:instancePath+"/leaderElection/retryPeriodSeconds",schemaPath:"#/properties/leaderElection/properties/retryPeriodSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err164];
+}
+else {
+vErrors.push(err164);
+}
+errors++;
+}
+}
+}
+else {
+const err165 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err165];
+}
+else {
+vErrors.push(err165);
+}
+errors++;
+}
+}
+if(data.metrics !== undefined){
+let data57 = data.metrics;
+if(data57 && typeof data57 == "object" && !Array.isArray(data57)){
+if(data57.listen === undefined){
+const err166 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/required",keyword:"required",params:{missingProperty: "listen"},message:"must have required property '"+"listen"+"'"};
+if(vErrors === null){
+vErrors = [err166];
+}
+else {
+vErrors.push(err166);
+}
+errors++;
+}
+for(const key14 in data57){
+if(!(key14 === "listen")){
+const err167 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err167];
+}
+else {
+vErrors.push(err167);
+}
+errors++;
+}
+}
+if(data57.listen !== undefined){
+let data58 = data57.listen;
+if((!(data58 && typeof data58 == "object" && !Array.isArray(data58))) && (data58 !== null)){
+const err168 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/type",keyword:"type",params:{type: schema11.properties.metrics.properties.listen.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err168];
+}
+else {
+vErrors.push(err168);
+}
+errors++;
+}
+if(data58 && typeof data58 == "object" && !Array.isArray(data58)){
+if(data58.host === undefined){
+const err169 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
+if(vErrors === null){
+vErrors = [err169];
+}
+else {
+vErrors.push(err169);
+}
+errors++;
+}
+if(data58.port === undefined){
+const err170 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
+if(vErrors === null){
+vErrors = [err170];
+}
+else {
+vErrors.push(err170);
+}
+errors++;
+}
+for(const key15 in data58){
+if(!((key15 === "host") || (key15 === "port"))){
+const err171 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err171];
+}
+else {
+vErrors.push(err171);
+}
+errors++;
+}
+}
+if(data58.host !== undefined){
+let data59 = data58.host;
+if(typeof data59 === "string"){
+if(func3(data59) < 1){
+const err172 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err172];
+}
+else {
+vErrors.push(err172);
+}
+errors++;
+}
+}
+else {
+const err173 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err173];
+}
+else {
+vErrors.push(err173);
+}
+errors++;
+}
+}
+if(data58.port !== undefined){
+let data60 = data58.port;
+if(!(((typeof data60 == "number") && (!(data60 % 1) && !isNaN(data60))) && (isFinite(data60)))){
+const err174 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err174];
+}
+else {
+vErrors.push(err174);
+}
+errors++;
+}
+if((typeof data60 == "number") && (isFinite(data60))){
+if(data60 > 65535 || isNaN(data60)){
+const err175 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err175];
+}
+else {
+vErrors.push(err175);
+}
+errors++;
+}
+if(data60 < 0 || isNaN(data60)){
+const err176 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err176];
+}
+else {
+vErrors.push(err176);
+}
+errors++;
+}
+}
+}
+}
+}
+}
+else {
+const err177 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err177];
+}
+else {
+vErrors.push(err177);
+}
+errors++;
+}
+}
+}
+else {
+const err178 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err178];
+}
+else {
+vErrors.push(err178);
 }
 errors++;
 }

@@ -53,7 +53,36 @@ describe("loadConfig", () => {
       reconcile: { maxPerSecond: 10, batchSize: 4, retrySeconds: 30 },
       records: { retentionDays: 90, gcIntervalSeconds: 60, gcBatchSize: 100 },
       metrics: { listen: null },
+      leaderElection: { enabled: false, leaseName: "gitops-broker", namespace: null, identity: null, leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 },
     });
+  });
+
+  it("takes leader election from file and env, and refuses durations that do not nest", async () => {
+    await write("leader.yaml", "leaderElection:\n  leaseDurationSeconds: 30\n  renewDeadlineSeconds: 20\n  retryPeriodSeconds: 5\n");
+    const env = {
+      GITOPS_BROKER_LEADER_ELECTION: "true",
+      GITOPS_BROKER_LEADER_ELECTION_LEASE_NAME: "prod-gitops-broker",
+      GITOPS_BROKER_LEADER_ELECTION_NAMESPACE: "brokers",
+      GITOPS_BROKER_LEADER_ELECTION_IDENTITY: "prod-gitops-broker-7d9f-x2",
+    };
+    const config = await loadConfig({ cwd: tmp, env, argv: ["--config", "leader.yaml"] });
+    expect(config.leaderElection).toEqual({
+      enabled: true,
+      leaseName: "prod-gitops-broker",
+      namespace: "brokers",
+      identity: "prod-gitops-broker-7d9f-x2",
+      leaseDurationSeconds: 30,
+      renewDeadlineSeconds: 20,
+      retryPeriodSeconds: 5,
+    });
+    await write("bad-leader.yaml", "leaderElection:\n  leaseDurationSeconds: 10\n  renewDeadlineSeconds: 10\n  retryPeriodSeconds: 10\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_LEADER_ELECTION: "yes" }, argv: ["--config", "bad-leader.yaml"] }))).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_LEADER_ELECTION", message: "must be boolean" },
+    ]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "bad-leader.yaml"] }))).toEqual<Problem[]>([
+      { file: "bad-leader.yaml", path: "leaderElection.renewDeadlineSeconds", message: "must be smaller than leaderElection.leaseDurationSeconds (a leader stops before the others may take over)" },
+      { file: "bad-leader.yaml", path: "leaderElection.retryPeriodSeconds", message: "must be smaller than leaderElection.renewDeadlineSeconds (a leader renews several times before its deadline)" },
+    ]);
   });
 
   it("reads the metrics address from the config file and the environment", async () => {

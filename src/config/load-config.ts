@@ -41,6 +41,15 @@ function defaults(cwd: string): Config {
     reconcile: { maxPerSecond: 10, batchSize: 4, retrySeconds: 30 },
     records: { retentionDays: 90, gcIntervalSeconds: 60, gcBatchSize: 100 },
     metrics: { listen: null },
+    leaderElection: {
+      enabled: false,
+      leaseName: "gitops-broker",
+      namespace: null,
+      identity: null,
+      leaseDurationSeconds: 15,
+      renewDeadlineSeconds: 10,
+      retryPeriodSeconds: 2,
+    },
   };
 }
 
@@ -168,6 +177,13 @@ function exclusiveSecrets(config: Config, origins: Map<string, Origin>): Problem
   }
   if (config.http.headersTimeoutSeconds > config.http.requestTimeoutSeconds) {
     problems.push(locate(["http", "headersTimeoutSeconds"], origins, "must not be larger than http.requestTimeoutSeconds (the headers are part of the request)"));
+  }
+  const election = config.leaderElection;
+  if (election.renewDeadlineSeconds >= election.leaseDurationSeconds) {
+    problems.push(locate(["leaderElection", "renewDeadlineSeconds"], origins, "must be smaller than leaderElection.leaseDurationSeconds (a leader stops before the others may take over)"));
+  }
+  if (election.retryPeriodSeconds >= election.renewDeadlineSeconds) {
+    problems.push(locate(["leaderElection", "retryPeriodSeconds"], origins, "must be smaller than leaderElection.renewDeadlineSeconds (a leader renews several times before its deadline)"));
   }
   if (config.webhook.secret !== null && config.webhook.secretFile !== null) {
     problems.push(locate(["webhook", "secretFile"], origins, "webhook.secret and webhook.secretFile exclude each other: set one"));

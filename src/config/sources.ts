@@ -107,7 +107,7 @@ export function fileSource(label: string, absPath: string, text: string): Source
 // Environment
 // ---------------------------------------------------------------------------
 
-type EnvKind = "string" | "number" | "path";
+type EnvKind = "string" | "number" | "path" | "boolean";
 
 /** Variables that set one key each. An empty variable counts as unset. */
 const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
@@ -134,11 +134,16 @@ const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
   GITOPS_BROKER_RECONCILE_MAX_PER_SECOND: { key: ["reconcile", "maxPerSecond"], kind: "number" },
   GITOPS_BROKER_RECONCILE_BATCH_SIZE: { key: ["reconcile", "batchSize"], kind: "number" },
   GITOPS_BROKER_RECORDS_RETENTION_DAYS: { key: ["records", "retentionDays"], kind: "number" },
+  GITOPS_BROKER_LEADER_ELECTION: { key: ["leaderElection", "enabled"], kind: "boolean" },
+  GITOPS_BROKER_LEADER_ELECTION_LEASE_NAME: { key: ["leaderElection", "leaseName"], kind: "string" },
+  GITOPS_BROKER_LEADER_ELECTION_NAMESPACE: { key: ["leaderElection", "namespace"], kind: "string" },
+  GITOPS_BROKER_LEADER_ELECTION_IDENTITY: { key: ["leaderElection", "identity"], kind: "string" },
 };
 
 /** Numbers are converted when they look like one; anything else goes through as a string so the schema reports it. */
 function envValue(raw: string, kind: EnvKind, cwd: string): unknown {
   if (kind === "number") return /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : raw;
+  if (kind === "boolean") return raw === "true" ? true : raw === "false" ? false : raw;
   if (kind === "path") return path.resolve(cwd, raw);
   return raw;
 }

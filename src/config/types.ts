@@ -96,6 +96,20 @@ export interface HttpConfig {
   maxConnectionsPerClient: number;
 }
 
+/** Leader election among replicas (ADR 0024). */
+export interface LeaderElectionConfig {
+  /** Take part; false: this process does all background work. */
+  enabled: boolean;
+  leaseName: string;
+  /** null: the pod's namespace, else the kubeconfig context's. */
+  namespace: string | null;
+  /** null: host name and a random suffix. */
+  identity: string | null;
+  leaseDurationSeconds: number;
+  renewDeadlineSeconds: number;
+  retryPeriodSeconds: number;
+}
+
 export interface Config {
   listen: ListenAddress;
   http: HttpConfig;
@@ -111,4 +125,5 @@ export interface Config {
   reconcile: ReconcileConfig;
   records: RecordsConfig;
   metrics: MetricsConfig;
+  leaderElection: LeaderElectionConfig;
 }

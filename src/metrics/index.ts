@@ -102,6 +102,14 @@ export interface RecordsInstruments {
   deleted: Gauge;
 }
 
+/** Leader election (src/leader): who does the background work. */
+export interface LeaderInstruments {
+  /** 1 while this replica holds the Lease (always, without election), 0 otherwise; by identity. */
+  leader: Gauge;
+  /** This replica gained (acquired) or lost (lost) the Lease. */
+  transitions: Counter;
+}
+
 /** The nudge of Argo CD / Flux after a push. */
 export interface NudgeInstruments {
   /** Nudges, by cluster, way (annotation, webhook) and result (sent, failed, folded into the next). */
@@ -116,6 +124,7 @@ export interface Instruments {
   records: RecordsInstruments;
   nudge: NudgeInstruments;
   repo: RepoInstruments;
+  leader: LeaderInstruments;
 }
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -166,6 +175,10 @@ export function createInstruments(metrics: Metrics = noopMetrics, now: () => num
     records: {
       collected: metrics.counter("gitops_broker_records_collected_total", "Records of deprovisioned instances removed by records GC"),
       deleted: metrics.gauge("gitops_broker_deleted_records", "Records of deprovisioned instances on the tip, as of the last GC pass", ["cluster"]),
+    },
+    leader: {
+      leader: metrics.gauge("gitops_broker_leader", "1 while this replica holds the Lease and does the background work (always 1 without leader election)", ["identity"]),
+      transitions: metrics.counter("gitops_broker_leader_transitions_total", "Times this replica acquired or lost the Lease", ["change"]),
     },
     nudge: {
       nudges: metrics.counter("gitops_broker_nudges_total", "Nudges of a cluster's Argo CD / Flux after a push", ["cluster", "via", "result"]),

@@ -56,6 +56,11 @@ export interface Reconciler {
   tipChanged(tip: string | null, previous: string | null): void;
   /** Resolves once no diff, re-render or retry is pending. */
   idle(): Promise<void>;
+  /**
+   * Drop what is queued and the pending retries (this replica stopped leading: the next leader's
+   * catch-up finds what is left from Git); resolves when the re-renders in flight settled.
+   */
+  drop(): Promise<void>;
   /** Drop what is queued and pending retries, end the pause between batches; resolves when the re-renders in flight settled. */
   close(): Promise<void>;
 }
@@ -185,6 +190,19 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     return stale.length;
   }
 
+  async function drop(): Promise<void> {
+    queue.clear();
+    metrics.queued.set(0);
+    for (const t of retries) clearTimeout(t);
+    retries.clear();
+    await diffs;
+    // What the diffs in flight queued meanwhile goes too.
+    queue.clear();
+    metrics.queued.set(0);
+    await feeding;
+    settle();
+  }
+
   return {
     rerenderPlan,
     catchUp() {
@@ -216,15 +234,11 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
         await new Promise<void>((resolve) => idleWaiters.push(resolve));
       }
     },
+    drop,
     async close() {
       closed = true;
       closing.abort();
-      queue.clear();
-      for (const t of retries) clearTimeout(t);
-      retries.clear();
-      await diffs;
-      await feeding;
-      settle();
+      await drop();
     },
   };
 }

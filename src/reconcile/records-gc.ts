@@ -50,8 +50,10 @@ export interface RecordsCollectorOptions {
 }
 
 export interface RecordsCollector {
-  /** Start the timer: a pass every interval until close. */
+  /** Start the timer: a pass every interval until stop or close. */
   start(): void;
+  /** Stop the timer (start may start it again); resolves once the pass in flight (if any) settled. */
+  stop(): Promise<void>;
   /** One pass now (what the timer runs): scan, then at most one commit. Resolves with the ids removed. */
   collect(): Promise<string[]>;
   /** Stop the timer; resolves once the pass in flight (if any) settled. */
@@ -145,9 +147,9 @@ export function createRecordsCollector(options: RecordsCollectorOptions): Record
         });
       }));
   const cache: FoldCache<Deleted> = createFoldCache(100_000);
-  const stop = new AbortController();
-  const stopped = new Promise<void>((resolve) => stop.signal.addEventListener("abort", () => resolve(), { once: true }));
-  let loop: Promise<void> | undefined;
+  /** The timer's loop while started; stop() aborts it, start() makes a new one. */
+  let loop: { stop: AbortController; done: Promise<void> } | undefined;
+  let closed = false;
   let running: Promise<string[]> | undefined;
 
   function countByCluster(deleted: Deleted): void {
@@ -197,10 +199,20 @@ export function createRecordsCollector(options: RecordsCollectorOptions): Record
     });
   }
 
+  async function stop(): Promise<void> {
+    const current = loop;
+    loop = undefined;
+    current?.stop.abort();
+    await current?.done;
+    await running?.catch(() => undefined);
+  }
+
   return {
     start() {
-      if (loop || stop.signal.aborted) return;
-      loop = (async () => {
+      if (loop || closed) return;
+      const stop = new AbortController();
+      const stopped = new Promise<void>((resolve) => stop.signal.addEventListener("abort", () => resolve(), { once: true }));
+      const done = (async () => {
         for (;;) {
           await Promise.race([delay(intervalMs, stop.signal), stopped]);
           if (stop.signal.aborted) return;
@@ -211,12 +223,13 @@ export function createRecordsCollector(options: RecordsCollectorOptions): Record
           }
         }
       })();
+      loop = { stop, done };
     },
     collect,
+    stop,
     async close() {
-      stop.abort();
-      await loop;
-      await running?.catch(() => undefined);
+      closed = true;
+      await stop();
     },
   };
 }

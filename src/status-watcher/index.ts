@@ -8,7 +8,7 @@ export { clientNodeLoader, loadClientNode } from "./client-node.js";
 export type { ClientNode } from "./client-node.js";
 export { createCommitStatusWatcher } from "./commit-mode.js";
 export { createStatusWatcher } from "./watcher.js";
-export { createKubeConfigResolver, createSecretKeyReader } from "./kubeconfig.js";
+export { brokerNamespace, createKubeConfigResolver, createSecretKeyReader } from "./kubeconfig.js";
 export type { KubeConfigFor, KubeConfigResolverOptions, SecretKeyReader, SecretKeyRef } from "./kubeconfig.js";
 export type {
   BindingOutcome,

@@ -102,7 +102,8 @@ async function defaultHome(load: () => Promise<ClientNode>): Promise<KubeConfig>
   return kc;
 }
 
-function brokerNamespace(home: KubeConfig): string {
+/** The broker's namespace: its pod's (the ServiceAccount's), else that of the kubeconfig's current context, else default. */
+export function brokerNamespace(home: KubeConfig): string {
   try {
     return readFileSync(SERVICE_ACCOUNT_NAMESPACE, "utf8").trim();
   } catch {

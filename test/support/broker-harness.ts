@@ -59,6 +59,7 @@ export function testConfig(
     reconcile: { maxPerSecond: 1000, batchSize: 4, retrySeconds: 30 },
     records: { retentionDays: 90, gcIntervalSeconds: 60, gcBatchSize: 100 },
     metrics: { listen: null },
+    leaderElection: { enabled: false, leaseName: "gitops-broker", namespace: null, identity: null, leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 },
   };
 }
 

@@ -1,0 +1,235 @@
+import type { Logger } from "../log/index.js";
+import { noopInstruments, type LeaderInstruments } from "../metrics/index.js";
+import type { Lease, LeaseClient } from "./lease-client.js";
+
+/**
+ * Leader election on a coordination.k8s.io/v1 Lease, the algorithm of client-go's
+ * tools/leaderelection (ADR 0024): every `retryPeriodMs` a candidate reads the Lease; it takes it
+ * when nobody holds it, or when the holder's record has not changed for `leaseDurationMs` by the
+ * candidate's own monotonic clock (never by comparing wall clocks across machines); the write
+ * carries the resourceVersion read, so of two candidates one wins and the other gets 409. The
+ * holder renews every `retryPeriodMs` and stops leading when it could not renew for
+ * `renewDeadlineMs` (before anybody else may take over: renewDeadline < leaseDuration). On close
+ * a holder gives the Lease up (holder "" and a one-second duration), so the next one takes over
+ * at once instead of after the lease duration.
+ */
+
+export interface Leadership {
+  /** Who this replica is in the Lease (holderIdentity). */
+  readonly identity: string;
+  /** True while this replica holds the Lease and may do the background work. */
+  isLeader(): boolean;
+  /** The holder as last read (null: none, or not read yet); this replica's identity while it leads. */
+  holder(): string | null;
+  /** `listener(true)` when this replica starts leading, `(false)` when it stops; returns the unsubscribe. */
+  onChange(listener: (leading: boolean) => void): () => void;
+  /** One /readyz line saying who leads (never failing: a follower serves OSB as well). */
+  describe(): string;
+  /** Stop taking part; a holder gives the Lease up. Resolves when done. */
+  close(): Promise<void>;
+}
+
+export interface LeaseElectorOptions {
+  client: LeaseClient;
+  /** The Lease's name and namespace (what `client` reads and writes). */
+  name: string;
+  namespace: string;
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  logger: Logger;
+  metrics?: LeaderInstruments;
+  /** Monotonic milliseconds (default performance.now). */
+  clock?: () => number;
+  /** Wall clock written into the Lease's times (default new Date()). */
+  now?: () => Date;
+  /** Waits between rounds (default setTimeout); resolves early when `signal` aborts. */
+  delay?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** A MicroTime: RFC 3339 in UTC with six fractional digits, as the API server writes it. */
+export function microTime(date: Date): string {
+  return date.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
+
+function defaultDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done);
+  });
+}
+
+/** The record's fields that say whether its holder is alive: a change of any restarts the wait. */
+function recordKey(lease: Lease): string {
+  const { holderIdentity, leaseDurationSeconds, acquireTime, renewTime, leaseTransitions } = lease.spec;
+  return JSON.stringify([holderIdentity ?? "", leaseDurationSeconds ?? 0, acquireTime ?? "", renewTime ?? "", leaseTransitions ?? 0]);
+}
+
+export function createLeaseElector(options: LeaseElectorOptions): Leadership {
+  const { client, name, namespace, identity, leaseDurationMs, renewDeadlineMs, retryPeriodMs } = options;
+  if (!(retryPeriodMs > 0 && renewDeadlineMs > retryPeriodMs && leaseDurationMs > renewDeadlineMs)) {
+    throw new TypeError(`leader election needs 0 < retryPeriod (${retryPeriodMs} ms) < renewDeadline (${renewDeadlineMs} ms) < leaseDuration (${leaseDurationMs} ms)`);
+  }
+  const logger = options.logger.child({ lease: `${namespace}/${name}`, identity });
+  const metrics = options.metrics ?? noopInstruments.leader;
+  const clock = options.clock ?? (() => performance.now());
+  const now = options.now ?? (() => new Date());
+  const delay = options.delay ?? defaultDelay;
+  const stop = new AbortController();
+  const listeners = new Set<(leading: boolean) => void>();
+
+  let leading = false;
+  let holder: string | null = null;
+  /** The record last read, and when (monotonic) it last changed. */
+  let observed: { key: string; at: number; lease: Lease } | undefined;
+  /** When this replica last renewed successfully (monotonic). */
+  let renewedAt = Number.NEGATIVE_INFINITY;
+  let lastError: string | undefined;
+
+  metrics.leader.set(0, { identity });
+
+  function setLeading(value: boolean): void {
+    if (leading === value) return;
+    leading = value;
+    metrics.leader.set(value ? 1 : 0, { identity });
+    metrics.transitions.inc({ change: value ? "acquired" : "lost" });
+    if (value) logger.info("acquired the Lease: this replica does the background work");
+    else logger.warn({ holder }, "no longer holds the Lease: background work stops here");
+    for (const listener of listeners) {
+      try {
+        listener(value);
+      } catch (error) {
+        logger.error({ err: error, leading: value }, "a leadership listener failed");
+      }
+    }
+  }
+
+  /** The record that makes this replica the holder, from the one read (undefined: none yet). */
+  function record(previous: Lease | undefined): Lease {
+    const at = microTime(now());
+    const takingOver = previous?.spec.holderIdentity !== identity;
+    return {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: previous ? { ...previous.metadata } : { name, namespace },
+      spec: {
+        ...previous?.spec,
+        holderIdentity: identity,
+        leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+        acquireTime: takingOver ? at : (previous.spec.acquireTime ?? at),
+        renewTime: at,
+        leaseTransitions: (previous?.spec.leaseTransitions ?? 0) + (takingOver && previous?.spec.holderIdentity ? 1 : 0),
+      },
+    };
+  }
+
+  /** One round: true when this replica holds the Lease after it. */
+  async function tryAcquireOrRenew(): Promise<boolean> {
+    const current = await client.get();
+    if (current === null) {
+      const created = await client.create(record(undefined));
+      if (created === null) return false;
+      observed = { key: recordKey(created), at: clock(), lease: created };
+      holder = identity;
+      return true;
+    }
+    const key = recordKey(current);
+    if (observed?.key !== key) observed = { key, at: clock(), lease: current };
+    holder = current.spec.holderIdentity || null;
+    const mine = holder === identity;
+    const durationMs = (current.spec.leaseDurationSeconds ?? Math.ceil(leaseDurationMs / 1000)) * 1000;
+    if (!mine && holder !== null && observed.at + durationMs > clock()) return false;
+    const updated = await client.update(record(current));
+    if (updated === null) return false;
+    observed = { key: recordKey(updated), at: clock(), lease: updated };
+    holder = identity;
+    return true;
+  }
+
+  const loop = (async () => {
+    while (!stop.signal.aborted) {
+      let held = false;
+      try {
+        held = await tryAcquireOrRenew();
+        if (lastError !== undefined) logger.info("the Lease answers again");
+        lastError = undefined;
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        if (message !== lastError) logger.warn({ err: error }, "leader election: the Lease could not be read or written");
+        lastError = message;
+      }
+      if (stop.signal.aborted) break;
+      if (held) {
+        renewedAt = clock();
+        setLeading(true);
+      } else if (leading && clock() - renewedAt >= renewDeadlineMs) {
+        // Not renewed within the deadline: another may take over soon; stop before it can.
+        setLeading(false);
+      } else if (leading && holder !== null && holder !== identity) {
+        setLeading(false);
+      }
+      await delay(retryPeriodMs, stop.signal);
+    }
+  })();
+
+  async function release(): Promise<void> {
+    const lease = observed?.lease;
+    if (!leading || lease === undefined) return;
+    setLeading(false);
+    try {
+      const released = await client.update({
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(now()) },
+      });
+      logger.info({ released: released !== null }, released ? "gave the Lease up" : "the Lease changed before it was given up");
+    } catch (error) {
+      logger.warn({ err: error }, "giving the Lease up failed: the next leader waits for it to expire");
+    }
+  }
+
+  return {
+    identity,
+    isLeader: () => leading,
+    holder: () => (leading ? identity : holder),
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    describe() {
+      const who = leading ? "this replica" : (holder ?? "nobody yet");
+      return `Lease ${namespace}/${name} held by ${who}${leading ? "" : ` (this replica: ${identity})`}${lastError ? `; last error: ${lastError}` : ""}`;
+    },
+    async close() {
+      stop.abort();
+      await loop;
+      await release();
+      listeners.clear();
+    },
+  };
+}
+
+/**
+ * No election (outside Kubernetes, one process): this process always leads. The background work
+ * starts at once, as before leader election existed.
+ */
+export function soleLeader(identity: string, metrics: LeaderInstruments = noopInstruments.leader): Leadership {
+  metrics.leader.set(1, { identity });
+  return {
+    identity,
+    isLeader: () => true,
+    holder: () => identity,
+    onChange: () => () => undefined,
+    describe: () => "no leader election: this process does the background work",
+    close: () => Promise.resolve(),
+  };
+}
