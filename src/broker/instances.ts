@@ -1,9 +1,17 @@
-import { validateParameters, withoutSensitiveParameters, type ApiVersion, type Plan } from "../catalog/index.js";
+import {
+  planDeprecated,
+  updatePossible,
+  validateParameters,
+  withoutSensitiveParameters,
+  type ApiVersion,
+  type Plan,
+} from "../catalog/index.js";
 import {
   AsyncRequiredError,
   BadRequestError,
   ConcurrencyError,
   ConflictError,
+  ForbiddenError,
   GoneError,
   MaintenanceInfoConflictError,
   NotFoundError,
@@ -96,6 +104,8 @@ export async function provision(
   osb: OsbRequestInfo,
 ): Promise<OsbResponse> {
   const { service, plan } = lookupPlan(ctx.deps.view.catalog(), body.serviceId, body.planId);
+  // Service Fabrik's words (its isPlanDeprecated), checked first as it did; existing instances keep the plan.
+  if (planDeprecated(plan)) throw new ForbiddenError("Service instance with the requested plan cannot be created as it is deprecated.");
   if (plan.async && !accepts) throw new AsyncRequiredError();
   checkMaintenanceInfo(plan, body.maintenanceInfo);
   checkParameters(plan, "service_instance.create", body.parameters);
@@ -265,6 +275,8 @@ export async function update(
         `plan ${current.plan.name} is not updateable (plan_updateable is false): instance ${instanceId} cannot move to plan ${target.plan.name}`,
       );
     }
+    // Service Fabrik's manager.settings.update_predecessors, with its words (isUpdatePossible).
+    if (!updatePossible(current.plan, target.plan)) throw new BadRequestError(`Update to plan '${target.plan.name}' is not possible`);
     if ((current.plan.async || target.plan.async) && !accepts) throw new AsyncRequiredError();
     checkMaintenanceInfo(target.plan, body.maintenanceInfo);
     if (body.parameters !== undefined) checkParameters(target.plan, "service_instance.update", body.parameters);

@@ -117,6 +117,16 @@ export class UnsupportedMediaTypeError extends OsbError {
   }
 }
 
+/**
+ * 403: the request is refused by a rule of the catalog or the quota (a deprecated plan, no quota
+ * left). `error` is Service Fabrik's `Forbidden`, as its broker answered.
+ */
+export class ForbiddenError extends OsbError {
+  constructor(description: string, options?: OsbErrorOptions) {
+    super("ForbiddenError", 403, "Forbidden", description, options);
+  }
+}
+
 export class NotFoundError extends OsbError {
   constructor(description: string, options?: OsbErrorOptions) {
     super("NotFoundError", 404, undefined, description, options);
