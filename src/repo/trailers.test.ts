@@ -74,4 +74,10 @@ describe("broker commit trailers", () => {
   it("reads a repeated trailer of any other commit by its last value, as git does", () => {
     expect(readBrokerTrailers({ "Instance-Id": ["a", "b"], Operation: ["o-1", "o-2"] })).toEqual({ instanceId: "b", operation: "o-2" });
   });
+
+  it("writes an import commit's source and every instance it imported, and reads them back", () => {
+    const trailers = brokerTrailers({ reason: "import", importSource: "service-fabrik https://master:6443", instanceIds: ["a", "b"], brokerVersion: "gitops-broker/1.0.0" });
+    expect(trailers).toEqual({ Reason: "import", "Instance-Id": ["a", "b"], "Import-Source": "service-fabrik https://master:6443", "Broker-Version": "gitops-broker/1.0.0" });
+    expect(readBrokerTrailers(trailers)).toEqual({ reason: "import", importSource: "service-fabrik https://master:6443", instanceIds: ["a", "b"], brokerVersion: "gitops-broker/1.0.0" });
+  });
 });

@@ -9,6 +9,12 @@ import type { OriginatingIdentity } from "./records.js";
 /** The Reason of a records GC commit (ADR 0018). */
 export const RECORDS_GC_REASON = "records-gc";
 
+/** The Reason of a commit of `gitops-broker import`: records and manifests of running instances. */
+export const IMPORT_REASON = "import";
+
+/** Reasons whose commits name several instances, one Instance-Id trailer each. */
+const MANY_INSTANCES = new Set([RECORDS_GC_REASON, IMPORT_REASON]);
+
 /** Trailers as a commit carries them: a repeated key has its values in order. */
 export type TrailerValues = Readonly<Record<string, string | readonly string[]>>;
 
@@ -22,6 +28,7 @@ export const TRAILER = {
   bindingId: "Binding-Id",
   movedFrom: "Moved-From",
   movedTo: "Moved-To",
+  importSource: "Import-Source",
   originatingIdentity: "Originating-Identity",
   requestIdentity: "Request-Identity",
   overrides: "Overrides",
@@ -40,11 +47,13 @@ export interface BrokerTrailers {
   /** The OSB operation id. */
   operation?: string;
   instanceId?: string;
-  /** The instances of a records GC commit: one Instance-Id trailer each (`git log --grep` finds every one). */
+  /** The instances of a records GC or import commit: one Instance-Id trailer each (`git log --grep` finds every one). */
   instanceIds?: readonly string[];
   bindingId?: string;
   movedFrom?: string;
   movedTo?: string;
+  /** Where an import read its instances: `service-fabrik <master API server URL>`. */
+  importSource?: string;
   /** The platform's X-Broker-API-Originating-Identity. */
   originatingIdentity?: OriginatingIdentity;
   requestIdentity?: string;
@@ -72,6 +81,7 @@ export function brokerTrailers(t: BrokerTrailers): Record<string, string | reado
   set(TRAILER.bindingId, t.bindingId);
   set(TRAILER.movedFrom, t.movedFrom);
   set(TRAILER.movedTo, t.movedTo);
+  set(TRAILER.importSource, t.importSource);
   const oi = t.originatingIdentity;
   if (oi) set(TRAILER.originatingIdentity, `${oi.platform} ${JSON.stringify(oi.value)}`);
   set(TRAILER.requestIdentity, t.requestIdentity);
@@ -98,7 +108,8 @@ function decodeIdentity(trailer: string | undefined): OriginatingIdentity | unde
 /**
  * The inverse of brokerTrailers, for any commit's trailers (a human's may carry none or odd ones).
  * A repeated trailer counts by its last value, as git's trailer rules have it; except Instance-Id
- * in a records GC commit, which names every instance it removed (`instanceIds`, even just one).
+ * in a records GC or import commit, which names every instance it removed or imported
+ * (`instanceIds`, even just one).
  */
 export function readBrokerTrailers(trailers: TrailerValues): BrokerTrailers {
   const out: BrokerTrailers = {};
@@ -107,7 +118,7 @@ export function readBrokerTrailers(trailers: TrailerValues): BrokerTrailers {
     const last = typeof value === "string" ? value : value?.at(-1);
     return last ? last : undefined;
   };
-  const gc = get(TRAILER.reason) === RECORDS_GC_REASON;
+  const gc = MANY_INSTANCES.has(get(TRAILER.reason) ?? "");
   const fields = [
     ["reason", TRAILER.reason],
     ["planCommit", TRAILER.planCommit],
@@ -117,6 +128,7 @@ export function readBrokerTrailers(trailers: TrailerValues): BrokerTrailers {
     ["bindingId", TRAILER.bindingId],
     ["movedFrom", TRAILER.movedFrom],
     ["movedTo", TRAILER.movedTo],
+    ["importSource", TRAILER.importSource],
     ["requestIdentity", TRAILER.requestIdentity],
     ["brokerVersion", TRAILER.brokerVersion],
   ] as const;
