@@ -199,6 +199,7 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     metrics: instruments.statusWatcher,
     defaultMode: config.status.mode,
     bindTimeoutMs: config.status.bindTimeoutSeconds * 1000,
+    syncTimeoutMs: config.status.syncTimeoutSeconds * 1000,
     acknowledgeBoundMs: config.git.pushTimeoutSeconds * 1000,
     ...options.status,
     kubeConfigFor,

@@ -6,7 +6,7 @@ import { createRequire } from "node:module";
 import type { ValidateFunction } from "ajv";
 const require = createRequire(import.meta.url);
 const config = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/config.schema.json","title":"gitops-broker configuration","$comment":"Validates the merged configuration (defaults < config file < environment < flags), so every key is required here; the config file itself may be partial. Documented for operators in docs/configuration.md.","type":"object","additionalProperties":false,"required":["listen","http","dataDir","git","auth","tls","log","status","scheduler","webhook","reconcile","records","metrics","leaderElection"],"properties":{"listen":{"description":"Address of the OSB HTTP(S) server. Default 127.0.0.1:8080. The config file may also give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_LISTEN, flag --listen.","type":"object","additionalProperties":false,"required":["host","port"],"properties":{"host":{"description":"Interface to bind, e.g. 127.0.0.1, 0.0.0.0 or ::.","type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}},"http":{"description":"Bounds of the OSB server's sockets: a slow or silent client is answered 408 and disconnected, and one client address holds a bounded number of connections.","type":"object","additionalProperties":false,"required":["headersTimeoutSeconds","requestTimeoutSeconds","idleTimeoutSeconds","maxConnectionsPerClient"],"properties":{"headersTimeoutSeconds":{"description":"Time to receive a request's headers. Default 10. Env GITOPS_BROKER_HTTP_HEADERS_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"requestTimeoutSeconds":{"description":"Time to receive a whole request, headers and body (a body trickling in, or shorter than its Content-Length, is cut off). Not the time to answer. Default 30. Env GITOPS_BROKER_HTTP_REQUEST_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"idleTimeoutSeconds":{"description":"A keep-alive connection idle this long between two requests is closed. Default 5. Env GITOPS_BROKER_HTTP_IDLE_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"maxConnectionsPerClient":{"description":"Open connections per client address at most; further ones are closed at once. 0: no bound. Default 256. Behind a proxy every client has the proxy's address. Env GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_CLIENT.","type":"integer","minimum":0}}},"dataDir":{"description":"Directory for the broker's state (local Git clone, generated password, embedded remote). Default <cwd>/.gitops-broker; made absolute at load (a relative path in the config file is relative to that file). Created with mode 0700. Env GITOPS_BROKER_DATA_DIR, flag --data-dir.","type":"string","minLength":1},"git":{"type":"object","additionalProperties":false,"required":["remote","branch","author","pushTimeoutSeconds","activityTimeoutSeconds","pollIntervalSeconds"],"properties":{"remote":{"description":"URL or path of the GitOps repository. null (default): the embedded remote <dataDir>/remote.git, seeded with a sample catalog. Env GITOPS_BROKER_GIT_REMOTE.","type":["string","null"],"minLength":1},"branch":{"description":"Branch the broker commits to. Default main. Env GITOPS_BROKER_GIT_BRANCH.","type":"string","minLength":1},"author":{"description":"Author and committer of the broker's commits. Default gitops-broker <gitops-broker@localhost>. Env GITOPS_BROKER_GIT_AUTHOR_NAME, GITOPS_BROKER_GIT_AUTHOR_EMAIL.","type":"object","additionalProperties":false,"required":["name","email"],"properties":{"name":{"type":"string","minLength":1},"email":{"type":"string","minLength":1}}},"pushTimeoutSeconds":{"description":"How long a request waits for an unreachable remote before it fails with 503. Default 30. Env GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"activityTimeoutSeconds":{"description":"A fetch or push that has had no answer from the remote for this long makes /readyz answer 503 (the remote is not answering) while it goes on; it is given up after pushTimeoutSeconds. Default 5. Env GITOPS_BROKER_GIT_ACTIVITY_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"pollIntervalSeconds":{"description":"Interval of fetching the remote to notice commits made by others (catalog edits included). Default 30. Env GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS.","type":"number","exclusiveMinimum":0},"sshCommand":{"description":"GIT_SSH_COMMAND for ssh remotes, e.g. \"ssh -i /keys/deploy -o IdentitiesOnly=yes\". Env GITOPS_BROKER_GIT_SSH_COMMAND.","type":"string","minLength":1},"tokenFile":{"description":"File holding the token for https remotes (the token itself never goes into the config). Env GITOPS_BROKER_GIT_TOKEN_FILE.","type":"string","minLength":1}}},"auth":{"description":"HTTP basic auth of the OSB API. With neither password nor passwordFile, a password is generated on first start and stored in <dataDir>/password.","type":"object","additionalProperties":false,"required":["mode","username","password","passwordFile"],"properties":{"mode":{"description":"basic (default): HTTP basic auth. With tls.clientCa: certificate (a client certificate alone, as Service Fabrik's secureIncomingConnections), both (a client certificate and basic auth), either (one of the two). Env GITOPS_BROKER_AUTH_MODE.","enum":["basic","certificate","both","either"]},"username":{"description":"Default broker. Env GITOPS_BROKER_USERNAME.","type":"string","minLength":1},"password":{"description":"Env GITOPS_BROKER_PASSWORD. Exclusive with passwordFile.","type":["string","null"],"minLength":1},"passwordFile":{"description":"File holding the password (trimmed); refused when readable by group or others. Env GITOPS_BROKER_PASSWORD_FILE. Exclusive with password.","type":["string","null"],"minLength":1}}},"tls":{"description":"Serve HTTPS with these PEM files; null (default) serves plain HTTP. The files must be readable at start. Env GITOPS_BROKER_TLS_CERT and GITOPS_BROKER_TLS_KEY (both or neither).","type":["object","null"],"additionalProperties":false,"required":["cert","key"],"properties":{"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"clientCa":{"description":"PEM file of the CAs whose client certificates are accepted; the server then asks every client for a certificate (auth.mode says whether it must have one). Default null. Env GITOPS_BROKER_TLS_CLIENT_CA.","type":["string","null"],"minLength":1},"clientSubjects":{"description":"Allowed client-certificate subjects, each /C=DE/O=SAP SE/.../CN=service-manager (Service Fabrik's sm_certificate_subject_pattern) or CN=service-manager,...,C=DE; the same attributes in any order, a value * matches any. Empty (default): any certificate of tls.clientCa. Env GITOPS_BROKER_TLS_CLIENT_SUBJECT (one subject).","type":"array","items":{"type":"string","minLength":1}}}},"log":{"type":"object","additionalProperties":false,"required":["level"],"properties":{"level":{"description":"Default info. Env GITOPS_BROKER_LOG_LEVEL.","enum":["fatal","error","warn","info","debug","trace"]}}},"status":{"type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"description":"Default status mode of clusters that do not set spec.status.mode. commit: an operation succeeds once its commit is on the remote. live: last_operation reads the live objects of the cluster and the Argo CD / Flux sync state.","enum":["commit","live"]},"bindTimeoutSeconds":{"description":"Live mode: how long a synchronous bind waits for its credentials to appear in the cluster before answering 202 (if the platform accepts it) or 503. Default 10.","type":"number","exclusiveMinimum":0,"maximum":120}}},"scheduler":{"type":"object","additionalProperties":false,"required":["type"],"properties":{"type":{"description":"single: the one schedulable cluster; round-robin: the next cluster after the one of the newest provision in the repo; least-utilized: fewest live instances; label-selector: clusters matching the plan's clusterSelector template, then least-utilized. Every scheduler respects capacity and drain (schedulable: false).","enum":["single","round-robin","least-utilized","label-selector"]}}},"webhook":{"description":"POST /admin/webhook: GitHub (X-Hub-Signature-256) and GitLab (X-Gitlab-Token) push events make the broker fetch the remote at once instead of at the next poll. With neither secret nor secretFile the endpoint does not exist (404).","type":"object","additionalProperties":false,"required":["secret","secretFile"],"properties":{"secret":{"description":"The webhook's shared secret. Env GITOPS_BROKER_WEBHOOK_SECRET. Exclusive with secretFile.","type":["string","null"],"minLength":1},"secretFile":{"description":"File holding the secret (trimmed); refused when readable by group or others. Env GITOPS_BROKER_WEBHOOK_SECRET_FILE. Exclusive with secret.","type":["string","null"],"minLength":1}}},"reconcile":{"description":"Re-rendering of instances when their plan (autoUpdateInstances: true) or their overrides change, or on request (POST /admin/rerender, gitops-broker update).","type":"object","additionalProperties":false,"required":["maxPerSecond","batchSize","retrySeconds"],"properties":{"maxPerSecond":{"description":"Re-render commits per second at most. Default 10. Env GITOPS_BROKER_RECONCILE_MAX_PER_SECOND.","type":"number","exclusiveMinimum":0},"batchSize":{"description":"Re-renders waiting in the write queue at once (pushed together); an OSB request waits behind at most this many. Default 4. Env GITOPS_BROKER_RECONCILE_BATCH_SIZE.","type":"integer","minimum":1},"retrySeconds":{"description":"Wait before re-trying an instance that had an operation in progress. Default 30.","type":"number","exclusiveMinimum":0}}},"records":{"description":"Records of deprovisioned instances (ADR 0018): an instance record whose newest operation is a completed deprovision older than retentionDays is removed from the tip with its binding records, in rate-limited commits; Git history keeps it (gitops-broker history).","type":"object","additionalProperties":false,"required":["retentionDays","gcIntervalSeconds","gcBatchSize"],"properties":{"retentionDays":{"description":"Days a deprovisioned instance's record stays on the tip after its deprovision. 0 keeps records forever (no GC). Default 90. Env GITOPS_BROKER_RECORDS_RETENTION_DAYS.","type":"integer","minimum":0},"gcIntervalSeconds":{"description":"Time between two GC passes; each pass makes at most one commit. Default 60.","type":"number","exclusiveMinimum":0},"gcBatchSize":{"description":"Records removed by one GC commit at most. Default 100.","type":"integer","minimum":1}}},"leaderElection":{"description":"Several replicas (ADR 0024): with enabled, only the holder of a coordination.k8s.io/v1 Lease in the broker's own cluster does the background work (re-renders after plan and override changes, records GC, the catch-up after a start); every replica serves OSB. The others take over within leaseDurationSeconds when it dies. Off (default): this process does it all, as a single broker must. The identity reaching the API server (in a pod: its ServiceAccount; else $KUBECONFIG or ~/.kube/config) needs get, create and update on the Lease (deploy/chart grants them).","type":"object","additionalProperties":false,"required":["enabled","leaseName","namespace","identity","leaseDurationSeconds","renewDeadlineSeconds","retryPeriodSeconds"],"properties":{"enabled":{"description":"Take part in the election. Default false. Env GITOPS_BROKER_LEADER_ELECTION (true or false).","type":"boolean"},"leaseName":{"description":"The Lease's name; every replica of one broker must use the same. Default gitops-broker. Env GITOPS_BROKER_LEADER_ELECTION_LEASE_NAME.","type":"string","pattern":"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},"namespace":{"description":"The Lease's namespace. null (default): the pod's own (its ServiceAccount's), else the kubeconfig context's, else default. Env GITOPS_BROKER_LEADER_ELECTION_NAMESPACE.","type":["string","null"],"minLength":1},"identity":{"description":"This replica's name in the Lease (holderIdentity); unique per replica. null (default): the host name (a pod's name) and a random suffix. Env GITOPS_BROKER_LEADER_ELECTION_IDENTITY.","type":["string","null"],"minLength":1},"leaseDurationSeconds":{"description":"How long the others wait, from the last change they saw of the Lease, before they take it over: the longest a dead leader's work waits. Default 15. Larger than renewDeadlineSeconds.","type":"number","exclusiveMinimum":0},"renewDeadlineSeconds":{"description":"A leader that could not renew the Lease for this long stops its background work (before the others may take it over). Default 10. Larger than retryPeriodSeconds.","type":"number","exclusiveMinimum":0},"retryPeriodSeconds":{"description":"How often the leader renews and the others look at the Lease. Default 2.","type":"number","exclusiveMinimum":0}}},"metrics":{"description":"Prometheus metrics (GET /metrics, text format, no authentication) on a port of their own, never on the OSB port: a scraper needs no broker credentials and the OSB port needs no extra route. Keep the metrics port off public networks (bind 127.0.0.1 or a pod IP reached only by Prometheus).","type":"object","additionalProperties":false,"required":["listen"],"properties":{"listen":{"description":"Address of the metrics server, e.g. 0.0.0.0:9090 in a pod. null (default): no metrics server. The config file may give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_METRICS_LISTEN.","type":["object","null"],"additionalProperties":false,"required":["host","port"],"properties":{"host":{"type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/config.schema.json","title":"gitops-broker configuration","$comment":"Validates the merged configuration (defaults < config file < environment < flags), so every key is required here; the config file itself may be partial. Documented for operators in docs/configuration.md.","type":"object","additionalProperties":false,"required":["listen","http","dataDir","git","auth","tls","log","status","scheduler","webhook","reconcile","records","metrics","leaderElection"],"properties":{"listen":{"description":"Address of the OSB HTTP(S) server. Default 127.0.0.1:8080. The config file may also give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_LISTEN, flag --listen.","type":"object","additionalProperties":false,"required":["host","port"],"properties":{"host":{"description":"Interface to bind, e.g. 127.0.0.1, 0.0.0.0 or ::.","type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}},"http":{"description":"Bounds of the OSB server's sockets: a slow or silent client is answered 408 and disconnected, and one client address holds a bounded number of connections.","type":"object","additionalProperties":false,"required":["headersTimeoutSeconds","requestTimeoutSeconds","idleTimeoutSeconds","maxConnectionsPerClient"],"properties":{"headersTimeoutSeconds":{"description":"Time to receive a request's headers. Default 10. Env GITOPS_BROKER_HTTP_HEADERS_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"requestTimeoutSeconds":{"description":"Time to receive a whole request, headers and body (a body trickling in, or shorter than its Content-Length, is cut off). Not the time to answer. Default 30. Env GITOPS_BROKER_HTTP_REQUEST_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"idleTimeoutSeconds":{"description":"A keep-alive connection idle this long between two requests is closed. Default 5. Env GITOPS_BROKER_HTTP_IDLE_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"maxConnectionsPerClient":{"description":"Open connections per client address at most; further ones are closed at once. 0: no bound. Default 256. Behind a proxy every client has the proxy's address. Env GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_CLIENT.","type":"integer","minimum":0}}},"dataDir":{"description":"Directory for the broker's state (local Git clone, generated password, embedded remote). Default <cwd>/.gitops-broker; made absolute at load (a relative path in the config file is relative to that file). Created with mode 0700. Env GITOPS_BROKER_DATA_DIR, flag --data-dir.","type":"string","minLength":1},"git":{"type":"object","additionalProperties":false,"required":["remote","branch","author","pushTimeoutSeconds","activityTimeoutSeconds","pollIntervalSeconds"],"properties":{"remote":{"description":"URL or path of the GitOps repository. null (default): the embedded remote <dataDir>/remote.git, seeded with a sample catalog. Env GITOPS_BROKER_GIT_REMOTE.","type":["string","null"],"minLength":1},"branch":{"description":"Branch the broker commits to. Default main. Env GITOPS_BROKER_GIT_BRANCH.","type":"string","minLength":1},"author":{"description":"Author and committer of the broker's commits. Default gitops-broker <gitops-broker@localhost>. Env GITOPS_BROKER_GIT_AUTHOR_NAME, GITOPS_BROKER_GIT_AUTHOR_EMAIL.","type":"object","additionalProperties":false,"required":["name","email"],"properties":{"name":{"type":"string","minLength":1},"email":{"type":"string","minLength":1}}},"pushTimeoutSeconds":{"description":"How long a request waits for an unreachable remote before it fails with 503. Default 30. Env GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"activityTimeoutSeconds":{"description":"A fetch or push that has had no answer from the remote for this long makes /readyz answer 503 (the remote is not answering) while it goes on; it is given up after pushTimeoutSeconds. Default 5. Env GITOPS_BROKER_GIT_ACTIVITY_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"pollIntervalSeconds":{"description":"Interval of fetching the remote to notice commits made by others (catalog edits included). Default 30. Env GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS.","type":"number","exclusiveMinimum":0},"sshCommand":{"description":"GIT_SSH_COMMAND for ssh remotes, e.g. \"ssh -i /keys/deploy -o IdentitiesOnly=yes\". Env GITOPS_BROKER_GIT_SSH_COMMAND.","type":"string","minLength":1},"tokenFile":{"description":"File holding the token for https remotes (the token itself never goes into the config). Env GITOPS_BROKER_GIT_TOKEN_FILE.","type":"string","minLength":1}}},"auth":{"description":"HTTP basic auth of the OSB API. With neither password nor passwordFile, a password is generated on first start and stored in <dataDir>/password.","type":"object","additionalProperties":false,"required":["mode","username","password","passwordFile"],"properties":{"mode":{"description":"basic (default): HTTP basic auth. With tls.clientCa: certificate (a client certificate alone, as Service Fabrik's secureIncomingConnections), both (a client certificate and basic auth), either (one of the two). Env GITOPS_BROKER_AUTH_MODE.","enum":["basic","certificate","both","either"]},"username":{"description":"Default broker. Env GITOPS_BROKER_USERNAME.","type":"string","minLength":1},"password":{"description":"Env GITOPS_BROKER_PASSWORD. Exclusive with passwordFile.","type":["string","null"],"minLength":1},"passwordFile":{"description":"File holding the password (trimmed); refused when readable by group or others. Env GITOPS_BROKER_PASSWORD_FILE. Exclusive with password.","type":["string","null"],"minLength":1}}},"tls":{"description":"Serve HTTPS with these PEM files; null (default) serves plain HTTP. The files must be readable at start. Env GITOPS_BROKER_TLS_CERT and GITOPS_BROKER_TLS_KEY (both or neither).","type":["object","null"],"additionalProperties":false,"required":["cert","key"],"properties":{"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"clientCa":{"description":"PEM file of the CAs whose client certificates are accepted; the server then asks every client for a certificate (auth.mode says whether it must have one). Default null. Env GITOPS_BROKER_TLS_CLIENT_CA.","type":["string","null"],"minLength":1},"clientSubjects":{"description":"Allowed client-certificate subjects, each /C=DE/O=SAP SE/.../CN=service-manager (Service Fabrik's sm_certificate_subject_pattern) or CN=service-manager,...,C=DE; the same attributes in any order, a value * matches any. Empty (default): any certificate of tls.clientCa. Env GITOPS_BROKER_TLS_CLIENT_SUBJECT (one subject).","type":"array","items":{"type":"string","minLength":1}}}},"log":{"type":"object","additionalProperties":false,"required":["level"],"properties":{"level":{"description":"Default info. Env GITOPS_BROKER_LOG_LEVEL.","enum":["fatal","error","warn","info","debug","trace"]}}},"status":{"type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"description":"Default status mode of clusters that do not set spec.status.mode. commit: an operation succeeds once its commit is on the remote. live: last_operation reads the live objects of the cluster and the Argo CD / Flux sync state.","enum":["commit","live"]},"syncTimeoutSeconds":{"description":"Live mode: how long a synchronous provision, update or deprovision waits for the cluster to say succeeded before answering 202 (if the platform accepts it) or 503. Default 60 (Cloud Foundry's default broker timeout; Service Fabrik held them up to 175 s).","type":"number","exclusiveMinimum":0,"maximum":600},"bindTimeoutSeconds":{"description":"Live mode: how long a synchronous bind waits for its credentials to appear in the cluster before answering 202 (if the platform accepts it) or 503. Default 10.","type":"number","exclusiveMinimum":0,"maximum":120}}},"scheduler":{"type":"object","additionalProperties":false,"required":["type"],"properties":{"type":{"description":"single: the one schedulable cluster; round-robin: the next cluster after the one of the newest provision in the repo; least-utilized: fewest live instances; label-selector: clusters matching the plan's clusterSelector template, then least-utilized. Every scheduler respects capacity and drain (schedulable: false).","enum":["single","round-robin","least-utilized","label-selector"]}}},"webhook":{"description":"POST /admin/webhook: GitHub (X-Hub-Signature-256) and GitLab (X-Gitlab-Token) push events make the broker fetch the remote at once instead of at the next poll. With neither secret nor secretFile the endpoint does not exist (404).","type":"object","additionalProperties":false,"required":["secret","secretFile"],"properties":{"secret":{"description":"The webhook's shared secret. Env GITOPS_BROKER_WEBHOOK_SECRET. Exclusive with secretFile.","type":["string","null"],"minLength":1},"secretFile":{"description":"File holding the secret (trimmed); refused when readable by group or others. Env GITOPS_BROKER_WEBHOOK_SECRET_FILE. Exclusive with secret.","type":["string","null"],"minLength":1}}},"reconcile":{"description":"Re-rendering of instances when their plan (autoUpdateInstances: true) or their overrides change, or on request (POST /admin/rerender, gitops-broker update).","type":"object","additionalProperties":false,"required":["maxPerSecond","batchSize","retrySeconds"],"properties":{"maxPerSecond":{"description":"Re-render commits per second at most. Default 10. Env GITOPS_BROKER_RECONCILE_MAX_PER_SECOND.","type":"number","exclusiveMinimum":0},"batchSize":{"description":"Re-renders waiting in the write queue at once (pushed together); an OSB request waits behind at most this many. Default 4. Env GITOPS_BROKER_RECONCILE_BATCH_SIZE.","type":"integer","minimum":1},"retrySeconds":{"description":"Wait before re-trying an instance that had an operation in progress. Default 30.","type":"number","exclusiveMinimum":0}}},"records":{"description":"Records of deprovisioned instances (ADR 0018): an instance record whose newest operation is a completed deprovision older than retentionDays is removed from the tip with its binding records, in rate-limited commits; Git history keeps it (gitops-broker history).","type":"object","additionalProperties":false,"required":["retentionDays","gcIntervalSeconds","gcBatchSize"],"properties":{"retentionDays":{"description":"Days a deprovisioned instance's record stays on the tip after its deprovision. 0 keeps records forever (no GC). Default 90. Env GITOPS_BROKER_RECORDS_RETENTION_DAYS.","type":"integer","minimum":0},"gcIntervalSeconds":{"description":"Time between two GC passes; each pass makes at most one commit. Default 60.","type":"number","exclusiveMinimum":0},"gcBatchSize":{"description":"Records removed by one GC commit at most. Default 100.","type":"integer","minimum":1}}},"leaderElection":{"description":"Several replicas (ADR 0024): with enabled, only the holder of a coordination.k8s.io/v1 Lease in the broker's own cluster does the background work (re-renders after plan and override changes, records GC, the catch-up after a start); every replica serves OSB. The others take over within leaseDurationSeconds when it dies. Off (default): this process does it all, as a single broker must. The identity reaching the API server (in a pod: its ServiceAccount; else $KUBECONFIG or ~/.kube/config) needs get, create and update on the Lease (deploy/chart grants them).","type":"object","additionalProperties":false,"required":["enabled","leaseName","namespace","identity","leaseDurationSeconds","renewDeadlineSeconds","retryPeriodSeconds"],"properties":{"enabled":{"description":"Take part in the election. Default false. Env GITOPS_BROKER_LEADER_ELECTION (true or false).","type":"boolean"},"leaseName":{"description":"The Lease's name; every replica of one broker must use the same. Default gitops-broker. Env GITOPS_BROKER_LEADER_ELECTION_LEASE_NAME.","type":"string","pattern":"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},"namespace":{"description":"The Lease's namespace. null (default): the pod's own (its ServiceAccount's), else the kubeconfig context's, else default. Env GITOPS_BROKER_LEADER_ELECTION_NAMESPACE.","type":["string","null"],"minLength":1},"identity":{"description":"This replica's name in the Lease (holderIdentity); unique per replica. null (default): the host name (a pod's name) and a random suffix. Env GITOPS_BROKER_LEADER_ELECTION_IDENTITY.","type":["string","null"],"minLength":1},"leaseDurationSeconds":{"description":"How long the others wait, from the last change they saw of the Lease, before they take it over: the longest a dead leader's work waits. Default 15. Larger than renewDeadlineSeconds.","type":"number","exclusiveMinimum":0},"renewDeadlineSeconds":{"description":"A leader that could not renew the Lease for this long stops its background work (before the others may take it over). Default 10. Larger than retryPeriodSeconds.","type":"number","exclusiveMinimum":0},"retryPeriodSeconds":{"description":"How often the leader renews and the others look at the Lease. Default 2.","type":"number","exclusiveMinimum":0}}},"metrics":{"description":"Prometheus metrics (GET /metrics, text format, no authentication) on a port of their own, never on the OSB port: a scraper needs no broker credentials and the OSB port needs no extra route. Keep the metrics port off public networks (bind 127.0.0.1 or a pod IP reached only by Prometheus).","type":"object","additionalProperties":false,"required":["listen"],"properties":{"listen":{"description":"Address of the metrics server, e.g. 0.0.0.0:9090 in a pod. null (default): no metrics server. The config file may give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_METRICS_LISTEN.","type":["object","null"],"additionalProperties":false,"required":["host","port"],"properties":{"host":{"type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}}}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = require("ajv/dist/runtime/ucs2length").default;
 const pattern0 = new RegExp("^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "u");
@@ -1238,7 +1238,7 @@ vErrors.push(err103);
 errors++;
 }
 for(const key8 in data33){
-if(!((key8 === "mode") || (key8 === "bindTimeoutSeconds"))){
+if(!(((key8 === "mode") || (key8 === "syncTimeoutSeconds")) || (key8 === "bindTimeoutSeconds"))){
 const err104 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err104];
@@ -1262,11 +1262,11 @@ vErrors.push(err105);
 errors++;
 }
 }
-if(data33.bindTimeoutSeconds !== undefined){
-let data35 = data33.bindTimeoutSeconds;
+if(data33.syncTimeoutSeconds !== undefined){
+let data35 = data33.syncTimeoutSeconds;
 if((typeof data35 == "number") && (isFinite(data35))){
-if(data35 > 120 || isNaN(data35)){
-const err106 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 120},message:"must be <= 120"};
+if(data35 > 600 || isNaN(data35)){
+const err106 = {instancePath:instancePath+"/status/syncTimeoutSeconds",schemaPath:"#/properties/status/properties/syncTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1276,7 +1276,7 @@ vErrors.push(err106);
 errors++;
 }
 if(data35 <= 0 || isNaN(data35)){
-const err107 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err107 = {instancePath:instancePath+"/status/syncTimeoutSeconds",schemaPath:"#/properties/status/properties/syncTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1287,7 +1287,7 @@ errors++;
 }
 }
 else {
-const err108 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err108 = {instancePath:instancePath+"/status/syncTimeoutSeconds",schemaPath:"#/properties/status/properties/syncTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1297,9 +1297,11 @@ vErrors.push(err108);
 errors++;
 }
 }
-}
-else {
-const err109 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data33.bindTimeoutSeconds !== undefined){
+let data36 = data33.bindTimeoutSeconds;
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 > 120 || isNaN(data36)){
+const err109 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 120},message:"must be <= 120"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1308,12 +1310,8 @@ vErrors.push(err109);
 }
 errors++;
 }
-}
-if(data.scheduler !== undefined){
-let data36 = data.scheduler;
-if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
-if(data36.type === undefined){
-const err110 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(data36 <= 0 || isNaN(data36)){
+const err110 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1322,9 +1320,9 @@ vErrors.push(err110);
 }
 errors++;
 }
-for(const key9 in data36){
-if(!(key9 === "type")){
-const err111 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+}
+else {
+const err111 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1334,10 +1332,9 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data36.type !== undefined){
-let data37 = data36.type;
-if(!((((data37 === "single") || (data37 === "round-robin")) || (data37 === "least-utilized")) || (data37 === "label-selector"))){
-const err112 = {instancePath:instancePath+"/scheduler/type",schemaPath:"#/properties/scheduler/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.scheduler.properties.type.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err112 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1347,9 +1344,11 @@ vErrors.push(err112);
 errors++;
 }
 }
-}
-else {
-const err113 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.scheduler !== undefined){
+let data37 = data.scheduler;
+if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
+if(data37.type === undefined){
+const err113 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1358,12 +1357,9 @@ vErrors.push(err113);
 }
 errors++;
 }
-}
-if(data.webhook !== undefined){
-let data38 = data.webhook;
-if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
-if(data38.secret === undefined){
-const err114 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secret"},message:"must have required property '"+"secret"+"'"};
+for(const key9 in data37){
+if(!(key9 === "type")){
+const err114 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1372,8 +1368,11 @@ vErrors.push(err114);
 }
 errors++;
 }
-if(data38.secretFile === undefined){
-const err115 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secretFile"},message:"must have required property '"+"secretFile"+"'"};
+}
+if(data37.type !== undefined){
+let data38 = data37.type;
+if(!((((data38 === "single") || (data38 === "round-robin")) || (data38 === "least-utilized")) || (data38 === "label-selector"))){
+const err115 = {instancePath:instancePath+"/scheduler/type",schemaPath:"#/properties/scheduler/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.scheduler.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1382,9 +1381,10 @@ vErrors.push(err115);
 }
 errors++;
 }
-for(const key10 in data38){
-if(!((key10 === "secret") || (key10 === "secretFile"))){
-const err116 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+}
+}
+else {
+const err116 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1394,10 +1394,11 @@ vErrors.push(err116);
 errors++;
 }
 }
-if(data38.secret !== undefined){
-let data39 = data38.secret;
-if((typeof data39 !== "string") && (data39 !== null)){
-const err117 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secret.type},message:"must be string,null"};
+if(data.webhook !== undefined){
+let data39 = data.webhook;
+if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
+if(data39.secret === undefined){
+const err117 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secret"},message:"must have required property '"+"secret"+"'"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1406,9 +1407,8 @@ vErrors.push(err117);
 }
 errors++;
 }
-if(typeof data39 === "string"){
-if(func3(data39) < 1){
-const err118 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data39.secretFile === undefined){
+const err118 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secretFile"},message:"must have required property '"+"secretFile"+"'"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1417,12 +1417,9 @@ vErrors.push(err118);
 }
 errors++;
 }
-}
-}
-if(data38.secretFile !== undefined){
-let data40 = data38.secretFile;
-if((typeof data40 !== "string") && (data40 !== null)){
-const err119 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secretFile.type},message:"must be string,null"};
+for(const key10 in data39){
+if(!((key10 === "secret") || (key10 === "secretFile"))){
+const err119 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1431,9 +1428,11 @@ vErrors.push(err119);
 }
 errors++;
 }
-if(typeof data40 === "string"){
-if(func3(data40) < 1){
-const err120 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data39.secret !== undefined){
+let data40 = data39.secret;
+if((typeof data40 !== "string") && (data40 !== null)){
+const err120 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secret.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1442,11 +1441,9 @@ vErrors.push(err120);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err121 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data40 === "string"){
+if(func3(data40) < 1){
+const err121 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1456,11 +1453,11 @@ vErrors.push(err121);
 errors++;
 }
 }
-if(data.reconcile !== undefined){
-let data41 = data.reconcile;
-if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
-if(data41.maxPerSecond === undefined){
-const err122 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "maxPerSecond"},message:"must have required property '"+"maxPerSecond"+"'"};
+}
+if(data39.secretFile !== undefined){
+let data41 = data39.secretFile;
+if((typeof data41 !== "string") && (data41 !== null)){
+const err122 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secretFile.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1469,8 +1466,9 @@ vErrors.push(err122);
 }
 errors++;
 }
-if(data41.batchSize === undefined){
-const err123 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "batchSize"},message:"must have required property '"+"batchSize"+"'"};
+if(typeof data41 === "string"){
+if(func3(data41) < 1){
+const err123 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1479,8 +1477,11 @@ vErrors.push(err123);
 }
 errors++;
 }
-if(data41.retrySeconds === undefined){
-const err124 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "retrySeconds"},message:"must have required property '"+"retrySeconds"+"'"};
+}
+}
+}
+else {
+const err124 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1489,9 +1490,12 @@ vErrors.push(err124);
 }
 errors++;
 }
-for(const key11 in data41){
-if(!(((key11 === "maxPerSecond") || (key11 === "batchSize")) || (key11 === "retrySeconds"))){
-const err125 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+}
+if(data.reconcile !== undefined){
+let data42 = data.reconcile;
+if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
+if(data42.maxPerSecond === undefined){
+const err125 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "maxPerSecond"},message:"must have required property '"+"maxPerSecond"+"'"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1500,12 +1504,8 @@ vErrors.push(err125);
 }
 errors++;
 }
-}
-if(data41.maxPerSecond !== undefined){
-let data42 = data41.maxPerSecond;
-if((typeof data42 == "number") && (isFinite(data42))){
-if(data42 <= 0 || isNaN(data42)){
-const err126 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data42.batchSize === undefined){
+const err126 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "batchSize"},message:"must have required property '"+"batchSize"+"'"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1514,9 +1514,8 @@ vErrors.push(err126);
 }
 errors++;
 }
-}
-else {
-const err127 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data42.retrySeconds === undefined){
+const err127 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "retrySeconds"},message:"must have required property '"+"retrySeconds"+"'"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1525,11 +1524,9 @@ vErrors.push(err127);
 }
 errors++;
 }
-}
-if(data41.batchSize !== undefined){
-let data43 = data41.batchSize;
-if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
-const err128 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key11 in data42){
+if(!(((key11 === "maxPerSecond") || (key11 === "batchSize")) || (key11 === "retrySeconds"))){
+const err128 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1538,9 +1535,12 @@ vErrors.push(err128);
 }
 errors++;
 }
+}
+if(data42.maxPerSecond !== undefined){
+let data43 = data42.maxPerSecond;
 if((typeof data43 == "number") && (isFinite(data43))){
-if(data43 < 1 || isNaN(data43)){
-const err129 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data43 <= 0 || isNaN(data43)){
+const err129 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1550,12 +1550,8 @@ vErrors.push(err129);
 errors++;
 }
 }
-}
-if(data41.retrySeconds !== undefined){
-let data44 = data41.retrySeconds;
-if((typeof data44 == "number") && (isFinite(data44))){
-if(data44 <= 0 || isNaN(data44)){
-const err130 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+else {
+const err130 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1565,8 +1561,10 @@ vErrors.push(err130);
 errors++;
 }
 }
-else {
-const err131 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data42.batchSize !== undefined){
+let data44 = data42.batchSize;
+if(!(((typeof data44 == "number") && (!(data44 % 1) && !isNaN(data44))) && (isFinite(data44)))){
+const err131 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1575,10 +1573,9 @@ vErrors.push(err131);
 }
 errors++;
 }
-}
-}
-else {
-const err132 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data44 == "number") && (isFinite(data44))){
+if(data44 < 1 || isNaN(data44)){
+const err132 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1588,11 +1585,12 @@ vErrors.push(err132);
 errors++;
 }
 }
-if(data.records !== undefined){
-let data45 = data.records;
-if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
-if(data45.retentionDays === undefined){
-const err133 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "retentionDays"},message:"must have required property '"+"retentionDays"+"'"};
+}
+if(data42.retrySeconds !== undefined){
+let data45 = data42.retrySeconds;
+if((typeof data45 == "number") && (isFinite(data45))){
+if(data45 <= 0 || isNaN(data45)){
+const err133 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1601,8 +1599,9 @@ vErrors.push(err133);
 }
 errors++;
 }
-if(data45.gcIntervalSeconds === undefined){
-const err134 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcIntervalSeconds"},message:"must have required property '"+"gcIntervalSeconds"+"'"};
+}
+else {
+const err134 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1611,8 +1610,10 @@ vErrors.push(err134);
 }
 errors++;
 }
-if(data45.gcBatchSize === undefined){
-const err135 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcBatchSize"},message:"must have required property '"+"gcBatchSize"+"'"};
+}
+}
+else {
+const err135 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1621,9 +1622,12 @@ vErrors.push(err135);
 }
 errors++;
 }
-for(const key12 in data45){
-if(!(((key12 === "retentionDays") || (key12 === "gcIntervalSeconds")) || (key12 === "gcBatchSize"))){
-const err136 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+}
+if(data.records !== undefined){
+let data46 = data.records;
+if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
+if(data46.retentionDays === undefined){
+const err136 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "retentionDays"},message:"must have required property '"+"retentionDays"+"'"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1632,11 +1636,8 @@ vErrors.push(err136);
 }
 errors++;
 }
-}
-if(data45.retentionDays !== undefined){
-let data46 = data45.retentionDays;
-if(!(((typeof data46 == "number") && (!(data46 % 1) && !isNaN(data46))) && (isFinite(data46)))){
-const err137 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data46.gcIntervalSeconds === undefined){
+const err137 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcIntervalSeconds"},message:"must have required property '"+"gcIntervalSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1645,9 +1646,8 @@ vErrors.push(err137);
 }
 errors++;
 }
-if((typeof data46 == "number") && (isFinite(data46))){
-if(data46 < 0 || isNaN(data46)){
-const err138 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data46.gcBatchSize === undefined){
+const err138 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcBatchSize"},message:"must have required property '"+"gcBatchSize"+"'"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1656,13 +1656,9 @@ vErrors.push(err138);
 }
 errors++;
 }
-}
-}
-if(data45.gcIntervalSeconds !== undefined){
-let data47 = data45.gcIntervalSeconds;
-if((typeof data47 == "number") && (isFinite(data47))){
-if(data47 <= 0 || isNaN(data47)){
-const err139 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+for(const key12 in data46){
+if(!(((key12 === "retentionDays") || (key12 === "gcIntervalSeconds")) || (key12 === "gcBatchSize"))){
+const err139 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1672,8 +1668,10 @@ vErrors.push(err139);
 errors++;
 }
 }
-else {
-const err140 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data46.retentionDays !== undefined){
+let data47 = data46.retentionDays;
+if(!(((typeof data47 == "number") && (!(data47 % 1) && !isNaN(data47))) && (isFinite(data47)))){
+const err140 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1682,11 +1680,9 @@ vErrors.push(err140);
 }
 errors++;
 }
-}
-if(data45.gcBatchSize !== undefined){
-let data48 = data45.gcBatchSize;
-if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
-const err141 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data47 == "number") && (isFinite(data47))){
+if(data47 < 0 || isNaN(data47)){
+const err141 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1695,9 +1691,13 @@ vErrors.push(err141);
 }
 errors++;
 }
+}
+}
+if(data46.gcIntervalSeconds !== undefined){
+let data48 = data46.gcIntervalSeconds;
 if((typeof data48 == "number") && (isFinite(data48))){
-if(data48 < 1 || isNaN(data48)){
-const err142 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data48 <= 0 || isNaN(data48)){
+const err142 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1707,10 +1707,8 @@ vErrors.push(err142);
 errors++;
 }
 }
-}
-}
 else {
-const err143 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err143 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1720,11 +1718,10 @@ vErrors.push(err143);
 errors++;
 }
 }
-if(data.leaderElection !== undefined){
-let data49 = data.leaderElection;
-if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
-if(data49.enabled === undefined){
-const err144 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(data46.gcBatchSize !== undefined){
+let data49 = data46.gcBatchSize;
+if(!(((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49))) && (isFinite(data49)))){
+const err144 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1733,8 +1730,9 @@ vErrors.push(err144);
 }
 errors++;
 }
-if(data49.leaseName === undefined){
-const err145 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "leaseName"},message:"must have required property '"+"leaseName"+"'"};
+if((typeof data49 == "number") && (isFinite(data49))){
+if(data49 < 1 || isNaN(data49)){
+const err145 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1743,8 +1741,11 @@ vErrors.push(err145);
 }
 errors++;
 }
-if(data49.namespace === undefined){
-const err146 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
+}
+}
+}
+else {
+const err146 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1753,8 +1754,12 @@ vErrors.push(err146);
 }
 errors++;
 }
-if(data49.identity === undefined){
-const err147 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "identity"},message:"must have required property '"+"identity"+"'"};
+}
+if(data.leaderElection !== undefined){
+let data50 = data.leaderElection;
+if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
+if(data50.enabled === undefined){
+const err147 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1763,8 +1768,8 @@ vErrors.push(err147);
 }
 errors++;
 }
-if(data49.leaseDurationSeconds === undefined){
-const err148 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "leaseDurationSeconds"},message:"must have required property '"+"leaseDurationSeconds"+"'"};
+if(data50.leaseName === undefined){
+const err148 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "leaseName"},message:"must have required property '"+"leaseName"+"'"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1773,8 +1778,8 @@ vErrors.push(err148);
 }
 errors++;
 }
-if(data49.renewDeadlineSeconds === undefined){
-const err149 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "renewDeadlineSeconds"},message:"must have required property '"+"renewDeadlineSeconds"+"'"};
+if(data50.namespace === undefined){
+const err149 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -1783,8 +1788,8 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(data49.retryPeriodSeconds === undefined){
-const err150 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "retryPeriodSeconds"},message:"must have required property '"+"retryPeriodSeconds"+"'"};
+if(data50.identity === undefined){
+const err150 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "identity"},message:"must have required property '"+"identity"+"'"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -1793,9 +1798,8 @@ vErrors.push(err150);
 }
 errors++;
 }
-for(const key13 in data49){
-if(!(((((((key13 === "enabled") || (key13 === "leaseName")) || (key13 === "namespace")) || (key13 === "identity")) || (key13 === "leaseDurationSeconds")) || (key13 === "renewDeadlineSeconds")) || (key13 === "retryPeriodSeconds"))){
-const err151 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
+if(data50.leaseDurationSeconds === undefined){
+const err151 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "leaseDurationSeconds"},message:"must have required property '"+"leaseDurationSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -1804,10 +1808,8 @@ vErrors.push(err151);
 }
 errors++;
 }
-}
-if(data49.enabled !== undefined){
-if(typeof data49.enabled !== "boolean"){
-const err152 = {instancePath:instancePath+"/leaderElection/enabled",schemaPath:"#/properties/leaderElection/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data50.renewDeadlineSeconds === undefined){
+const err152 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "renewDeadlineSeconds"},message:"must have required property '"+"renewDeadlineSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -1816,12 +1818,8 @@ vErrors.push(err152);
 }
 errors++;
 }
-}
-if(data49.leaseName !== undefined){
-let data51 = data49.leaseName;
-if(typeof data51 === "string"){
-if(!pattern0.test(data51)){
-const err153 = {instancePath:instancePath+"/leaderElection/leaseName",schemaPath:"#/properties/leaderElection/properties/leaseName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"+"\""};
+if(data50.retryPeriodSeconds === undefined){
+const err153 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "retryPeriodSeconds"},message:"must have required property '"+"retryPeriodSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -1830,9 +1828,9 @@ vErrors.push(err153);
 }
 errors++;
 }
-}
-else {
-const err154 = {instancePath:instancePath+"/leaderElection/leaseName",schemaPath:"#/properties/leaderElection/properties/leaseName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key13 in data50){
+if(!(((((((key13 === "enabled") || (key13 === "leaseName")) || (key13 === "namespace")) || (key13 === "identity")) || (key13 === "leaseDurationSeconds")) || (key13 === "renewDeadlineSeconds")) || (key13 === "retryPeriodSeconds"))){
+const err154 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -1842,10 +1840,9 @@ vErrors.push(err154);
 errors++;
 }
 }
-if(data49.namespace !== undefined){
-let data52 = data49.namespace;
-if((typeof data52 !== "string") && (data52 !== null)){
-const err155 = {instancePath:instancePath+"/leaderElection/namespace",schemaPath:"#/properties/leaderElection/properties/namespace/type",keyword:"type",params:{type: schema11.properties.leaderElection.properties.namespace.type},message:"must be string,null"};
+if(data50.enabled !== undefined){
+if(typeof data50.enabled !== "boolean"){
+const err155 = {instancePath:instancePath+"/leaderElection/enabled",schemaPath:"#/properties/leaderElection/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -1854,9 +1851,12 @@ vErrors.push(err155);
 }
 errors++;
 }
+}
+if(data50.leaseName !== undefined){
+let data52 = data50.leaseName;
 if(typeof data52 === "string"){
-if(func3(data52) < 1){
-const err156 = {instancePath:instancePath+"/leaderElection/namespace",schemaPath:"#/properties/leaderElection/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern0.test(data52)){
+const err156 = {instancePath:instancePath+"/leaderElection/leaseName",schemaPath:"#/properties/leaderElection/properties/leaseName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"+"\""};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -1866,11 +1866,8 @@ vErrors.push(err156);
 errors++;
 }
 }
-}
-if(data49.identity !== undefined){
-let data53 = data49.identity;
-if((typeof data53 !== "string") && (data53 !== null)){
-const err157 = {instancePath:instancePath+"/leaderElection/identity",schemaPath:"#/properties/leaderElection/properties/identity/type",keyword:"type",params:{type: schema11.properties.leaderElection.properties.identity.type},message:"must be string,null"};
+else {
+const err157 = {instancePath:instancePath+"/leaderElection/leaseName",schemaPath:"#/properties/leaderElection/properties/leaseName/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -1879,9 +1876,11 @@ vErrors.push(err157);
 }
 errors++;
 }
-if(typeof data53 === "string"){
-if(func3(data53) < 1){
-const err158 = {instancePath:instancePath+"/leaderElection/identity",schemaPath:"#/properties/leaderElection/properties/identity/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data50.namespace !== undefined){
+let data53 = data50.namespace;
+if((typeof data53 !== "string") && (data53 !== null)){
+const err158 = {instancePath:instancePath+"/leaderElection/namespace",schemaPath:"#/properties/leaderElection/properties/namespace/type",keyword:"type",params:{type: schema11.properties.leaderElection.properties.namespace.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -1890,13 +1889,9 @@ vErrors.push(err158);
 }
 errors++;
 }
-}
-}
-if(data49.leaseDurationSeconds !== undefined){
-let data54 = data49.leaseDurationSeconds;
-if((typeof data54 == "number") && (isFinite(data54))){
-if(data54 <= 0 || isNaN(data54)){
-const err159 = {instancePath:instancePath+"/leaderElection/leaseDurationSeconds",schemaPath:"#/properties/leaderElection/properties/leaseDurationSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(typeof data53 === "string"){
+if(func3(data53) < 1){
+const err159 = {instancePath:instancePath+"/leaderElection/namespace",schemaPath:"#/properties/leaderElection/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -1906,8 +1901,11 @@ vErrors.push(err159);
 errors++;
 }
 }
-else {
-const err160 = {instancePath:instancePath+"/leaderElection/leaseDurationSeconds",schemaPath:"#/properties/leaderElection/properties/leaseDurationSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if(data50.identity !== undefined){
+let data54 = data50.identity;
+if((typeof data54 !== "string") && (data54 !== null)){
+const err160 = {instancePath:instancePath+"/leaderElection/identity",schemaPath:"#/properties/leaderElection/properties/identity/type",keyword:"type",params:{type: schema11.properties.leaderElection.properties.identity.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -1916,12 +1914,9 @@ vErrors.push(err160);
 }
 errors++;
 }
-}
-if(data49.renewDeadlineSeconds !== undefined){
-let data55 = data49.renewDeadlineSeconds;
-if((typeof data55 == "number") && (isFinite(data55))){
-if(data55 <= 0 || isNaN(data55)){
-const err161 = {instancePath:instancePath+"/leaderElection/renewDeadlineSeconds",schemaPath:"#/properties/leaderElection/properties/renewDeadlineSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(typeof data54 === "string"){
+if(func3(data54) < 1){
+const err161 = {instancePath:instancePath+"/leaderElection/identity",schemaPath:"#/properties/leaderElection/properties/identity/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -1931,8 +1926,12 @@ vErrors.push(err161);
 errors++;
 }
 }
-else {
-const err162 = {instancePath:instancePath+"/leaderElection/renewDeadlineSeconds",schemaPath:"#/properties/leaderElection/properties/renewDeadlineSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if(data50.leaseDurationSeconds !== undefined){
+let data55 = data50.leaseDurationSeconds;
+if((typeof data55 == "number") && (isFinite(data55))){
+if(data55 <= 0 || isNaN(data55)){
+const err162 = {instancePath:instancePath+"/leaderElection/leaseDurationSeconds",schemaPath:"#/properties/leaderElection/properties/leaseDurationSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -1942,11 +1941,8 @@ vErrors.push(err162);
 errors++;
 }
 }
-if(data49.retryPeriodSeconds !== undefined){
-let data56 = data49.retryPeriodSeconds;
-if((typeof data56 == "number") && (isFinite(data56))){
-if(data56 <= 0 || isNaN(data56)){
-const err163 = {instancePath:instancePath+"/leaderElection/retryPeriodSeconds",schemaPath:"#/properties/leaderElection/properties/retryPeriodSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+else {
+const err163 = {instancePath:instancePath+"/leaderElection/leaseDurationSeconds",schemaPath:"#/properties/leaderElection/properties/leaseDurationSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -1956,8 +1952,11 @@ vErrors.push(err163);
 errors++;
 }
 }
-else {
-const err164 = {instancePath:instancePath+"/leaderElection/retryPeriodSeconds",schemaPath:"#/properties/leaderElection/properties/retryPeriodSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data50.renewDeadlineSeconds !== undefined){
+let data56 = data50.renewDeadlineSeconds;
+if((typeof data56 == "number") && (isFinite(data56))){
+if(data56 <= 0 || isNaN(data56)){
+const err164 = {instancePath:instancePath+"/leaderElection/renewDeadlineSeconds",schemaPath:"#/properties/leaderElection/properties/renewDeadlineSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -1967,9 +1966,8 @@ vErrors.push(err164);
 errors++;
 }
 }
-}
 else {
-const err165 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err165 = {instancePath:instancePath+"/leaderElection/renewDeadlineSeconds",schemaPath:"#/properties/leaderElection/properties/renewDeadlineSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -1979,11 +1977,11 @@ vErrors.push(err165);
 errors++;
 }
 }
-if(data.metrics !== undefined){
-let data57 = data.metrics;
-if(data57 && typeof data57 == "object" && !Array.isArray(data57)){
-if(data57.listen === undefined){
-const err166 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/required",keyword:"required",params:{missingProperty: "listen"},message:"must have required property '"+"listen"+"'"};
+if(data50.retryPeriodSeconds !== undefined){
+let data57 = data50.retryPeriodSeconds;
+if((typeof data57 == "number") && (isFinite(data57))){
+if(data57 <= 0 || isNaN(data57)){
+const err166 = {instancePath:instancePath+"/leaderElection/retryPeriodSeconds",schemaPath:"#/properties/leaderElection/properties/retryPeriodSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -1992,9 +1990,9 @@ vErrors.push(err166);
 }
 errors++;
 }
-for(const key14 in data57){
-if(!(key14 === "listen")){
-const err167 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties"};
+}
+else {
+const err167 = {instancePath:instancePath+"/leaderElection/retryPeriodSeconds",schemaPath:"#/properties/leaderElection/properties/retryPeriodSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -2004,10 +2002,9 @@ vErrors.push(err167);
 errors++;
 }
 }
-if(data57.listen !== undefined){
-let data58 = data57.listen;
-if((!(data58 && typeof data58 == "object" && !Array.isArray(data58))) && (data58 !== null)){
-const err168 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/type",keyword:"type",params:{type: schema11.properties.metrics.properties.listen.type},message:"must be object,null"};
+}
+else {
+const err168 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -2016,9 +2013,12 @@ vErrors.push(err168);
 }
 errors++;
 }
+}
+if(data.metrics !== undefined){
+let data58 = data.metrics;
 if(data58 && typeof data58 == "object" && !Array.isArray(data58)){
-if(data58.host === undefined){
-const err169 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
+if(data58.listen === undefined){
+const err169 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/required",keyword:"required",params:{missingProperty: "listen"},message:"must have required property '"+"listen"+"'"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -2027,8 +2027,9 @@ vErrors.push(err169);
 }
 errors++;
 }
-if(data58.port === undefined){
-const err170 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
+for(const key14 in data58){
+if(!(key14 === "listen")){
+const err170 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -2037,9 +2038,11 @@ vErrors.push(err170);
 }
 errors++;
 }
-for(const key15 in data58){
-if(!((key15 === "host") || (key15 === "port"))){
-const err171 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
+}
+if(data58.listen !== undefined){
+let data59 = data58.listen;
+if((!(data59 && typeof data59 == "object" && !Array.isArray(data59))) && (data59 !== null)){
+const err171 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/type",keyword:"type",params:{type: schema11.properties.metrics.properties.listen.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -2048,12 +2051,9 @@ vErrors.push(err171);
 }
 errors++;
 }
-}
-if(data58.host !== undefined){
-let data59 = data58.host;
-if(typeof data59 === "string"){
-if(func3(data59) < 1){
-const err172 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
+if(data59.host === undefined){
+const err172 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -2062,9 +2062,8 @@ vErrors.push(err172);
 }
 errors++;
 }
-}
-else {
-const err173 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data59.port === undefined){
+const err173 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -2073,11 +2072,9 @@ vErrors.push(err173);
 }
 errors++;
 }
-}
-if(data58.port !== undefined){
-let data60 = data58.port;
-if(!(((typeof data60 == "number") && (!(data60 % 1) && !isNaN(data60))) && (isFinite(data60)))){
-const err174 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key15 in data59){
+if(!((key15 === "host") || (key15 === "port"))){
+const err174 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -2086,9 +2083,12 @@ vErrors.push(err174);
 }
 errors++;
 }
-if((typeof data60 == "number") && (isFinite(data60))){
-if(data60 > 65535 || isNaN(data60)){
-const err175 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data59.host !== undefined){
+let data60 = data59.host;
+if(typeof data60 === "string"){
+if(func3(data60) < 1){
+const err175 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -2097,8 +2097,9 @@ vErrors.push(err175);
 }
 errors++;
 }
-if(data60 < 0 || isNaN(data60)){
-const err176 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+else {
+const err176 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -2108,12 +2109,10 @@ vErrors.push(err176);
 errors++;
 }
 }
-}
-}
-}
-}
-else {
-const err177 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data59.port !== undefined){
+let data61 = data59.port;
+if(!(((typeof data61 == "number") && (!(data61 % 1) && !isNaN(data61))) && (isFinite(data61)))){
+const err177 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -2122,15 +2121,51 @@ vErrors.push(err177);
 }
 errors++;
 }
-}
-}
-else {
-const err178 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data61 == "number") && (isFinite(data61))){
+if(data61 > 65535 || isNaN(data61)){
+const err178 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err178];
 }
 else {
 vErrors.push(err178);
+}
+errors++;
+}
+if(data61 < 0 || isNaN(data61)){
+const err179 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err179];
+}
+else {
+vErrors.push(err179);
+}
+errors++;
+}
+}
+}
+}
+}
+}
+else {
+const err180 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err180];
+}
+else {
+vErrors.push(err180);
+}
+errors++;
+}
+}
+}
+else {
+const err181 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err181];
+}
+else {
+vErrors.push(err181);
 }
 errors++;
 }

@@ -35,7 +35,7 @@ function defaults(cwd: string): Config {
     auth: { mode: "basic", username: "broker", password: null, passwordFile: null },
     tls: null,
     log: { level: "info" },
-    status: { mode: "commit", bindTimeoutSeconds: 10 },
+    status: { mode: "commit", bindTimeoutSeconds: 10, syncTimeoutSeconds: 60 },
     scheduler: { type: "single" },
     webhook: { secret: null, secretFile: null },
     reconcile: { maxPerSecond: 10, batchSize: 4, retrySeconds: 30 },

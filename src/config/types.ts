@@ -119,7 +119,7 @@ export interface Config {
   auth: AuthConfig;
   tls: TlsConfig | null;
   log: { level: LogLevel };
-  status: { mode: "commit" | "live"; bindTimeoutSeconds: number };
+  status: { mode: "commit" | "live"; bindTimeoutSeconds: number; syncTimeoutSeconds: number };
   scheduler: { type: "single" | "round-robin" | "least-utilized" | "label-selector" };
   webhook: WebhookConfig;
   reconcile: ReconcileConfig;

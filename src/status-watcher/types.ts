@@ -102,6 +102,12 @@ export interface StatusWatcherOptions {
   random?: () => number;
   /** How long a synchronous bind waits for its credentials (default 10 s). */
   bindTimeoutMs?: number;
+  /**
+   * How long a synchronous provision, update or deprovision waits for its status to leave "in
+   * progress" (awaitInstance) before the broker answers 202 or 503 (default 60 s, Cloud Foundry's
+   * default broker timeout).
+   */
+  syncTimeoutMs?: number;
   /** How long an answer waits for the watcher's view of a cluster to be complete (default: bindTimeoutMs). */
   settleTimeoutMs?: number;
   /**

@@ -249,6 +249,28 @@ describe("live mode on a cluster synced by Argo CD", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(BIND_TIMEOUT_MS - 100);
   });
 
+  it("holds a synchronous provision up to its own bound (syncTimeoutMs), not the bind bound", async () => {
+    const syncTimeoutMs = 1_500;
+    const held = createStatusWatcher({
+      view: { catalog: () => catalog, clusters: () => clusters },
+      writer,
+      logger: silentLogger(),
+      defaultMode: "live",
+      bindTimeoutMs: 100,
+      syncTimeoutMs,
+    });
+    try {
+      await vi.waitFor(() => expect(held.observing?.()).toBe(true));
+      const { record, op } = await provision("db-sync", "small");
+      const started = Date.now();
+      // Never synced: still in progress at the bound, which is the instance bound, not the bind bound.
+      await expect(held.awaitInstance!(record, op)).resolves.toMatchObject({ state: "in progress" });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(syncTimeoutMs - 100);
+    } finally {
+      await held.close();
+    }
+  });
+
   it("fetches a revision it does not have (pushed by someone else) before judging", async () => {
     const p = plan("medium");
     const op = { id: "op-ext", action: "provision" as const, at: new Date().toISOString(), planId: p.id };

@@ -58,6 +58,7 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
   const log = options.logger;
   const now = options.now ?? (() => new Date());
   const bindTimeoutMs = options.bindTimeoutMs ?? 10_000;
+  const syncTimeoutMs = options.syncTimeoutMs ?? 60_000;
   const acknowledgeBoundMs = options.acknowledgeBoundMs ?? 0;
   const settleTimeoutMs = options.settleTimeoutMs ?? bindTimeoutMs;
   /** Operation id -> when this process acknowledged it (epoch ms of `now`). */
@@ -256,7 +257,7 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
       const started = performance.now();
       for (;;) {
         const status = watcher.instanceStatus(instance, operation);
-        const left = bindTimeoutMs - (performance.now() - started);
+        const left = syncTimeoutMs - (performance.now() - started);
         const live = clusters.get(instance.spec.clusterId)?.live;
         if (status.state !== "in progress" || left <= 0 || !live || closed) return status;
         await nextChange(live, Math.min(left, BIND_RECHECK_MS));

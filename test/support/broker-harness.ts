@@ -53,7 +53,7 @@ export function testConfig(
     auth: { mode: "basic", username: CREDENTIALS.username, password: CREDENTIALS.password, passwordFile: null },
     tls: null,
     log: { level: "fatal" },
-    status: { mode: "commit", bindTimeoutSeconds: 10 },
+    status: { mode: "commit", bindTimeoutSeconds: 10, syncTimeoutSeconds: 60 },
     scheduler: { type: scheduler },
     webhook: { secret: null, secretFile: null },
     reconcile: { maxPerSecond: 1000, batchSize: 4, retrySeconds: 30 },
