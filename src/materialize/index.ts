@@ -7,6 +7,7 @@
 export { lookupPlan, recordedCluster, recordedPlan, refuseIfBusy, runningOperation } from "./instance-state.js";
 export {
   bindInto,
+  objectsIn,
   removeBindingManifests,
   removeInstanceManifests,
   sensitiveFiles,
