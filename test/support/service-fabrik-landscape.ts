@@ -1,0 +1,198 @@
+/**
+ * A running Service Fabrik landscape (v0.27.1) in API-server doubles, shaped as its code wrote it
+ * (notes: ../shared/notes/service-fabrik.md, "Migration facts"):
+ * - master: per instance the SFServiceInstance its broker created in `sf-<id>` (or a shared
+ *   namespace): labels plan_id, service_id, platform, organization_guid, space_guid, `state`
+ *   (the broker's, stale: in_queue) and `interoperator.servicefabrik.io/lastoperation`;
+ *   finalizers `broker.servicefabrik.io` and `interoperator.servicefabrik.io`; spec camelCased at
+ *   the top level only (context keeps organization_guid); status.state, status.resources (the
+ *   objects the provisioner applied, replicated up); SFServiceBindings labelled `instance_guid`;
+ *   the Deployments of its controllers in `interoperator`;
+ * - each sister: replicas of those resources (their own uids), the Namespaces, and the objects
+ *   the provisioner applied: rendered by the plan's own templates (Go, through the broker's
+ *   engine, with SF's values: the SFServiceInstance as read), the namespace forced to the
+ *   instance's, label OWNER_INTEROPERATOR_NAMESPACE, an owner reference to the sister's
+ *   SFServiceInstance (no controller, no blockOwnerDeletion) and, per bind, a further one to the
+ *   SFServiceBinding, whose bind template's change is merged in (DeepUpdate: nothing removed).
+ */
+import { randomUUID } from "node:crypto";
+import type { Plan, Service } from "../../src/catalog/index.js";
+import { render } from "../../src/render/index.js";
+import type { KubeApiServer, KubeObject } from "./kube-api-server.js";
+
+export const SF_INSTANCE = { group: "osb.servicefabrik.io", version: "v1alpha1", kind: "SFServiceInstance", plural: "sfserviceinstances", namespaced: true };
+export const SF_BINDING = { group: "osb.servicefabrik.io", version: "v1alpha1", kind: "SFServiceBinding", plural: "sfservicebindings", namespaced: true };
+export const SF_CLUSTER = { group: "resource.servicefabrik.io", version: "v1alpha1", kind: "SFCluster", plural: "sfclusters", namespaced: true };
+export const DEPLOYMENT = { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true };
+export const SF_NAMESPACE = "interoperator";
+const SF_API = "osb.servicefabrik.io/v1alpha1";
+
+/** Serves Service Fabrik's kinds (and Deployments) on a double. */
+export function registerServiceFabrik(server: KubeApiServer): void {
+  for (const rt of [SF_INSTANCE, SF_BINDING, SF_CLUSTER, DEPLOYMENT]) server.registerResource(rt);
+}
+
+export interface SfBindingSpec {
+  id: string;
+  state?: string;
+}
+
+export interface SfInstanceSpec {
+  id: string;
+  /** SF's spec.clusterId. */
+  clusterId: string;
+  state?: string;
+  /** Default `sf-<id>`. */
+  namespace?: string;
+  /** Default the plan's id. */
+  planId?: string;
+  bindings?: SfBindingSpec[];
+  /** Fields the live object carries that the templates no longer render (DeepUpdate never removed one). */
+  drift?: Record<string, unknown>;
+  /** status.resources names its object under another name than the templates render. */
+  renamed?: boolean;
+  parameters?: Record<string, unknown>;
+}
+
+export interface Landscape {
+  /** The objects the provisioner applied, by instance id. */
+  applied: Map<string, KubeObject[]>;
+}
+
+const ORG = "org-guid-1";
+const SPACE = "space-guid-1";
+
+function sfInstanceCr(spec: SfInstanceSpec, service: Service, plan: Plan): KubeObject {
+  const namespace = spec.namespace ?? `sf-${spec.id}`;
+  const planId = spec.planId ?? plan.id;
+  return {
+    apiVersion: SF_API,
+    kind: "SFServiceInstance",
+    metadata: {
+      name: spec.id,
+      namespace,
+      labels: {
+        plan_id: planId,
+        service_id: service.id,
+        platform: "cloudfoundry",
+        organization_guid: ORG,
+        space_guid: SPACE,
+        state: "in_queue",
+        "interoperator.servicefabrik.io/lastoperation": "in_queue",
+      },
+      annotations: { "interoperator.servicefabrik.io/planhash": "0f3c" },
+      finalizers: ["broker.servicefabrik.io", "interoperator.servicefabrik.io"],
+    },
+    spec: {
+      instanceId: spec.id,
+      serviceId: service.id,
+      planId,
+      clusterId: spec.clusterId,
+      organizationGuid: ORG,
+      spaceGuid: SPACE,
+      context: { platform: "cloudfoundry", organization_guid: ORG, space_guid: SPACE },
+      parameters: spec.parameters ?? {},
+    },
+  };
+}
+
+function sfBindingCr(b: SfBindingSpec, instance: KubeObject): KubeObject {
+  const spec = instance.spec as Record<string, unknown>;
+  return {
+    apiVersion: SF_API,
+    kind: "SFServiceBinding",
+    metadata: {
+      name: b.id,
+      namespace: instance.metadata.namespace,
+      labels: { instance_guid: String(spec.instanceId), state: "in_queue" },
+      finalizers: ["broker.servicefabrik.io", "interoperator.servicefabrik.io"],
+    },
+    spec: {
+      id: b.id,
+      instanceId: spec.instanceId,
+      serviceId: spec.serviceId,
+      planId: spec.planId,
+      bindResource: { app_guid: `app-${b.id}` },
+      context: { platform: "cloudfoundry", organization_guid: ORG, space_guid: SPACE },
+      parameters: {},
+    },
+  };
+}
+
+const refOf = (o: KubeObject) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name!, namespace: o.metadata.namespace });
+const owner = (o: KubeObject) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name!, uid: o.metadata.uid! });
+
+/**
+ * Writes the landscape into the doubles: `master` and the sisters by SF cluster id (a cluster id
+ * without a sister, as one missing from the registry, gets only the master's resources). Renders
+ * with the broker's Go engine, as the provisioner rendered.
+ */
+export async function seedLandscape(options: {
+  master: KubeApiServer;
+  sisters: Record<string, KubeApiServer>;
+  service: Service;
+  plan: Plan;
+  instances: SfInstanceSpec[];
+}): Promise<Landscape> {
+  const { master, sisters, service, plan } = options;
+  const applied = new Map<string, KubeObject[]>();
+  for (const server of [master, ...Object.values(sisters)]) {
+    server.store.upsert({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "interoperator-provisioner", namespace: SF_NAMESPACE, uid: randomUUID() }, spec: { replicas: 2 } });
+  }
+  master.store.upsert({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "interoperator-broker", namespace: SF_NAMESPACE, uid: randomUUID() }, spec: { replicas: 2 } });
+  for (const spec of options.instances) {
+    const state = spec.state ?? "succeeded";
+    const cr = sfInstanceCr(spec, service, plan);
+    const namespace = cr.metadata.namespace!;
+    const sister = sisters[spec.clusterId];
+    const objects: KubeObject[] = [];
+    const bindingCrs = (spec.bindings ?? []).map((b) => ({ b, cr: sfBindingCr(b, cr) }));
+    if (sister && (state === "succeeded" || state === "in progress" || state === "failed")) {
+      sister.store.upsert({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
+      const replica = sister === master ? cr : sister.store.upsert(structuredClone(cr));
+      const values = { service: service.raw, plan: plan.raw, instance: cr, bindings: [] };
+      for (const m of await render({ action: "provision", templates: plan.templates, values, defaultNamespace: namespace, labels: {}, planName: plan.name })) {
+        const object = structuredClone(m.object) as KubeObject;
+        object.metadata.namespace = namespace;
+        if (spec.renamed) object.metadata.name = `old-${object.metadata.name}`;
+        object.metadata.labels = { ...object.metadata.labels, OWNER_INTEROPERATOR_NAMESPACE: SF_NAMESPACE };
+        object.metadata.ownerReferences = [owner(sister.store.get(refOf(replica)) ?? replica)];
+        if (spec.drift) object.spec = { ...(object.spec as object), ...spec.drift };
+        objects.push(object);
+      }
+      for (const { b, cr: bcr } of bindingCrs) {
+        if ((b.state ?? "succeeded") !== "succeeded") continue;
+        const breplica = sister === master ? bcr : sister.store.upsert(structuredClone(bcr));
+        const postgresql = objects.find((o) => o.kind === "postgresql");
+        const bindValues = { service: service.raw, plan: plan.raw, instance: cr, bindings: [], binding: bcr, postgresql: structuredClone(postgresql) };
+        for (const m of await render({ action: "bind", templates: plan.templates, values: bindValues, defaultNamespace: namespace, labels: {}, planName: plan.name })) {
+          const target = objects.find((o) => o.kind === m.kind && o.metadata.name === m.name);
+          if (!target) continue;
+          // DeepUpdate: the bind's users merged in, nothing removed; the binding a further owner.
+          const users = ((m.object.spec as { users?: Record<string, unknown> }).users ?? {});
+          (target.spec as { users: Record<string, unknown> }).users = { ...(target.spec as { users: Record<string, unknown> }).users, ...users };
+          target.metadata.ownerReferences = [...(target.metadata.ownerReferences as never[]), owner(sister.store.get(refOf(breplica)) ?? breplica)];
+        }
+        bcr.status = { state: "succeeded", response: { secretRef: `sf-${b.id}` }, resources: postgresql ? [{ apiVersion: postgresql.apiVersion, kind: postgresql.kind, name: postgresql.metadata.name, namespace }] : [] };
+        if (sister !== master) sister.store.upsert({ ...(sister.store.get(refOf(breplica)) ?? breplica), status: bcr.status });
+      }
+      for (const o of objects) sister.store.upsert(o);
+      cr.status = { state, resources: objects.map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, namespace })), dashboardUrl: "" };
+      if (sister !== master) sister.store.upsert({ ...(sister.store.get(refOf(replica)) ?? replica), status: cr.status });
+    } else {
+      cr.status = { state };
+    }
+    master.store.upsert(cr);
+    for (const { b, cr: bcr } of bindingCrs) {
+      bcr.status ??= { state: b.state ?? "succeeded" };
+      if (b.state !== undefined && b.state !== "succeeded") bcr.status = { state: b.state };
+      master.store.upsert(bcr);
+      // The bind response, credentials included, stays where SF put it: a Secret on the master.
+      if ((b.state ?? "succeeded") === "succeeded") {
+        master.store.upsert({ apiVersion: "v1", kind: "Secret", metadata: { name: `sf-${b.id}`, namespace }, data: { response: Buffer.from('{"credentials":{"password":"s3cret"}}').toString("base64") } });
+      }
+    }
+    applied.set(spec.id, objects);
+  }
+  return { applied };
+}
