@@ -131,6 +131,7 @@ export async function provision(
         serviceId: service.id,
         planId: plan.id,
         clusterId: "",
+        ...(osb.region ? { region: osb.region } : {}),
         organizationGuid: body.organizationGuid,
         spaceGuid: body.spaceGuid,
         ...(body.context ? { context: body.context } : {}),

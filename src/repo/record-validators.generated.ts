@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import type { ValidateFunction } from "ajv";
 const require = createRequire(import.meta.url);
 const instanceRecord = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/instance-record.schema.json","title":"Service instance record (instances/<ab>/<cd>/<instance-key>/instance.yaml)","description":"Written by the broker: what the platform asked for, and every operation on the instance.","type":"object","required":["apiVersion","kind","metadata","spec","status"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"ServiceInstance"},"metadata":{"type":"object","required":["name","namespace"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"Instance key: the instance id, or sha224 of it when it is not a DNS-1123 label."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The namespace the instance's objects live in: spec.namespace when set, else the cluster's instance namespace."},"labels":{"$ref":"#/definitions/stringMap"},"annotations":{"$ref":"#/definitions/stringMap"}}},"spec":{"type":"object","required":["instanceId","serviceId","planId","clusterId"],"additionalProperties":false,"properties":{"instanceId":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString"},"planId":{"$ref":"#/definitions/nonEmptyString","description":"The current plan (changes on a plan update)."},"clusterId":{"$ref":"#/definitions/dns1123Label"},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The instance's own namespace, kept from Service Fabrik by an import (sf-<id>, or its shared namespace); absent: the cluster's instance namespace."},"organizationGuid":{"type":"string"},"spaceGuid":{"type":"string"},"context":{"type":"object"},"parameters":{"type":"object","description":"The current parameters (provision parameters with updates applied)."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"},"sensitiveParameters":{"type":"object","description":"Where the sensitive parameters (writeOnly / format: password) are kept, never their values: Secret key (the value's path, e.g. users.0.password) -> name of the SOPS-encrypted Secret in the sensitive/ manifest directory that holds its latest value (docs/adr/0007-sensitive-parameters.md).","propertyNames":{"pattern":"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},"additionalProperties":{"$ref":"#/definitions/dnsSubdomain"}}}},"status":{"type":"object","required":["operations"],"additionalProperties":false,"properties":{"deleted":{"type":"boolean","description":"Deprovisioned: the record stays until the deprovision is finished."},"operations":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/operation"}}}}},"definitions":{"dnsSubdomain":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"dns1123Label":{"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"},"stringMap":{"type":"object","additionalProperties":{"type":"string"}},"maintenanceInfo":{"type":"object","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/nonEmptyString"},"description":{"type":"string"}}},"originatingIdentity":{"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}},"operation":{"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["provision","update","deprovision","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"planId":{"$ref":"#/definitions/nonEmptyString"},"parameters":{"type":"object","description":"The parameters of this request as sent."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"context":{"type":"object"},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/instance-record.schema.json","title":"Service instance record (instances/<ab>/<cd>/<instance-key>/instance.yaml)","description":"Written by the broker: what the platform asked for, and every operation on the instance.","type":"object","required":["apiVersion","kind","metadata","spec","status"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"ServiceInstance"},"metadata":{"type":"object","required":["name","namespace"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"Instance key: the instance id, or sha224 of it when it is not a DNS-1123 label."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The namespace the instance's objects live in: spec.namespace when set, else the cluster's instance namespace."},"labels":{"$ref":"#/definitions/stringMap"},"annotations":{"$ref":"#/definitions/stringMap"}}},"spec":{"type":"object","required":["instanceId","serviceId","planId","clusterId"],"additionalProperties":false,"properties":{"instanceId":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString"},"planId":{"$ref":"#/definitions/nonEmptyString","description":"The current plan (changes on a plan update)."},"clusterId":{"$ref":"#/definitions/dns1123Label"},"region":{"type":"string","description":"The region of Service Fabrik's route /<platform>/region/<region>/v2 the instance was provisioned at."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The instance's own namespace, kept from Service Fabrik by an import (sf-<id>, or its shared namespace); absent: the cluster's instance namespace."},"organizationGuid":{"type":"string"},"spaceGuid":{"type":"string"},"context":{"type":"object"},"parameters":{"type":"object","description":"The current parameters (provision parameters with updates applied)."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"},"sensitiveParameters":{"type":"object","description":"Where the sensitive parameters (writeOnly / format: password) are kept, never their values: Secret key (the value's path, e.g. users.0.password) -> name of the SOPS-encrypted Secret in the sensitive/ manifest directory that holds its latest value (docs/adr/0007-sensitive-parameters.md).","propertyNames":{"pattern":"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},"additionalProperties":{"$ref":"#/definitions/dnsSubdomain"}}}},"status":{"type":"object","required":["operations"],"additionalProperties":false,"properties":{"deleted":{"type":"boolean","description":"Deprovisioned: the record stays until the deprovision is finished."},"operations":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/operation"}}}}},"definitions":{"dnsSubdomain":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"dns1123Label":{"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"},"stringMap":{"type":"object","additionalProperties":{"type":"string"}},"maintenanceInfo":{"type":"object","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/nonEmptyString"},"description":{"type":"string"}}},"originatingIdentity":{"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}},"operation":{"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["provision","update","deprovision","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"planId":{"$ref":"#/definitions/nonEmptyString"},"parameters":{"type":"object","description":"The parameters of this request as sent."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"context":{"type":"object"},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}}}};
 const schema12 = {"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"};
 const schema14 = {"type":"object","additionalProperties":{"type":"string"}};
 const schema16 = {"type":"string","minLength":1,"title":"a non-empty string"};
@@ -825,11 +825,10 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data9.namespace !== undefined){
-let data14 = data9.namespace;
-if(typeof data14 === "string"){
-if(func2(data14) > 63){
-const err36 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema12,data:data14};
+if(data9.region !== undefined){
+let data14 = data9.region;
+if(typeof data14 !== "string"){
+const err36 = {instancePath:instancePath+"/spec/region",schemaPath:"#/properties/spec/properties/region/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema11.properties.spec.properties.region.type,parentSchema:schema11.properties.spec.properties.region,data:data14};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -838,8 +837,12 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(!pattern0.test(data14)){
-const err37 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema12,data:data14};
+}
+if(data9.namespace !== undefined){
+let data15 = data9.namespace;
+if(typeof data15 === "string"){
+if(func2(data15) > 63){
+const err37 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema12,data:data15};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -848,9 +851,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-}
-else {
-const err38 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.type,parentSchema:schema12,data:data14};
+if(!pattern0.test(data15)){
+const err38 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema12,data:data15};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -860,10 +862,8 @@ vErrors.push(err38);
 errors++;
 }
 }
-if(data9.organizationGuid !== undefined){
-let data15 = data9.organizationGuid;
-if(typeof data15 !== "string"){
-const err39 = {instancePath:instancePath+"/spec/organizationGuid",schemaPath:"#/properties/spec/properties/organizationGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema11.properties.spec.properties.organizationGuid.type,parentSchema:schema11.properties.spec.properties.organizationGuid,data:data15};
+else {
+const err39 = {instancePath:instancePath+"/spec/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.type,parentSchema:schema12,data:data15};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -873,10 +873,10 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data9.spaceGuid !== undefined){
-let data16 = data9.spaceGuid;
+if(data9.organizationGuid !== undefined){
+let data16 = data9.organizationGuid;
 if(typeof data16 !== "string"){
-const err40 = {instancePath:instancePath+"/spec/spaceGuid",schemaPath:"#/properties/spec/properties/spaceGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema11.properties.spec.properties.spaceGuid.type,parentSchema:schema11.properties.spec.properties.spaceGuid,data:data16};
+const err40 = {instancePath:instancePath+"/spec/organizationGuid",schemaPath:"#/properties/spec/properties/organizationGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema11.properties.spec.properties.organizationGuid.type,parentSchema:schema11.properties.spec.properties.organizationGuid,data:data16};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -886,10 +886,10 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data9.context !== undefined){
-let data17 = data9.context;
-if(!(data17 && typeof data17 == "object" && !Array.isArray(data17))){
-const err41 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.context.type,parentSchema:schema11.properties.spec.properties.context,data:data17};
+if(data9.spaceGuid !== undefined){
+let data17 = data9.spaceGuid;
+if(typeof data17 !== "string"){
+const err41 = {instancePath:instancePath+"/spec/spaceGuid",schemaPath:"#/properties/spec/properties/spaceGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema11.properties.spec.properties.spaceGuid.type,parentSchema:schema11.properties.spec.properties.spaceGuid,data:data17};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -899,15 +899,28 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data9.parameters !== undefined){
-let data18 = data9.parameters;
+if(data9.context !== undefined){
+let data18 = data9.context;
 if(!(data18 && typeof data18 == "object" && !Array.isArray(data18))){
-const err42 = {instancePath:instancePath+"/spec/parameters",schemaPath:"#/properties/spec/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.parameters.type,parentSchema:schema11.properties.spec.properties.parameters,data:data18};
+const err42 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.context.type,parentSchema:schema11.properties.spec.properties.context,data:data18};
 if(vErrors === null){
 vErrors = [err42];
 }
 else {
 vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data9.parameters !== undefined){
+let data19 = data9.parameters;
+if(!(data19 && typeof data19 == "object" && !Array.isArray(data19))){
+const err43 = {instancePath:instancePath+"/spec/parameters",schemaPath:"#/properties/spec/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.parameters.type,parentSchema:schema11.properties.spec.properties.parameters,data:data19};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
 }
 errors++;
 }
@@ -925,25 +938,13 @@ errors = vErrors.length;
 }
 }
 if(data9.sensitiveParameters !== undefined){
-let data21 = data9.sensitiveParameters;
-if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
-for(const key5 in data21){
-const _errs55 = errors;
+let data22 = data9.sensitiveParameters;
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+for(const key5 in data22){
+const _errs57 = errors;
 if(typeof key5 === "string"){
 if(!pattern4.test(key5)){
-const err43 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},message:"must match pattern \""+"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"+"\"",schema:"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$",parentSchema:schema11.properties.spec.properties.sensitiveParameters.propertyNames,data:key5,propertyName:key5};
-if(vErrors === null){
-vErrors = [err43];
-}
-else {
-vErrors.push(err43);
-}
-errors++;
-}
-}
-var valid14 = _errs55 === errors;
-if(!valid14){
-const err44 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames",keyword:"propertyNames",params:{propertyName: key5},message:"property name must be valid",schema:schema11.properties.spec.properties.sensitiveParameters.propertyNames,parentSchema:schema11.properties.spec.properties.sensitiveParameters,data:data21};
+const err44 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},message:"must match pattern \""+"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"+"\"",schema:"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$",parentSchema:schema11.properties.spec.properties.sensitiveParameters.propertyNames,data:key5,propertyName:key5};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -953,11 +954,9 @@ vErrors.push(err44);
 errors++;
 }
 }
-for(const key6 in data21){
-let data22 = data21[key6];
-if(typeof data22 === "string"){
-if(func2(data22) > 253){
-const err45 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema25,data:data22};
+var valid14 = _errs57 === errors;
+if(!valid14){
+const err45 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames",keyword:"propertyNames",params:{propertyName: key5},message:"property name must be valid",schema:schema11.properties.spec.properties.sensitiveParameters.propertyNames,parentSchema:schema11.properties.spec.properties.sensitiveParameters,data:data22};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -966,8 +965,12 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(!pattern5.test(data22)){
-const err46 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema25,data:data22};
+}
+for(const key6 in data22){
+let data23 = data22[key6];
+if(typeof data23 === "string"){
+if(func2(data23) > 253){
+const err46 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema25,data:data23};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -976,9 +979,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-else {
-const err47 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema25.type,parentSchema:schema25,data:data22};
+if(!pattern5.test(data23)){
+const err47 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema25,data:data23};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -988,9 +990,8 @@ vErrors.push(err47);
 errors++;
 }
 }
-}
 else {
-const err48 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.sensitiveParameters.type,parentSchema:schema11.properties.spec.properties.sensitiveParameters,data:data21};
+const err48 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema25.type,parentSchema:schema25,data:data23};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1002,7 +1003,7 @@ errors++;
 }
 }
 else {
-const err49 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.type,parentSchema:schema11.properties.spec,data:data9};
+const err49 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.properties.sensitiveParameters.type,parentSchema:schema11.properties.spec.properties.sensitiveParameters,data:data22};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1012,11 +1013,9 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data.status !== undefined){
-let data23 = data.status;
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
-if(data23.operations === undefined){
-const err50 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "operations"},message:"must have required property '"+"operations"+"'",schema:schema11.properties.status.required,parentSchema:schema11.properties.status,data:data23};
+}
+else {
+const err50 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.spec.type,parentSchema:schema11.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1025,9 +1024,12 @@ vErrors.push(err50);
 }
 errors++;
 }
-for(const key7 in data23){
-if(!((key7 === "deleted") || (key7 === "operations"))){
-const err51 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema11.properties.status,data:data23};
+}
+if(data.status !== undefined){
+let data24 = data.status;
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+if(data24.operations === undefined){
+const err51 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "operations"},message:"must have required property '"+"operations"+"'",schema:schema11.properties.status.required,parentSchema:schema11.properties.status,data:data24};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1036,11 +1038,9 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-if(data23.deleted !== undefined){
-let data24 = data23.deleted;
-if(typeof data24 !== "boolean"){
-const err52 = {instancePath:instancePath+"/status/deleted",schemaPath:"#/properties/status/properties/deleted/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema11.properties.status.properties.deleted.type,parentSchema:schema11.properties.status.properties.deleted,data:data24};
+for(const key7 in data24){
+if(!((key7 === "deleted") || (key7 === "operations"))){
+const err52 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema11.properties.status,data:data24};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1050,11 +1050,10 @@ vErrors.push(err52);
 errors++;
 }
 }
-if(data23.operations !== undefined){
-let data25 = data23.operations;
-if(Array.isArray(data25)){
-if(data25.length < 1){
-const err53 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema11.properties.status.properties.operations,data:data25};
+if(data24.deleted !== undefined){
+let data25 = data24.deleted;
+if(typeof data25 !== "boolean"){
+const err53 = {instancePath:instancePath+"/status/deleted",schemaPath:"#/properties/status/properties/deleted/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema11.properties.status.properties.deleted.type,parentSchema:schema11.properties.status.properties.deleted,data:data25};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1063,16 +1062,12 @@ vErrors.push(err53);
 }
 errors++;
 }
-const len0 = data25.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate15(data25[i0], {instancePath:instancePath+"/status/operations/" + i0,parentData:data25,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
-errors = vErrors.length;
 }
-}
-}
-else {
-const err54 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema11.properties.status.properties.operations.type,parentSchema:schema11.properties.status.properties.operations,data:data25};
+if(data24.operations !== undefined){
+let data26 = data24.operations;
+if(Array.isArray(data26)){
+if(data26.length < 1){
+const err54 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema11.properties.status.properties.operations,data:data26};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1081,10 +1076,16 @@ vErrors.push(err54);
 }
 errors++;
 }
+const len0 = data26.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate15(data26[i0], {instancePath:instancePath+"/status/operations/" + i0,parentData:data26,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+errors = vErrors.length;
+}
 }
 }
 else {
-const err55 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.status.type,parentSchema:schema11.properties.status,data:data23};
+const err55 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema11.properties.status.properties.operations.type,parentSchema:schema11.properties.status.properties.operations,data:data26};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -1096,12 +1097,24 @@ errors++;
 }
 }
 else {
-const err56 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.type,parentSchema:schema11,data};
+const err56 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.status.type,parentSchema:schema11.properties.status,data:data24};
 if(vErrors === null){
 vErrors = [err56];
 }
 else {
 vErrors.push(err56);
+}
+errors++;
+}
+}
+}
+else {
+const err57 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.type,parentSchema:schema11,data};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
 }
 errors++;
 }

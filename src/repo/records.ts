@@ -69,6 +69,8 @@ export interface InstanceRecord {
      * namespace); absent: the cluster's instance namespace. See instanceNamespace.
      */
     namespace?: string;
+    /** The region of the route `/<platform>/region/<region>/v2` that provisioned the instance. */
+    region?: string;
     organizationGuid?: string;
     spaceGuid?: string;
     context?: Record<string, unknown>;

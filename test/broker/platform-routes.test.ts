@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { instanceRecordPath } from "../../src/repo/index.js";
+import { readRemoteFile } from "../support/git-fixtures.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { osbClient } from "../support/osb-client.js";
 import { CREDENTIALS } from "../support/broker-harness.js";
@@ -47,6 +50,15 @@ describe("the catalog of each platform", () => {
   it("serves plans of other platforms outside the catalog, as Service Fabrik (it filtered only the catalog)", async () => {
     const cf = osbClient(h.broker.url, CREDENTIALS, "/cf/v2");
     expect((await cf.provision("k8s-plan-on-cf", provisionBody(K8S_SERVICE_ID, SF_PLANS.k8sService))).status).toBe(201);
+  });
+});
+
+describe("the region", () => {
+  it("is kept in the record of an instance provisioned at /<platform>/region/<region>/v2", async () => {
+    const osb = osbClient(h.broker.url, CREDENTIALS, "/cf/region/eu10/v2");
+    expect((await osb.provision("in-eu10", provisionBody(K8S_SERVICE_ID, SF_PLANS.k8sService))).status).toBe(201);
+    const record = parse((await readRemoteFile(h.remoteDir, "main", instanceRecordPath("in-eu10"))) ?? "") as { spec: Record<string, unknown> };
+    expect(record.spec).toMatchObject({ instanceId: "in-eu10", region: "eu10" });
   });
 });
 
