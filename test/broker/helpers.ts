@@ -4,7 +4,9 @@ import { expect } from "vitest";
 import type { ReadinessCheck } from "../../src/catalog/index.js";
 import type { OsbClient } from "../support/osb-client.js";
 
-export { remoteHead } from "../support/git-fixtures.js";
+import { remoteHead } from "../support/git-fixtures.js";
+
+export { remoteHead };
 
 const run = promisify(execFile);
 
@@ -61,6 +63,14 @@ export async function remoteFiles(remoteDir: string, prefix = ""): Promise<strin
     maxBuffer: 64 * 1024 * 1024,
   });
   return stdout.split("\n").filter(Boolean);
+}
+
+/** Runs `fn` and asserts the remote did not move (a 4xx leaves the repository unchanged). */
+export async function unchangedRemote<T>(remoteDir: string, fn: () => Promise<T>): Promise<T> {
+  const before = await remoteHead(remoteDir);
+  const out = await fn();
+  expect(await remoteHead(remoteDir)).toBe(before);
+  return out;
 }
 
 export async function commitCount(remoteDir: string): Promise<number> {

@@ -10,8 +10,8 @@ import {
   headMessage,
   provisionBody,
   remoteFiles,
-  remoteHead,
   samplePlans,
+  unchangedRemote,
   type SamplePlans,
 } from "./helpers.js";
 
@@ -29,12 +29,7 @@ describe.each(OSB_BASES)("the OSB API at %s", (base) => {
   });
 
   /** Runs `fn` and asserts the remote did not move (a 4xx leaves the repository unchanged). */
-  async function unchanged<T>(fn: () => Promise<T>): Promise<T> {
-    const before = await remoteHead(h.remoteDir);
-    const out = await fn();
-    expect(await remoteHead(h.remoteDir)).toBe(before);
-    return out;
-  }
+  const unchanged = <T>(fn: () => Promise<T>): Promise<T> => unchangedRemote(h.remoteDir, fn);
 
   describe("headers and authentication", () => {
     it("answers 401 with a Basic challenge without or with wrong credentials", async () => {

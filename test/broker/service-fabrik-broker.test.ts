@@ -3,7 +3,7 @@ import { parse } from "yaml";
 import { bindingRecordPath } from "../../src/repo/index.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { readRemoteFile } from "../support/git-fixtures.js";
-import { commitCount, expectOsbError, provisionBody, remoteHead, samplePlans, type SamplePlans } from "./helpers.js";
+import { commitCount, expectOsbError, provisionBody, samplePlans, unchangedRemote, type SamplePlans } from "./helpers.js";
 import { SF_PLANS, sfCatalogFiles } from "./sf-catalog.js";
 
 /**
@@ -22,12 +22,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function unchanged<T>(fn: () => Promise<T>): Promise<T> {
-  const before = await remoteHead(h.remoteDir);
-  const out = await fn();
-  expect(await remoteHead(h.remoteDir)).toBe(before);
-  return out;
-}
+const unchanged = <T>(fn: () => Promise<T>): Promise<T> => unchangedRemote(h.remoteDir, fn);
 
 describe("a deprecated plan (metadata.state: deprecated)", () => {
   it("refuses a provision with 403 and Service Fabrik's words, before any other check, and commits nothing", async () => {
