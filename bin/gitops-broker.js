@@ -7,6 +7,15 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
+// The reader went away (`gitops-broker --help | head -3`): stop quietly, with the status of a
+// program that SIGPIPE ended (128 + 13), as cat or git do; Node ignores SIGPIPE and would throw.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (error) => {
+    if (error.code === "EPIPE") process.exit(141);
+    throw error;
+  });
+}
+
 // --version is answered before anything is loaded or walked: package.json names the version.
 if (process.argv.length === 3 && (process.argv[2] === "--version" || process.argv[2] === "-V")) {
   process.stdout.write(`${JSON.parse(readFileSync(`${root}package.json`, "utf8")).version}\n`);

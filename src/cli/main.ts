@@ -28,6 +28,17 @@ function serveCommand(done: Done): Command {
     });
 }
 
+async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** render and render-template write through the program's io and read the process's stdin. */
+function renderIo(io: CliIo): { stdin: () => Promise<Buffer>; stdout: (text: string) => void; stderr: (text: string) => void } {
+  return { stdin: readStdin, stdout: (text) => void io.stdout.write(text), stderr: (text) => void io.stderr.write(text) };
+}
+
 /** The whole command line: every subcommand, each with its --help. */
 export function program(io: CliIo, done: Done): Command {
   const lines = (write: TextSinkWrite) => (line: string) => void write(`${line}\n`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseRenderChartArgs, runRenderChart } from "./render-chart.js";
+import { helmStyleArgv, parseRenderChartArgs, runRenderChart } from "./render-chart.js";
 
 describe("render-chart arguments", () => {
   it("reads Helm's flags in every form, slices split on commas, arrays not", () => {
@@ -25,9 +25,17 @@ describe("render-chart arguments", () => {
     });
   });
 
-  it("refuses unknown flags, missing flag values and bad argument counts with Helm's words", async () => {
-    expect(() => parseRenderChartArgs(["--debugx"])).toThrow("unknown flag: --debugx");
-    expect(() => parseRenderChartArgs(["chart", "--set"])).toThrow("flag needs an argument: --set");
+  it("reads pflag's forms commander does not know as commander's, values and what follows -- untouched", () => {
+    expect(helmStyleArgv(["-n=ns", "--is-upgrade=false", "--no-hooks=false", "--include-crds=true", "--set", "-n=x", "--skip-tests=maybe", "--", "-a=b"])).toEqual([
+      "-n", "ns", "--no-is-upgrade", "--hooks", "--include-crds", "--set", "-n=x", "--skip-tests=maybe", "--", "-a=b",
+    ]);
+    expect(parseRenderChartArgs(["c", "--include-crds", "--include-crds=false", "--no-hooks"]).options).toEqual({ includeCrds: false, disableHooks: true });
+  });
+
+  it("refuses unknown flags, missing flag values and bad argument counts: usage errors, exit 2", async () => {
+    expect(() => parseRenderChartArgs(["--debugx"])).toThrow("error: unknown option '--debugx'");
+    expect(() => parseRenderChartArgs(["chart", "--set"])).toThrow("error: option '--set <key=value>' argument missing");
+    expect(() => parseRenderChartArgs(["chart", "--skip-tests=maybe"])).toThrow("error: unknown option '--skip-tests=maybe'");
     const run = async (args: string[]) => {
       let err = "";
       const code = await runRenderChart(args, {
@@ -37,8 +45,8 @@ describe("render-chart arguments", () => {
       });
       return { code, err };
     };
-    expect(await run([])).toEqual({ code: 1, err: "Error: requires at least 1 arg(s), only received 0\n" });
-    expect(await run(["a", "b", "c", "d"])).toEqual({ code: 1, err: "Error: expected at most two arguments, unexpected arguments: c, d\n" });
+    expect(await run([])).toEqual({ code: 2, err: "error: requires at least 1 arg(s), only received 0: give CHART (and NAME before it)\n(add --help for usage)\n" });
+    expect(await run(["a", "b", "c", "d"])).toEqual({ code: 2, err: "error: too many arguments. Expected 2 arguments but got 4.\n(add --help for usage)\n" });
     expect(await run(["n", "chart", "--name-template", "x"])).toEqual({ code: 1, err: "Error: cannot set --name-template and also specify a name\n" });
   });
 });

@@ -1,5 +1,7 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
+import { Command } from "commander";
+import type { Done } from "./args.js";
 import { DEFAULT_INSTANCE_NAMESPACE, loadCatalog, loadClusters } from "../catalog/index.js";
 import { ConfigError, RenderError } from "../errors/index.js";
 import { engineFor, hasTemplate, render, renderGoTemplateRequest, renderText, TemplateFailure, type RenderValues } from "../render/index.js";
@@ -40,26 +42,6 @@ const processIo: Io = {
   stderr: (text) => process.stderr.write(text),
 };
 
-/** Flags with a value (`--x v` or `--x=v`), and positionals. */
-function parseFlags(argv: readonly string[], known: readonly string[], command: string): { flags: Map<string, string>; positional: string[] } {
-  const flags = new Map<string, string>();
-  const positional: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (!arg.startsWith("--")) {
-      positional.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf("=");
-    const name = eq === -1 ? arg : arg.slice(0, eq);
-    if (!known.includes(name)) throw new ConfigError([{ file: "flags", path: arg, message: `unknown flag (${command} takes ${known.join(", ")})` }]);
-    const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
-    if (value === undefined) throw new ConfigError([{ file: "flags", path: arg, message: "needs a value" }]);
-    flags.set(name, value);
-  }
-  return { flags, positional };
-}
-
 /**
  * `gitops-broker render-template --engine gotemplate|handlebars`: `{"name","template","values"}`
  * on stdin, the rendered text on stdout byte for byte; exit 1 with the engine's error on stderr.
@@ -67,10 +49,8 @@ function parseFlags(argv: readonly string[], known: readonly string[], command: 
  * service, plan, instance and binding are Service Fabrik's objects (numbers float64), every
  * other key a live object (integral numbers int64).
  */
-export async function runRenderTemplate(argv: readonly string[], io: Io = processIo): Promise<number> {
-  const { flags, positional } = parseFlags(argv, ["--engine"], "render-template");
-  if (positional.length > 0) throw new ConfigError([{ file: "flags", path: positional.join(" "), message: "render-template reads its input from stdin" }]);
-  const type = flags.get("--engine") ?? "gotemplate";
+export async function runRenderTemplate(options: { engine: string }, io: Io = processIo): Promise<number> {
+  const type = options.engine;
   const engine = engineFor(type);
   if (engine === undefined) throw new ConfigError([{ file: "flags", path: "--engine", message: `unknown engine ${JSON.stringify(type)}` }]);
   const input = (await io.stdin()).toString("utf8");
@@ -110,35 +90,37 @@ const MANIFEST_ACTIONS = new Set(["provision", "update", "bind", "unbind"]);
  * instance on the first cluster), without committing. Manifest actions print the objects as the
  * broker would write them (`---` between), other actions the template's text.
  */
-export async function runRender(argv: readonly string[], io: Io = processIo): Promise<number> {
-  const { flags, positional } = parseFlags(argv, ["--plan", "--action", "--instance", "--binding", "--parameters"], "render");
-  for (const required of ["--plan", "--action", "--instance"]) {
-    if (!flags.has(required)) throw new ConfigError([{ file: "flags", path: required, message: "is required" }]);
-  }
-  if (positional.length > 1) throw new ConfigError([{ file: "flags", path: positional.join(" "), message: "render takes one repository directory" }]);
-  const dir = path.resolve(positional[0] ?? ".");
+export interface RenderOptions {
+  plan: string;
+  action: string;
+  instance: string;
+  binding?: string;
+  parameters?: string;
+}
+
+export async function runRender(repoDir: string | undefined, options: RenderOptions, io: Io = processIo): Promise<number> {
+  const dir = path.resolve(repoDir ?? ".");
   if (!(await stat(dir).then((s) => s.isDirectory(), () => false))) {
     throw new ConfigError([{ file: dir, path: "", message: "is not a directory (give a checkout of the GitOps repository)" }]);
   }
   let parameters: Record<string, unknown> | undefined;
-  if (flags.has("--parameters")) {
+  if (options.parameters !== undefined) {
     try {
-      parameters = JSON.parse(flags.get("--parameters")!) as Record<string, unknown>;
+      parameters = JSON.parse(options.parameters) as Record<string, unknown>;
     } catch (e) {
       throw new ConfigError([{ file: "flags", path: "--parameters", message: `is not JSON: ${(e as Error).message}` }]);
     }
   }
   const tree = dirTreeReader(dir);
   const [{ catalog }, { clusters }] = await Promise.all([loadCatalog(tree), loadClusters(tree)]);
-  const planId = flags.get("--plan")!;
+  const planId = options.plan;
   const plan = catalog.planById(planId) ?? catalog.services.flatMap((s) => s.plans).find((p) => p.name === planId);
   const service = plan && catalog.serviceById(plan.serviceId);
   if (!plan || !service) {
     io.stderr(`render: no plan ${JSON.stringify(planId)} in the catalog of ${dir}\n`);
     return 1;
   }
-  const action = flags.get("--action")!;
-  const instanceId = flags.get("--instance")!;
+  const { action, instance: instanceId } = options;
   const cluster = clusters[0];
   const namespace = cluster?.namespace ?? DEFAULT_INSTANCE_NAMESPACE;
   const stored = await readInstance(tree, instanceId);
@@ -150,7 +132,7 @@ export async function runRender(argv: readonly string[], io: Io = processIo): Pr
     status: { operations: [] },
   };
   if (parameters !== undefined) instance.spec.parameters = parameters;
-  const bindingId = flags.get("--binding");
+  const bindingId = options.binding;
   let binding: BindingRecord | undefined;
   if (bindingId !== undefined) {
     binding = (await readBinding(tree, instanceId, bindingId)) ?? {
@@ -194,4 +176,41 @@ export async function runRender(argv: readonly string[], io: Io = processIo): Pr
     }
     throw e;
   }
+}
+
+/** `gitops-broker render`, on commander: its options, its --help. */
+export function renderCommand(done: Done, io: Io = processIo): Command {
+  return new Command("render")
+    .description("print the manifests a plan renders for an instance, committing nothing")
+    .argument("[repo-dir]", "a checkout of the GitOps repository (default: the current directory)")
+    .requiredOption("--plan <id>", "the plan, by id or name")
+    .requiredOption("--action <action>", "the plan's template to render: provision, update, bind, unbind, or a helper action (status, sources, ...)")
+    .requiredOption("--instance <id>", "the instance: its record when the repository has one, else a new instance on the first cluster")
+    .option("--binding <id>", "the binding (bind, unbind): its record when there is one, else a new binding")
+    .option("--parameters <json>", "the instance's parameters, a JSON object (replace the record's)")
+    .addHelpText(
+      "after",
+      "\nManifest actions (provision, update, bind, unbind) print the objects as the broker would write them,\n" +
+        "'---' between them; the others print the template's text. Exit 1 with the engine's error when the\n" +
+        "template fails.",
+    )
+    .action(async (repoDir: string | undefined, options: RenderOptions) => {
+      done(await runRender(repoDir, options, io));
+    });
+}
+
+/** `gitops-broker render-template`, on commander. */
+export function renderTemplateCommand(done: Done, io: Io = processIo): Command {
+  return new Command("render-template")
+    .description('render one template: {"name","template","values"} JSON on stdin, the text on stdout')
+    .option("--engine <engine>", "the template engine: gotemplate or handlebars", "gotemplate")
+    .addHelpText(
+      "after",
+      "\nFor gotemplate the stdin bytes reach Go untouched (numbers keep their text); values keys service,\n" +
+        "plan, instance and binding are Service Fabrik's objects, every other key a live object. Exit 1 with\n" +
+        "the engine's error on stderr.",
+    )
+    .action(async (options: { engine: string }) => {
+      done(await runRenderTemplate(options, io));
+    });
 }

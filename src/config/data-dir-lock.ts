@@ -1,4 +1,5 @@
-import { readFile, rm, rmdir, writeFile } from "node:fs/promises";
+import fs from "node:fs";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import lockfile from "proper-lockfile";
@@ -8,10 +9,19 @@ import { DataDirLockedError } from "../errors/index.js";
  * One process per role and data directory (ADR 0013). The lock is proper-lockfile's: a directory
  * created atomically (mkdir), its mtime refreshed while the holder lives, stale once not refreshed
  * for STALE_MS (a holder that died without releasing it, on any host or PID namespace sharing the
- * volume). Beside it, `<role>.pid` names the holder for the message a second process prints; when
- * that holder is on this host and its PID is gone (or now belongs to another process), the lock is
- * stale at once rather than after STALE_MS, so a crashed broker restarts without waiting.
+ * volume). Inside it, `owner.json` names the holder (PID, host, process start time) for the message
+ * a second process prints; when that holder is on this host and its PID is gone (or now belongs to
+ * another process), the lock is stale at once rather than after STALE_MS, so a crashed broker
+ * restarts without waiting. Beside it, `<role>.pid` holds the holder's PID alone, as a pidfile
+ * does (`kill $(cat .gitops-broker/serve.pid)`).
  */
+
+/** proper-lockfile's fs, removing the lock directory with the owner file in it. */
+const lockFs = {
+  ...fs,
+  rmdir: (dir: string, callback: (error: NodeJS.ErrnoException | null) => void) => fs.rm(dir, { recursive: true, force: true }, callback),
+  rmdirSync: (dir: string) => fs.rmSync(dir, { recursive: true, force: true }),
+};
 
 /** A lock not refreshed for this long is stale; refreshed every STALE_MS / 2. */
 const STALE_MS = 30_000;
@@ -41,10 +51,12 @@ export async function lockDataDir(
   options: { onCompromised?: (error: Error) => void } = {},
 ): Promise<DataDirLock> {
   const lockPath = path.join(dataDir, `${role}.lock`);
-  const ownerPath = path.join(dataDir, `${role}.pid`);
+  const ownerPath = path.join(lockPath, "owner.json");
+  const pidPath = path.join(dataDir, `${role}.pid`);
   const take = () =>
     lockfile.lock(dataDir, {
       lockfilePath: lockPath,
+      fs: lockFs,
       stale: STALE_MS,
       retries: 0,
       onCompromised: options.onCompromised ?? (() => undefined),
@@ -59,7 +71,7 @@ export async function lockDataDir(
       throw new DataDirLockedError(dataDir, role, owner?.pid, owner?.host, { cause: error });
     }
     // The holder died on this host: its lock is stale now, not in STALE_MS.
-    await rmdir(lockPath).catch(() => undefined);
+    await rm(lockPath, { recursive: true, force: true }).catch(() => undefined);
     try {
       release = await take();
     } catch (again) {
@@ -69,6 +81,7 @@ export async function lockDataDir(
   heldHere.add(lockPath);
   const owner: Owner = { pid: process.pid, host: hostname(), start: await processStart(process.pid), since: new Date().toISOString() };
   await writeFile(ownerPath, `${JSON.stringify(owner)}\n`, { mode: 0o600 });
+  await writeFile(pidPath, `${process.pid}\n`, { mode: 0o644 });
   let released = false;
   return {
     path: lockPath,
@@ -76,7 +89,7 @@ export async function lockDataDir(
       if (released) return;
       released = true;
       heldHere.delete(lockPath);
-      await rm(ownerPath, { force: true });
+      await rm(pidPath, { force: true });
       await release().catch(() => undefined);
     },
   };

@@ -2,7 +2,7 @@ import { copyFile, mkdir, rm, symlink, utimes, writeFile } from "node:fs/promise
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTempDir } from "../support/git-fixtures.js";
-import { PROCESS_TEST_TIMEOUT_MS, runProcess } from "../support/processes.js";
+import { PROCESS_TEST_TIMEOUT_MS, runProcess, startProcess } from "../support/processes.js";
 
 const PROJECT = path.resolve(import.meta.dirname, "../..");
 
@@ -45,6 +45,14 @@ describe("bin/gitops-broker.js", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
       const { stdout, stderr } = await runProcess(process.execPath, [path.join(dir, "bin/gitops-broker.js"), flag]);
       expect({ stdout, stderr }).toEqual({ stdout: "9.8.7\n", stderr: "" });
     }
+  });
+
+  it("ends quietly when its reader went away (gitops-broker --help | head -3): no EPIPE stack, SIGPIPE's status", async () => {
+    const help = startProcess(process.execPath, [path.join(PROJECT, "bin/gitops-broker.js"), "--help"]);
+    // Closed before node has even started: its first write finds no reader.
+    help.child.stdout!.destroy();
+    expect(await help.exited).toEqual({ code: 141, signal: null });
+    expect(help.stderr()).toBe("");
   });
 
   it("runs the sources when there is no build", async () => {

@@ -38,6 +38,30 @@ describe("gitops-broker --help", () => {
     expect((await cli("help", command)).stdout).toBe(stdout);
   });
 
+  it.each([
+    ["render", ["--plan <id>", "--action <action>", "--instance <id>", "--binding <id>", "--parameters <json>", "[repo-dir]"]],
+    ["render-template", ["--engine <engine>", "gotemplate or handlebars"]],
+    [
+      "render-chart",
+      ["-f, --values <file>", "--set <key=value>", "--set-string", "--set-json", "--set-file", "--set-literal", "-n, --namespace <namespace>", "--kube-version", "-a, --api-versions", "--include-crds", "--skip-tests", "--no-hooks", "--is-upgrade", "--skip-schema-validation", "-s, --show-only <path>"],
+    ],
+  ])("%s --help lists every option it takes (commander, as every command)", async (command, options) => {
+    const { code, stdout, stderr } = await cli(command, "--help");
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+    expect(stdout).toMatch(new RegExp(`^Usage: gitops-broker ${command} `));
+    for (const option of options) expect(stdout).toContain(option);
+    expect(stdout).not.toContain("[args...]");
+    expect((await cli("help", command)).stdout).toBe(stdout);
+  });
+
+  it("an unknown command with --help is an unknown command: exit 2, the message, no help", async () => {
+    for (const argv of [["frobnicate", "--help"], ["frobnicate", "-h"], ["frobnicate", "x", "--help"]]) {
+      const { code, stdout, stderr } = await cli(...argv);
+      expect({ code, stdout }).toEqual({ code: 2, stdout: "" });
+      expect(stderr).toBe("error: unknown command 'frobnicate'\n(add --help for usage)\n");
+    }
+  });
+
   it("move --help says what happens to the data", async () => {
     const { stdout } = await cli("move", "--help");
     expect(stdout).toMatch(/--dry-run/);
@@ -63,6 +87,10 @@ describe("usage errors exit 2 with a hint", () => {
     [["update", "--plan", "p", "--instance", "i"], /'--plan <plan-id>' cannot be used with option '--instance <instance-id>'/],
     [["update", "--plan"], /option '--plan <plan-id>' argument missing/],
     [["validate", "a", "b"], /too many arguments for 'validate'/],
+    [["render", "--plan", "p"], /required option '--action <action>' not specified/],
+    [["render-template", "x"], /too many arguments for 'render-template'/],
+    [["render-chart", "a", "b", "c"], /too many arguments for 'render-chart'/],
+    [["render-chart", "c", "--bogus"], /unknown option '--bogus'/],
   ])("%j", async (argv, message) => {
     const { code, stdout, stderr } = await cli(...argv);
     expect({ code, stdout }).toEqual({ code: 2, stdout: "" });

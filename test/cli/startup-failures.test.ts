@@ -10,7 +10,7 @@
  */
 import net from "node:net";
 import { hostname } from "node:os";
-import { readdir } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lockDataDir } from "../../src/config/index.js";
@@ -92,6 +92,11 @@ describe("one process per data directory", () => {
 
     // The first one is unaffected.
     expect((await first.osb.catalog()).status).toBe(200);
+  }, CEILING_MS);
+
+  it("serve.pid holds the holder's PID alone, as a pidfile does (kill $(cat serve.pid))", async () => {
+    const first = await holder();
+    expect(await readFile(path.join(heldDir(), "serve.pid"), "utf8")).toBe(`${first.pid}\n`);
   }, CEILING_MS);
 
   it("a CLI command that writes exits 2 naming the PID of the command holding the directory", async () => {
