@@ -366,7 +366,13 @@ async function startLeadership(
   const election = config.leaderElection;
   const identity = election.identity ?? `${os.hostname()}_${randomUUID().slice(0, 8)}`;
   if (!election.enabled) return soleLeader(identity, options.metrics);
-  const kubeConfig = options.kubeConfig ?? (await createSecretKeyReader().home());
+  let kubeConfig: KubeConfig;
+  try {
+    kubeConfig = options.kubeConfig ?? (await createSecretKeyReader().home());
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ConfigError([{ file: "config", path: "leaderElection.enabled", message: `needs the cluster's API, but its kubeconfig does not load: ${message}` }], { cause: error });
+  }
   const namespace = election.namespace ?? brokerNamespace(kubeConfig);
   const logger = options.logger.child({ component: "leader" });
   logger.info({ lease: `${namespace}/${election.leaseName}`, identity }, "leader election: background work waits for the Lease");

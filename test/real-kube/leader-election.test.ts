@@ -104,6 +104,22 @@ describe("the chart's Lease Role", () => {
   });
 });
 
+describe("a configuration problem, not a stack", () => {
+  it("leader election with a kubeconfig that does not load: exit 2 naming the key, nothing left running", async () => {
+    const bad = path.join(root, "bad.kubeconfig");
+    await writeFile(bad, "clusters: [\n");
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GITOPS_BROKER_")));
+    const { code, stdout, stderr } = await runProcess(process.execPath, [BIN, "serve", "--data-dir", path.join(root, "bad-data"), "--listen", "127.0.0.1:0"], {
+      env: { ...env, KUBECONFIG: bad, GITOPS_BROKER_LEADER_ELECTION: "true", GITOPS_BROKER_GIT_REMOTE: git.url("remote.git") },
+      ceilingMs: EVENT_CEILING_MS,
+    });
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/^invalid configuration:\nconfig: leaderElection\.enabled: needs the cluster's API, but its kubeconfig does not load: /);
+    expect(stderr).not.toMatch(/\n\s+at /);
+    expect(stdout).not.toContain("gitops-broker listening");
+  });
+});
+
 describe("two replicas, one Lease", () => {
   let a: BrokerProcess;
   let b: BrokerProcess;
