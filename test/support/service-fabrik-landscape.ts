@@ -133,8 +133,29 @@ export async function seedLandscape(options: {
   service: Service;
   plan: Plan;
   instances: SfInstanceSpec[];
+  /**
+   * Thousands of instances: the provision template is rendered once per namespace pattern and the
+   * instance's name substituted (it reads only `.instance.metadata.name` and the plan), and each
+   * bind's user is merged as the sample bind template sets it; exact for the sample plan.
+   */
+  renderOnce?: boolean;
 }): Promise<Landscape> {
   const { master, sisters, service, plan } = options;
+  const once = new Map<string, string>();
+  const provisioned = async (cr: KubeObject, namespace: string): Promise<KubeObject[]> => {
+    const values = { service: service.raw, plan: plan.raw, instance: cr, bindings: [] };
+    if (!options.renderOnce) return (await render({ action: "provision", templates: plan.templates, values, defaultNamespace: namespace, labels: {}, planName: plan.name })).map((m) => structuredClone(m.object) as KubeObject);
+    const name = cr.metadata.name!;
+    const key = namespace === `sf-${name}` ? "sf-*" : namespace;
+    let text = once.get(key);
+    if (text === undefined) {
+      const probe = { ...cr, metadata: { ...cr.metadata, name: "x0x0x0" } };
+      const ms = await render({ action: "provision", templates: plan.templates, values: { ...values, instance: probe }, defaultNamespace: key === "sf-*" ? "sf-x0x0x0" : namespace, labels: {}, planName: plan.name });
+      text = JSON.stringify(ms.map((m) => m.object));
+      once.set(key, text);
+    }
+    return JSON.parse(text.replaceAll("x0x0x0", name)) as KubeObject[];
+  };
   const applied = new Map<string, KubeObject[]>();
   for (const server of [master, ...Object.values(sisters)]) {
     server.store.upsert({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "interoperator-provisioner", namespace: SF_NAMESPACE, uid: randomUUID() }, spec: { replicas: 2 } });
@@ -150,9 +171,7 @@ export async function seedLandscape(options: {
     if (sister && (state === "succeeded" || state === "in progress" || state === "failed")) {
       sister.store.upsert({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
       const replica = sister === master ? cr : sister.store.upsert(structuredClone(cr));
-      const values = { service: service.raw, plan: plan.raw, instance: cr, bindings: [] };
-      for (const m of await render({ action: "provision", templates: plan.templates, values, defaultNamespace: namespace, labels: {}, planName: plan.name })) {
-        const object = structuredClone(m.object) as KubeObject;
+      for (const object of await provisioned(cr, namespace)) {
         object.metadata.namespace = namespace;
         if (spec.renamed) object.metadata.name = `old-${object.metadata.name}`;
         object.metadata.labels = { ...object.metadata.labels, OWNER_INTEROPERATOR_NAMESPACE: SF_NAMESPACE };
@@ -165,7 +184,10 @@ export async function seedLandscape(options: {
         const breplica = sister === master ? bcr : sister.store.upsert(structuredClone(bcr));
         const postgresql = objects.find((o) => o.kind === "postgresql");
         const bindValues = { service: service.raw, plan: plan.raw, instance: cr, bindings: [], binding: bcr, postgresql: structuredClone(postgresql) };
-        for (const m of await render({ action: "bind", templates: plan.templates, values: bindValues, defaultNamespace: namespace, labels: {}, planName: plan.name })) {
+        const bound = options.renderOnce && postgresql
+          ? [{ kind: postgresql.kind, name: postgresql.metadata.name!, object: { spec: { users: { [b.id]: ["superuser"] } } } }]
+          : await render({ action: "bind", templates: plan.templates, values: bindValues, defaultNamespace: namespace, labels: {}, planName: plan.name });
+        for (const m of bound) {
           const target = objects.find((o) => o.kind === m.kind && o.metadata.name === m.name);
           if (!target) continue;
           // DeepUpdate: the bind's users merged in, nothing removed; the binding a further owner.

@@ -1,0 +1,133 @@
+/**
+ * Issue 28's "done when": a landscape of 1,000 Service Fabrik instances in the doubles (a master,
+ * two sisters; a third bound, a few in progress and failed), imported first as a dry run, then
+ * for real: the sync that follows creates, deletes or renames no live object, the hand-over
+ * leaves no owner reference to Service Fabrik, and every imported instance is served by the broker.
+ */
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { PassThrough } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { loadCatalog } from "../../src/catalog/index.js";
+import { runImportCommand } from "../../src/cli/import.js";
+import { startHarness, type Harness } from "../support/broker-harness.js";
+import { tempDirTree } from "../support/dir-tree.js";
+import { remoteHead } from "../support/git-fixtures.js";
+import { startKubeApiServer, type KubeApiServer } from "../support/kube-api-server.js";
+import { trackedTempDir } from "../support/processes.js";
+import { registerServiceFabrik, seedLandscape, type SfInstanceSpec } from "../support/service-fabrik-landscape.js";
+import { startSisterCluster, type SisterCluster } from "../support/sister-cluster.js";
+import { createSyncAgent } from "../support/sync-agent.js";
+
+const SF = new URL("../../src/catalog/testdata/service-fabrik/", import.meta.url);
+const SERVICE_ID = "24731fb8-7b84-5f57-914f-c3d55d793dd4";
+const PLAN_ID = "39d7d4c8-6fe2-4c2a-a5ca-b826937d5a88";
+const COUNT = 1000;
+
+const id = (i: number) => `sf-${String(i).padStart(4, "0")}`;
+const LANDSCAPE: SfInstanceSpec[] = Array.from({ length: COUNT }, (_, i) => ({
+  id: id(i),
+  clusterId: i % 2 === 0 ? "east" : "west",
+  ...(i % 3 === 0 ? { bindings: [{ id: `${id(i)}-b` }] } : {}),
+  ...(i % 200 === 1 ? { state: "in progress" } : i % 200 === 2 ? { state: "failed" } : {}),
+}));
+const IMPORTED = LANDSCAPE.filter((s) => s.state === undefined).map((s) => s.id);
+
+let root: string;
+let master: KubeApiServer;
+let east: SisterCluster;
+let west: SisterCluster;
+let h: Harness;
+let args: string[];
+
+async function importCli(...extra: string[]): Promise<{ code: number; out: string }> {
+  const out = new PassThrough();
+  const chunks: Buffer[] = [];
+  out.on("data", (c: Buffer) => chunks.push(c));
+  const code = await runImportCommand(["service-fabrik", ...args, "--differences", "summary", ...extra], { stdout: out, stderr: out });
+  return { code, out: Buffer.concat(chunks).toString("utf8") };
+}
+
+beforeAll(async () => {
+  root = await trackedTempDir("sf-import-scale-");
+  await mkdir(path.join(root, "remotes"), { recursive: true });
+  master = await startKubeApiServer();
+  registerServiceFabrik(master);
+  east = await startSisterCluster({ id: "east", sync: "argocd", remoteDir: path.join(root, "unused.git"), dir: root });
+  west = await startSisterCluster({ id: "west", sync: "argocd", remoteDir: path.join(root, "unused.git"), dir: root });
+  registerServiceFabrik(east.server);
+  registerServiceFabrik(west.server);
+  const files = {
+    "catalog/sfservice-postgresql.yaml": await readFile(new URL("sfservice-postgresql.yaml", SF), "utf8"),
+    "catalog/sfplan-postgresql-v9.6-xxsmall.yaml": await readFile(new URL("sfplan-postgresql-v9.6-xxsmall.yaml", SF), "utf8"),
+  };
+  const tree = await tempDirTree();
+  await tree.write(files);
+  const service = (await loadCatalog(tree.tree)).catalog.serviceById(SERVICE_ID)!;
+  await tree.remove();
+  await seedLandscape({ master, sisters: { east: east.server, west: west.server }, service, plan: service.plans.find((p) => p.id === PLAN_ID)!, instances: LANDSCAPE, renderOnce: true });
+  h = await startHarness({ files: { ...files, "registry/clusters/east.yaml": east.registryEntry({ mode: "commit" }), "registry/clusters/west.yaml": west.registryEntry({ mode: "commit" }) } });
+  const masterKubeconfig = path.join(root, "master.kubeconfig");
+  await writeFile(masterKubeconfig, master.kubeconfig(), { mode: 0o600 });
+  const configFile = path.join(root, "cli.yaml");
+  await writeFile(configFile, stringify({ dataDir: path.join(root, "cli-data"), git: { remote: h.remoteUrl } }));
+  args = ["--config", configFile, "--master-kubeconfig", masterKubeconfig];
+}, 300_000);
+afterAll(async () => {
+  await h?.close();
+  await east?.close();
+  await west?.close();
+  await master?.close();
+});
+
+describe("importing 1,000 Service Fabrik instances", () => {
+  it("dry run, then for real; the sync creates and deletes nothing; the hand-over leaves no owner; every instance is served", async () => {
+    const start = await remoteHead(h.remoteDir);
+    const dry = await importCli();
+    expect(dry.code).toBe(0);
+    expect(dry.out).toContain(`to import: ${IMPORTED.length} instance(s) with ${LANDSCAPE.filter((s) => s.bindings && !s.state).length} binding(s)`);
+    expect(dry.out).toContain("skipped: 10 instance(s)");
+    expect(await remoteHead(h.remoteDir)).toBe(start);
+
+    const real = await importCli("--yes", "--hand-over");
+    expect(real.code).toBe(0);
+    expect(real.out).toContain(`imported ${IMPORTED.length} instance(s) in 2 commit(s)`);
+    expect(real.out).toContain("no imported object is owned by a Service Fabrik resource");
+    for (const cluster of [east, west]) {
+      const owned = cluster.server.store.list("acid.zalan.do/v1", "postgresql").filter((o) => IMPORTED.includes(o.metadata.name!.replace(/^sapcp-/, "")) && o.metadata.ownerReferences !== undefined);
+      expect(owned).toEqual([]);
+      const before = cluster.server.store.list("acid.zalan.do/v1", "postgresql").map((o) => `${o.metadata.namespace}/${o.metadata.name}`);
+      const agent = createSyncAgent({ kind: "argocd", name: `${cluster.id}-import`, namespace: "argocd", clusterId: cluster.id, remoteDir: h.remoteDir, server: cluster.server });
+      await agent.sync();
+      await agent.stop();
+      const app = cluster.server.store.get({ apiVersion: "argoproj.io/v1alpha1", kind: "Application", namespace: "argocd", name: `${cluster.id}-import` });
+      const state = (app?.status as { operationState: { phase: string; syncResult: { resources: { status: string; message: string }[] } } }).operationState;
+      expect(state.phase).toBe("Succeeded");
+      expect(state.syncResult.resources).toHaveLength(IMPORTED.length / 2);
+      expect(state.syncResult.resources.filter((r) => r.status !== "Synced" || !r.message.endsWith(" configured"))).toEqual([]);
+      expect(cluster.server.store.list("acid.zalan.do/v1", "postgresql").map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual(before);
+    }
+
+    // After the hand-over the master holds only what was not imported: a second run commits nothing.
+    const head = await remoteHead(h.remoteDir);
+    const again = await importCli("--yes");
+    expect(again.out).toContain("to import: 0 instance(s)");
+    expect(again.out).toContain("skipped: 10 instance(s)");
+    expect(again.out).toContain("imported 0 instance(s) in 0 commit(s)");
+
+    const states: string[] = [];
+    for (let i = 0; i < IMPORTED.length; i += 16) {
+      await Promise.all(
+        IMPORTED.slice(i, i + 16).map(async (instanceId) => {
+          const last = await h.osb.lastOperation(instanceId);
+          const got = await h.osb.getInstance(instanceId);
+          states.push(`${last.status} ${String(last.body.state)} ${got.status} ${String(got.body.plan_id)}`);
+        }),
+      );
+    }
+    expect(new Set(states)).toEqual(new Set([`200 succeeded 200 ${PLAN_ID}`]));
+    expect(states).toHaveLength(IMPORTED.length);
+    expect(await remoteHead(h.remoteDir)).toBe(head);
+  }, 600_000);
+});
