@@ -97,6 +97,8 @@ export interface ImportPlan {
   present: string[];
   /** Instances imported now or before, with their SF resources. */
   handOver: HandOverSubject[];
+  /** Where the planning's time went: rendering (records, templates, bindings' patches) and comparing with the live objects. */
+  timings: { renderMs: number; diffMs: number };
 }
 
 export interface PlanImportInputs {
@@ -126,7 +128,7 @@ const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export async function planImport(inputs: PlanImportInputs): Promise<ImportPlan> {
   const { landscape } = inputs;
-  const plan: ImportPlan = { source: landscape.master, imported: [], refused: [], skipped: [], skippedBindings: [], present: [], handOver: [] };
+  const plan: ImportPlan = { source: landscape.master, imported: [], refused: [], skipped: [], skippedBindings: [], present: [], handOver: [], timings: { renderMs: 0, diffMs: 0 } };
   const bindingsOf = new Map<string, KubeObject[]>();
   for (const b of landscape.bindings) {
     const id = bindingInstanceOf(b);
@@ -181,7 +183,7 @@ async function planOne(inputs: PlanImportInputs, out: ImportPlan, sf: KubeObject
     return void out.refused.push(not(`${errorText(e)} (the catalog must hold the SFService and SFPlan it was provisioned with)`));
   }
   try {
-    const planned = await renderOne(inputs, { sf, bindings, instanceId, sfClusterId, cluster, ...found });
+    const planned = await renderOne(inputs, { sf, bindings, instanceId, sfClusterId, cluster, ...found }, out.timings);
     out.imported.push(planned);
     out.handOver.push({ instanceId, sfClusterId, instance: sf, bindings });
   } catch (e) {
@@ -287,7 +289,8 @@ function recording(draft: Draft): { draft: Draft; edits: Edit[] } {
   return { draft: wrapped, edits };
 }
 
-async function renderOne(inputs: PlanImportInputs, s: Subject): Promise<PlannedInstance> {
+async function renderOne(inputs: PlanImportInputs, s: Subject, timings: ImportPlan["timings"]): Promise<PlannedInstance> {
+  const started = performance.now();
   const at = inputs.now().toISOString();
   const op = (): OperationEntry<"import"> => ({ id: inputs.newId(), action: "import", at, planId: s.plan.id });
   const record = instanceRecordOf(s.sf, s.cluster.id, s.cluster.namespace, s.plan, op());
@@ -316,6 +319,22 @@ async function renderOne(inputs: PlanImportInputs, s: Subject): Promise<PlannedI
     ...(await objectsIn(draft, instanceManifestDir(s.cluster.id, s.instanceId))),
     ...(await Promise.all(written.map((b) => objectsIn(draft, bindingManifestDir(s.cluster.id, s.instanceId, b.spec.bindingId))))).flat(),
   ].map((o) => ({ identity: { apiVersion: o.apiVersion, kind: o.kind, name: o.name, ...(o.namespace ? { namespace: o.namespace } : {}) }, object: o.object }));
+  const rendering = performance.now();
+  timings.renderMs += rendering - started;
+  try {
+    return compare(inputs, s, { record, written, edits, rendered });
+  } finally {
+    timings.diffMs += performance.now() - rendering;
+  }
+}
+
+/** Refuses an instance whose rendering names other objects than Service Fabrik applied, or objects not live; else its differences. */
+function compare(
+  inputs: PlanImportInputs,
+  s: Subject,
+  r: { record: InstanceRecord; written: BindingRecord[]; edits: Edit[]; rendered: { identity: ObjectIdentity; object: Record<string, unknown> }[] },
+): PlannedInstance {
+  const { record, written, edits, rendered } = r;
   const applied = new Map<string, ObjectIdentity>();
   for (const ref of [...appliedResources(s.sf), ...s.bindings.flatMap(appliedResources)]) applied.set(identityKey(ref), ref);
   const renderedKeys = new Set(rendered.map((r) => identityKey(r.identity)));
