@@ -2,6 +2,7 @@ import { performance } from "node:perf_hooks";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { BaseError, GitRemoteError, GitWriterClosedError } from "../errors/index.js";
 import type { GitWriterInstruments } from "../metrics/index.js";
+import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
 import { formatCommitMessage } from "./commit-message.js";
 import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
 import type { Remote } from "./remote.js";
@@ -37,24 +38,13 @@ export interface WriterDeps {
   confirmRejection?: (error: unknown) => boolean;
 }
 
-interface Backoff {
-  baseMs: number;
-  capMs: number;
-}
-
 /** A fetch bringing this many objects (a clone, mostly) is repacked for reading (see capDeltaChains). */
 const CAP_DELTAS_AFTER_FETCHING = 20_000;
 
 /** After a rejected push: someone else just pushed, so retry soon. */
-const REJECTED_BACKOFF: Backoff = { baseMs: 25, capMs: 1_000 };
+const REJECTED_BACKOFF: BackoffPolicy = { baseMs: 25, capMs: 1_000 };
 /** While the remote is unreachable. */
-const UNREACHABLE_BACKOFF: Backoff = { baseMs: 250, capMs: 5_000 };
-
-/** Exponential backoff with "equal jitter": between half and all of the exponential step. */
-function backoffMs(attempt: number, { baseMs, capMs }: Backoff): number {
-  const step = Math.min(capMs, baseMs * 2 ** (attempt - 1));
-  return Math.round(step / 2 + (Math.random() * step) / 2);
-}
+const UNREACHABLE_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 5_000 };
 
 interface Entry {
   readonly op: Operation<unknown>;
@@ -466,7 +456,7 @@ export class Writer implements GitWriter {
           { attempt: this.rejections, reason: error.remoteMessage },
           "push rejected, retrying on the new remote tip",
         );
-        await delay(backoffMs(this.rejections, REJECTED_BACKOFF));
+        await delay(backoffDelayMs(this.rejections, REJECTED_BACKOFF));
         try {
           await this.adopt(await this.fetchTip());
         } catch (fetchError) {
@@ -496,7 +486,7 @@ export class Writer implements GitWriter {
     if (this.entries.length === 0) return;
     logger.warn({ remoteMessage: error.remoteMessage, attempt: this.outages }, "git remote unreachable, retrying");
     const nextDeadline = Math.min(...this.entries.map((e) => e.queuedAt + remoteTimeoutMs));
-    await delay(Math.max(0, Math.min(backoffMs(this.outages, UNREACHABLE_BACKOFF), nextDeadline - now)));
+    await delay(Math.max(0, Math.min(backoffDelayMs(this.outages, UNREACHABLE_BACKOFF), nextDeadline - now)));
   }
 
   /** Whether `entry`'s rejection must be confirmed on a fresh view before it is given. */

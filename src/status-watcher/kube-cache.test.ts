@@ -5,6 +5,7 @@ import { startKubeApiServer, type KubeApiServer, type KubeObject } from "../../t
 import { createLogger } from "../log/index.js";
 import { KubeApiError } from "../errors/index.js";
 import { createWatchCache, type WatchCache, type WatchCacheEvent, type WatchCacheOptions } from "./kube-cache.js";
+import type { ListWatchTransport } from "./list-watch.js";
 import { EVENT_CEILING_MS } from "../../test/support/processes.js";
 
 const POSTGRESQLS = "/apis/acid.zalan.do/v1/postgresqls";
@@ -352,5 +353,82 @@ describe("createWatchCache", () => {
     const logger = captureLogs().logger;
     expect(() => createWatchCache({ kubeConfig: kc, path: "apis/x", logger })).toThrow(TypeError);
     expect(() => createWatchCache({ kubeConfig: kc, path: "/api/v1/secrets?watch=1", logger })).toThrow(TypeError);
+  });
+});
+
+describe("createWatchCache with an injected transport (no API server)", () => {
+  /** A transport the test scripts: each list answers the next entry; each watch is held open until the test ends it. */
+  function scriptedTransport(listAnswers: Array<{ items: KubernetesObject[]; resourceVersion: string } | KubeApiError>) {
+    const watches: Array<{ from: string; send: (type: string, object: Record<string, unknown>) => void; end: (error?: unknown) => void }> = [];
+    const listCalls: number[] = [];
+    const transport: ListWatchTransport = {
+      list: () => {
+        listCalls.push(listCalls.length + 1);
+        const answer = listAnswers.shift();
+        if (answer === undefined) return new Promise(() => {});
+        return answer instanceof KubeApiError ? Promise.reject(answer) : Promise.resolve(answer);
+      },
+      watch: (from, onEvent, onDone) => {
+        let done = false;
+        const end = (error?: unknown) => {
+          if (done) return;
+          done = true;
+          onDone(error);
+        };
+        watches.push({ from, send: (type, object) => onEvent(type, object), end });
+        return Promise.resolve({ abort: () => end(new Error("aborted")) });
+      },
+    };
+    return { transport, watches, listCalls };
+  }
+  const item = (name: string, resourceVersion: string) => ({ apiVersion: "acid.zalan.do/v1", kind: "postgresql", metadata: { namespace: "ns", name, resourceVersion } });
+
+  it("lists, watches from the list's resourceVersion, resumes from the last one seen, and re-lists after 410 with DELETED for what vanished", async () => {
+    const script = scriptedTransport([
+      { items: [item("a", "3"), item("b", "4")], resourceVersion: "5" },
+      { items: [item("a", "3")], resourceVersion: "20" },
+    ]);
+    const held = heldDelay();
+    const { cache, events } = makeCache({ kubeConfig: undefined, transport: script.transport, delay: held.delay });
+    await cache.start();
+    expect(events).toEqual([["ADDED", "ns/a"], ["ADDED", "ns/b"]]);
+    await eventually(() => expect(script.watches.map((w) => w.from)).toEqual(["5"]));
+
+    script.watches[0]!.send("MODIFIED", item("a", "7"));
+    script.watches[0]!.send("BOOKMARK", { metadata: { resourceVersion: "9" } });
+    script.watches[0]!.end(); // the server's timeout: resumed, not re-listed
+    await eventually(() => expect(script.watches.map((w) => w.from)).toEqual(["5", "9"]));
+    expect(script.listCalls).toEqual([1]);
+
+    script.watches[1]!.send("ERROR", { kind: "Status", code: 410, reason: "Expired", message: "too old resource version" });
+    script.watches[1]!.end();
+    await eventually(() => expect(script.watches.map((w) => w.from)).toEqual(["5", "9", "20"]));
+    expect(script.listCalls).toEqual([1, 2]);
+    expect(events.slice(2)).toEqual([["MODIFIED", "ns/a"], ["DELETED", "ns/b"], ["MODIFIED", "ns/a"]]);
+    expect(cache.state()).toMatchObject({ synced: true, relists: 1, watchRestarts: 2, resourceVersion: "20" });
+    expect(held.calls).toEqual([]);
+  });
+
+  it("waits the Retry-After of a failed list, else the backoff, and clears the failure once a list succeeds", async () => {
+    const script = scriptedTransport([
+      new KubeApiError("list /p: HTTP 429", { status: 429, retryAfterMs: 3_000 }),
+      new KubeApiError("list /p: HTTP 503", { status: 503 }),
+      { items: [], resourceVersion: "1" },
+    ]);
+    const held = heldDelay();
+    const { cache } = makeCache({ kubeConfig: undefined, transport: script.transport, delay: held.delay, random: () => 0 });
+    const started = cache.start();
+    await eventually(() => expect(held.calls).toEqual([3_000]));
+    expect(cache.state().lastError).toBe("list /p: HTTP 429");
+    held.release();
+    // The second failure in a row: the policy's second step (2 s doubled), half of it with random 0.
+    await eventually(() => expect(held.calls).toEqual([3_000, 2_000]));
+    held.release();
+    await started;
+    expect(cache.state().lastError).toBeUndefined();
+  });
+
+  it("needs a kubeConfig or a transport", () => {
+    expect(() => createWatchCache({ path: POSTGRESQLS, logger: captureLogs().logger })).toThrow(/needs a kubeConfig or a transport/);
   });
 });

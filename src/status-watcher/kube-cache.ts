@@ -1,9 +1,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { IsomorphicFetchHttpLibrary, KubeConfig, KubernetesObject, ResponseContext, Watch } from "@kubernetes/client-node";
+import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import { KubeApiError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
 import type { Counter, Labels } from "../metrics/index.js";
-import { loadClientNode, type ClientNode } from "./client-node.js";
+import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
+import { clientNodeListWatch, type KubeStatus, type ListWatchTransport } from "./list-watch.js";
+import { applyWatchEvent, keyOf, replaceObjects, watchEnd, type WatchCacheEvent, type WatchEnd } from "./watch-state.js";
+
+export type { WatchCacheEvent, WatchCacheEventType } from "./watch-state.js";
 
 /**
  * A list+watch cache of one Kubernetes collection (`/api/v1/secrets`,
@@ -17,14 +21,11 @@ import { loadClientNode, type ClientNode } from "./client-node.js";
  * backoff (1s..30s, equal jitter; Retry-After on a 429 list) instead of stopping the cache; and it
  * re-lists every `relistIntervalMs`, which also bounds how long a silently dead watch connection
  * can go unnoticed.
+ *
+ * Composed of: the transport (list-watch.ts, the I/O, a parameter), the bookkeeping of objects,
+ * resourceVersions and watch ends (watch-state.ts, pure), the retry policy (../retry), and here
+ * the loop, the timers and the listeners.
  */
-
-export type WatchCacheEventType = "ADDED" | "MODIFIED" | "DELETED";
-
-export interface WatchCacheEvent<T extends KubernetesObject = KubernetesObject> {
-  type: WatchCacheEventType;
-  object: T;
-}
 
 export interface WatchCacheState {
   /** The first list succeeded: the cache holds the collection (possibly stale while `lastError` is set). */
@@ -41,8 +42,11 @@ export interface WatchCacheState {
   watchRestarts: number;
 }
 
-export interface WatchCacheOptions {
-  kubeConfig: KubeConfig;
+export interface WatchCacheOptions<T extends KubernetesObject = KubernetesObject> {
+  /** Lists and watches through client-node with this configuration, unless `transport` is given. */
+  kubeConfig?: KubeConfig;
+  /** The list and watch I/O (default: `clientNodeListWatch` of `kubeConfig`, `path`, `labelSelector`). */
+  transport?: ListWatchTransport<T>;
   /** Collection path, e.g. `/apis/acid.zalan.do/v1/postgresqls` or `/api/v1/namespaces/ns/secrets`. */
   path: string;
   labelSelector?: string;
@@ -77,42 +81,23 @@ export interface WatchCache<T extends KubernetesObject = KubernetesObject> {
   stop(): Promise<void>;
 }
 
-/** A Kubernetes API request of the cache failed (HTTP status, Status ERROR event or network). */
-const BACKOFF_MIN_MS = 1_000;
-const BACKOFF_MAX_MS = 30_000;
+/** After a failed list or watch: 1 s..2 s, doubling up to 15 s..30 s. */
+const BACKOFF: BackoffPolicy = { baseMs: 2_000, capMs: 30_000 };
 
-/** Equal jitter: half of min(30s, 2s * 2^attempt) fixed, half random, so 1s..30s and never 0. */
-function backoffMs(attempt: number, random: () => number): number {
-  const ceiling = Math.min(BACKOFF_MAX_MS, 2 * BACKOFF_MIN_MS * 2 ** attempt);
-  return Math.round(ceiling / 2 + random() * (ceiling / 2));
-}
-
-interface StatusLike {
-  code?: number;
-  reason?: string;
-  message?: string;
-}
-
-function keyOf(object: KubernetesObject): string {
-  return `${object.metadata?.namespace ?? ""}/${object.metadata?.name ?? ""}`;
-}
-
-/** How one watch connection ended (failures reject instead). */
-type WatchEnd = "ended" | "expired" | "interrupted";
-
-export function createWatchCache<T extends KubernetesObject = KubernetesObject>(options: WatchCacheOptions): WatchCache<T> {
-  const { kubeConfig, path, labelSelector } = options;
+export function createWatchCache<T extends KubernetesObject = KubernetesObject>(options: WatchCacheOptions<T>): WatchCache<T> {
+  const { path, labelSelector } = options;
   if (!path.startsWith("/") || path.includes("?")) throw new TypeError(`watch cache path must be an absolute path without query: ${path}`);
-  const server = kubeConfig.getCurrentCluster()?.server;
-  if (server === undefined) throw new TypeError("watch cache kubeConfig has no current cluster");
+  const transport =
+    options.transport ??
+    (options.kubeConfig === undefined
+      ? undefined
+      : clientNodeListWatch<T>({ kubeConfig: options.kubeConfig, path, ...(labelSelector === undefined ? {} : { labelSelector }), ...(options.watchTimeoutSeconds === undefined ? {} : { watchTimeoutSeconds: options.watchTimeoutSeconds }) }));
+  if (transport === undefined) throw new TypeError("watch cache needs a kubeConfig or a transport");
   const relistIntervalMs = options.relistIntervalMs ?? 5 * 60_000;
   if (!(relistIntervalMs > 0)) throw new TypeError(`relistIntervalMs must be positive: ${relistIntervalMs}`);
-  const watchTimeoutSeconds = options.watchTimeoutSeconds ?? 240;
   const random = options.random ?? Math.random;
   const now = options.now ?? (() => new Date());
   const log = options.logger.child({ path, ...(labelSelector === undefined ? {} : { labelSelector }) });
-  /** Made by the first list (which always precedes the first watch): loading client-node is async. */
-  let client: { k8s: ClientNode; http: IsomorphicFetchHttpLibrary; watcher: Watch } | undefined;
 
   const objects = new Map<string, T>();
   const listeners = new Set<(event: WatchCacheEvent<T>) => void>();
@@ -138,7 +123,8 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
 
   const delay = options.delay ?? ((ms: number) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => {}));
 
-  function emit(event: WatchCacheEvent<T>): void {
+  function emit(event: WatchCacheEvent<T> | undefined): void {
+    if (event === undefined) return;
     for (const listener of listeners) {
       try {
         listener(event);
@@ -146,20 +132,6 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
         log.error({ err: error, type: event.type, key: keyOf(event.object) }, "watch cache listener failed");
       }
     }
-  }
-
-  /** Stores an object from a watch event or a list; emits ADDED/MODIFIED unless unchanged. */
-  function put(object: T): void {
-    const key = keyOf(object);
-    const previous = objects.get(key);
-    if (previous?.metadata?.resourceVersion !== undefined && previous.metadata.resourceVersion === object.metadata?.resourceVersion) return;
-    objects.set(key, object);
-    emit({ type: previous === undefined ? "ADDED" : "MODIFIED", object });
-  }
-
-  function remove(object: T): void {
-    const key = keyOf(object);
-    if (objects.delete(key)) emit({ type: "DELETED", object });
   }
 
   function succeeded(): void {
@@ -172,36 +144,9 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
     const abort = new AbortController();
     listAbort = abort;
     try {
-      if (client === undefined) {
-        const k8s = await loadClientNode();
-        client ??= { k8s, http: new k8s.IsomorphicFetchHttpLibrary(), watcher: new k8s.Watch(kubeConfig) };
-      }
-      const { k8s, http } = client;
-      const request = new k8s.RequestContext(`${server}${path}`, k8s.HttpMethod.GET);
-      request.setHeaderParam("Accept", "application/json");
-      if (labelSelector !== undefined) request.setQueryParam("labelSelector", labelSelector);
-      request.setSignal(abort.signal);
-      await kubeConfig.applySecurityAuthentication(request);
-      let response: ResponseContext;
-      let text: string;
-      try {
-        response = await http.send(request).toPromise();
-        text = await response.body.text();
-      } catch (error) {
-        throw new KubeApiError(`list ${path} failed`, {}, { cause: error });
-      }
-      if (response.httpStatusCode !== 200) throw listError(response.httpStatusCode, text, response.headers["retry-after"]);
-      let list: { kind?: string; apiVersion?: string; metadata?: { resourceVersion?: string }; items?: T[] };
-      try {
-        list = JSON.parse(text) as typeof list;
-      } catch (error) {
-        throw new KubeApiError(`list ${path}: the response is not JSON`, { status: 200 }, { cause: error });
-      }
-      // kube-apiserver leaves apiVersion/kind out of the items of built-in lists; put them back.
-      const kind = list.kind?.replace(/List$/, "");
-      const items = (list.items ?? []).map((item) => ({ apiVersion: list.apiVersion, kind, ...item }));
-      reconcile(items);
-      resourceVersion = list.metadata?.resourceVersion ?? "";
+      const list = await transport!.list(abort.signal);
+      for (const event of replaceObjects(objects, list.items)) emit(event);
+      resourceVersion = list.resourceVersion;
     } finally {
       listAbort = undefined;
     }
@@ -219,33 +164,6 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
     resolveStarted();
   }
 
-  function listError(code: number, body: string, retryAfter: string | undefined): KubeApiError {
-    let parsed: StatusLike = {};
-    try {
-      parsed = JSON.parse(body) as StatusLike;
-    } catch {
-      // Not a Status (e.g. a proxy's HTML page): the HTTP status says enough.
-    }
-    const seconds = retryAfter === undefined ? Number.NaN : Number(retryAfter);
-    return new KubeApiError(`list ${path}: HTTP ${code}${parsed.message ? `: ${parsed.message}` : ""}`, {
-      status: code,
-      ...(parsed.reason === undefined ? {} : { reason: parsed.reason }),
-      ...(Number.isFinite(seconds) && seconds >= 0 ? { retryAfterMs: seconds * 1000 } : {}),
-    });
-  }
-
-  /** Replaces the contents with a fresh list: DELETED for what vanished, ADDED/MODIFIED for changes. */
-  function reconcile(items: T[]): void {
-    const fresh = new Set(items.map(keyOf));
-    for (const [key, object] of objects) {
-      if (!fresh.has(key)) {
-        objects.delete(key);
-        emit({ type: "DELETED", object });
-      }
-    }
-    for (const item of items) put(item);
-  }
-
   function armRelistTimer(): void {
     clearTimeout(relistTimer);
     relistTimer = setTimeout(() => {
@@ -258,61 +176,40 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
   function watchOnce(): Promise<WatchEnd> {
     if (watches++ > 0) status.watchRestarts++;
     return new Promise<WatchEnd>((resolve, reject) => {
-      let interrupted = false;
-      let expired = false;
-      let failure: KubeApiError | undefined;
-      let controller: AbortController | undefined;
-      interruptWatch = () => {
-        interrupted = true;
-        controller?.abort();
-      };
+      const seen: { interrupted: boolean; expired: boolean; failure?: KubeApiError } = { interrupted: false, expired: false };
+      let handle: { abort(): void } | undefined;
       let finished = false;
-      const onEvent = (type: string, object: T & StatusLike): void => {
-        if (type === "ERROR") {
-          if (object.code === 410) expired = true;
-          else failure = new KubeApiError(`watch ${path}: ${object.message ?? "ERROR event"}`, { status: object.code, reason: object.reason });
-          return;
-        }
-        const rv = object.metadata?.resourceVersion;
-        if (type === "ADDED" || type === "MODIFIED") put(object);
-        else if (type === "DELETED") remove(object);
-        if (rv !== undefined) resourceVersion = rv;
+      interruptWatch = () => {
+        seen.interrupted = true;
+        handle?.abort();
       };
-      const onDone = (err: unknown): void => {
+      const onEvent = (type: string, object: T & KubeStatus): void => {
+        // The transport's stream swallows what its callback throws: catch here so nothing is lost silently.
+        try {
+          const step = applyWatchEvent(objects, type, object, path);
+          if (step.kind === "expired") seen.expired = true;
+          else if (step.kind === "failed") seen.failure = step.error;
+          else {
+            emit(step.change);
+            if (step.resourceVersion !== undefined) resourceVersion = step.resourceVersion;
+          }
+        } catch (error) {
+          log.error({ err: error, type }, "watch cache failed to apply an event");
+        }
+      };
+      const onDone = (error: unknown): void => {
         finished = true;
         interruptWatch = undefined;
-        const statusCode = (err as { statusCode?: unknown } | null)?.statusCode;
-        if (interrupted) resolve("interrupted");
-        else if (expired || statusCode === 410) resolve("expired");
-        else if (err) {
-          // eslint-disable-next-line @typescript-eslint/no-base-to-string -- whatever the client passed, as it prints
-          const message = err instanceof Error ? err.message : String(err);
-          reject(new KubeApiError(`watch ${path} failed: ${message}`, typeof statusCode === "number" ? { status: statusCode } : {}, { cause: err }));
-        } else if (failure) reject(failure);
-        else resolve("ended");
+        const end = watchEnd(seen, error, path);
+        if (end instanceof KubeApiError) reject(end);
+        else resolve(end);
       };
-      const query = { resourceVersion, allowWatchBookmarks: true, timeoutSeconds: watchTimeoutSeconds, labelSelector };
-      if (client === undefined) throw new Error("watch cache: a watch before the first list"); // run() lists first
-      client.watcher
-        .watch(
-          path,
-          query,
-          (type, object: T & StatusLike) => {
-            // Watch swallows what its callback throws: catch here so nothing is lost silently.
-            try {
-              onEvent(type, object);
-            } catch (error) {
-              log.error({ err: error, type }, "watch cache failed to apply an event");
-            }
-          },
-          onDone,
-        )
-        .then((c) => {
-          controller = c;
-          if (interrupted) c.abort();
-          // Watch resolves once the response head arrived: not finished yet means HTTP 200.
-          else if (!finished) succeeded();
-        }, reject);
+      transport!.watch(resourceVersion, onEvent, onDone).then((h) => {
+        handle = h;
+        if (seen.interrupted) h.abort();
+        // The watch resolves once the response head arrived: not finished yet means HTTP 200.
+        else if (!finished) succeeded();
+      }, reject);
     });
   }
 
@@ -329,8 +226,8 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
         if (stopped) break;
         const failure = error instanceof Error ? error : new KubeApiError("watch cache failed", {}, { cause: error });
         const retryAfterMs = failure instanceof KubeApiError ? failure.retryAfterMs : undefined;
-        const delayMs = retryAfterMs ?? backoffMs(failures, random);
         failures++;
+        const delayMs = retryAfterMs ?? backoffDelayMs(failures, BACKOFF, random);
         status.lastError = failure.message;
         lastFailure = failure;
         options.restarts?.counter.inc(options.restarts.labels);
