@@ -7,7 +7,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { parseAllDocuments, stringify } from "yaml";
+import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { BIN, spawnBroker, type BrokerProcess, type LogLine } from "../write-path/broker-process.js";
 import { provisionBody, readyz, samplePlans } from "../broker/helpers.js";
@@ -15,8 +15,7 @@ import { commitsIn, editedPlan, filesWith, provisionTemplate, SMALL } from "../b
 import { createBareRemote, createTempDir, pushExternalCommit } from "../support/git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
 import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS, runProcess } from "../support/processes.js";
-import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
-import { testTool } from "../support/test-tools.js";
+import { helmTemplateObjects, startRealKube, type RealKube } from "../support/real-kube.js";
 
 vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
 
@@ -38,22 +37,17 @@ let configPath: string;
 
 const eventually = <T>(assertion: () => Promise<T>): Promise<T> => vi.waitFor(assertion, { timeout: EVENT_CEILING_MS, interval: 100 });
 
-/** `helm template` of deploy/chart, the objects of these templates, in the release's namespace. */
-async function helmTemplate(templates: string[]): Promise<KubeObject[]> {
-  const args = ["template", RELEASE, CHART, "--namespace", HOME, "--set", "config.git.remote=https://git.example/gitops.git", ...templates.flatMap((t) => ["--show-only", t])];
-  const { code, stdout, stderr } = await runProcess(testTool("helm"), args, { ceilingMs: EVENT_CEILING_MS });
-  if (code !== 0) throw new Error(`helm ${args.join(" ")}: ${stderr}`);
-  return parseAllDocuments(stdout)
-    .map((d) => d.toJSON() as KubeObject | null)
-    .filter((o): o is KubeObject => o !== null)
-    .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: o.metadata.namespace ?? HOME } }));
-}
-
 beforeAll(async () => {
   root = await createTempDir("real-kube-leader-");
   kube = await startRealKube();
   for (const name of [HOME, "elsewhere"]) await kube.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
-  for (const object of await helmTemplate(["templates/serviceaccount.yaml", "templates/rbac.yaml"])) await kube.apply(object, "helm");
+  const identity = await helmTemplateObjects(CHART, {
+    release: RELEASE,
+    namespace: HOME,
+    templates: ["templates/serviceaccount.yaml", "templates/rbac.yaml"],
+    sets: ["config.git.remote=https://git.example/gitops.git"],
+  });
+  for (const object of identity) await kube.apply(object, "helm");
   token = await kube.tokenFor(HOME, SERVICE_ACCOUNT);
   kubeconfigPath = path.join(root, "broker.kubeconfig");
   await writeFile(kubeconfigPath, kube.kubeconfig({ token }), { mode: 0o600 });
@@ -177,16 +171,20 @@ describe("two replicas, one Lease", () => {
     const killedAt = performance.now();
     await b.waitForLog(acquired);
     const takeoverMs = performance.now() - killedAt;
-    expect(takeoverMs).toBeLessThan(6_000 + 2 * 1_000 + 5_000); // the lease, two retry periods, a loaded machine's slack
+    // The lease (6 s) and a retry period, plus a loaded machine's slack: a ceiling, not a budget.
+    expect(takeoverMs).toBeLessThan(30_000);
     expect(await holder()).toBe("replica-b");
     await eventually(async () => {
       const commits = await commitsIn(remoteDir, `${change}..main`);
       expect(commits.map((c) => c.trailers["Instance-Id"]).sort()).toEqual(INSTANCES);
     });
-    // Each instance once: what a did before it died, b left alone (its catch-up reads Git).
+    // Each instance once (above, from Git): what a did before it died, b left alone (its
+    // catch-up reads Git). A re-render a pushed in the instant before -9 may have no log line.
     const commits = await commitsIn(remoteDir, `${change}..main`);
     for (const c of commits) expect(c.trailers).toMatchObject({ Reason: "plan-changed", "Plan-Commit": change });
-    expect([...doneByA, ...rerendered(b)].sort()).toEqual(INSTANCES);
+    const doneByB = rerendered(b);
+    expect(doneByB.length).toBeGreaterThanOrEqual(1);
+    expect(doneByB.filter((id) => doneByA.includes(id))).toEqual([]);
     expect(await leaderLine(b)).toBe(`Lease ${HOME}/${LEASE} held by this replica`);
     expect(await leaderGauge(b)).toBe('gitops_broker_leader{identity="replica-b"} 1');
 

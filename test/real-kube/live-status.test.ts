@@ -11,7 +11,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { parseAllDocuments, stringify } from "yaml";
+import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
 import { createLogger } from "../../src/log/index.js";
@@ -22,9 +22,9 @@ import { createBareRemote, createTempDir, gitLog, pushExternalCommit } from "../
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
 import { allBlobs } from "../support/git-objects.js";
 import { osbClient, type OsbClient } from "../support/osb-client.js";
-import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS, runProcess } from "../support/processes.js";
+import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
 import { argoCdStandIn, credentialsSecretName, fluxStandIn, postgresOperatorStandIn, type AgentStandIn, type PostgresOperatorStandIn } from "../support/real-controllers.js";
-import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
+import { helmTemplateObjects, startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
 import { sampleCatalogFiles } from "../support/sister-cluster.js";
 import { testTool } from "../support/test-tools.js";
 
@@ -57,15 +57,7 @@ let eastOperation: string;
 const logLines: string[] = [];
 
 /** `helm template` of deploy/chart with these --set values, the objects of these templates only. */
-async function helmTemplate(templates: string[], sets: string[]): Promise<KubeObject[]> {
-  const args = ["template", RELEASE, CHART, "--namespace", HOME, ...sets.flatMap((s) => ["--set", s]), ...templates.flatMap((t) => ["--show-only", t])];
-  const { code, stdout, stderr } = await runProcess(testTool("helm"), args, { ceilingMs: EVENT_CEILING_MS });
-  if (code !== 0) throw new Error(`helm ${args.join(" ")}: ${stderr}`);
-  return parseAllDocuments(stdout)
-    .map((d) => d.toJSON() as KubeObject | null)
-    .filter((o): o is KubeObject => o !== null)
-    .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: o.metadata.namespace ?? HOME } }));
-}
+const helmTemplate = (templates: string[], sets: string[]): Promise<KubeObject[]> => helmTemplateObjects(CHART, { release: RELEASE, namespace: HOME, templates, sets });
 
 const CHART_SETS = ["config.git.remote=https://git.example/gitops.git", "rbac.sister.create=true"];
 

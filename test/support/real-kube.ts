@@ -358,3 +358,21 @@ export async function startRealKube(): Promise<RealKube> {
     },
   };
 }
+
+/**
+ * The objects `helm template RELEASE CHART --namespace NAMESPACE --set ... --show-only ...` renders
+ * (Helm itself, testTool("helm")), each with its namespace (NAMESPACE where the template sets none),
+ * ready for `apply`.
+ */
+export async function helmTemplateObjects(
+  chart: string,
+  { release, namespace, templates, sets }: { release: string; namespace: string; templates: readonly string[]; sets: readonly string[] },
+): Promise<KubeObject[]> {
+  const args = ["template", release, chart, "--namespace", namespace, ...sets.flatMap((s) => ["--set", s]), ...templates.flatMap((t) => ["--show-only", t])];
+  const { code, stdout, stderr } = await runProcess(testTool("helm"), args, { ceilingMs: EVENT_CEILING_MS });
+  if (code !== 0) throw new Error(`helm ${args.join(" ")}: ${stderr}`);
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJSON() as KubeObject | null)
+    .filter((o): o is KubeObject => o !== null)
+    .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: o.metadata.namespace ?? namespace } }));
+}
