@@ -324,6 +324,30 @@ describe("loadConfig errors", () => {
     ]);
   });
 
+  it("names a branch, a remote and an author the git writer would refuse, by the key that set them", async () => {
+    const fromEnv = await problemsOf(
+      loadConfig({
+        cwd: tmp,
+        env: { GITOPS_BROKER_GIT_BRANCH: "bad..branch", GITOPS_BROKER_GIT_REMOTE: "--upload-pack=touch /tmp/x", GITOPS_BROKER_GIT_AUTHOR_NAME: "Eve <eve@example.com>" },
+      }),
+    );
+    expect(fromEnv).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_GIT_BRANCH", message: '"bad..branch" is not a valid branch name (git check-ref-format --branch)' },
+      { file: "env", path: "GITOPS_BROKER_GIT_REMOTE", message: "must not start with '-' (git would read it as an option)" },
+      { file: "env", path: "GITOPS_BROKER_GIT_AUTHOR_NAME", message: "must not be blank nor hold '<', '>' or a line break (a commit's author line)" },
+    ]);
+    for (const branch of ["@", "main.lock", "a b", "refs/heads/", ".hidden", "x~1"]) {
+      const problems = await problemsOf(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_GIT_BRANCH: branch } }));
+      expect(problems.map((p) => p.path), branch).toEqual(["GITOPS_BROKER_GIT_BRANCH"]);
+    }
+    const file = await write("git.yaml", "git:\n  branch: release/v1..x\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, argv: ["--config", file] }))).toEqual<Problem[]>([
+      { file, path: "git.branch", message: '"release/v1..x" is not a valid branch name (git check-ref-format --branch)' },
+    ]);
+    // What git accepts passes.
+    await expect(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_GIT_BRANCH: "release/v1.2" } })).resolves.toMatchObject({ git: { branch: "release/v1.2" } });
+  });
+
   it("names an out-of-range port by the variable and a missing TLS file by its variable", async () => {
     await write("cert.pem", "CERT");
     const problems = await problemsOf(

@@ -2,6 +2,7 @@ import { readFile as fsReadFile } from "node:fs/promises";
 import path from "node:path";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { ConfigError, type Problem } from "../errors/index.js";
+import { isBranchName } from "../gitwriter/index.js";
 import { validators } from "./config-validator.generated.js";
 import { parseSubjectPattern } from "./subject-pattern.js";
 import { envSource, fileSource, flagsSource, isPlainObject, type Assignment, type Origin, type SourceResult } from "./sources.js";
@@ -77,7 +78,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
   if (!validate(merged)) {
     problems.push(...dedupe((validate.errors ?? []).map((e) => toProblem(e, origins))));
   } else {
-    problems.push(...exclusiveSecrets(merged, origins));
+    problems.push(...exclusiveSecrets(merged, origins), ...gitProblems(merged, origins));
   }
   const tls = merged.tls;
   if (isPlainObject(tls)) {
@@ -187,6 +188,24 @@ function exclusiveSecrets(config: Config, origins: Map<string, Origin>): Problem
   }
   if (config.webhook.secret !== null && config.webhook.secretFile !== null) {
     problems.push(locate(["webhook", "secretFile"], origins, "webhook.secret and webhook.secretFile exclude each other: set one"));
+  }
+  return problems;
+}
+
+/**
+ * What the git writer would refuse at start (its own check stays, for other callers): found here,
+ * with the key, so that it is a configuration problem (exit 2) and not a failure at start-up.
+ */
+function gitProblems(config: Config, origins: Map<string, Origin>): Problem[] {
+  const problems: Problem[] = [];
+  if (!isBranchName(config.git.branch)) {
+    problems.push(locate(["git", "branch"], origins, `${JSON.stringify(config.git.branch)} is not a valid branch name (git check-ref-format --branch)`));
+  }
+  if (config.git.remote?.startsWith("-")) problems.push(locate(["git", "remote"], origins, "must not start with '-' (git would read it as an option)"));
+  for (const field of ["name", "email"] as const) {
+    if (config.git.author[field].trim() === "" || /[<>\n]/.test(config.git.author[field])) {
+      problems.push(locate(["git", "author", field], origins, "must not be blank nor hold '<', '>' or a line break (a commit's author line)"));
+    }
   }
   return problems;
 }

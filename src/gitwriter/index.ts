@@ -149,8 +149,11 @@ function validate(options: GitWriterOptions): string[] {
   return problems;
 }
 
-/** The rules of `git check-ref-format --branch`, minus the rare ones no config should need. */
-function isBranchName(name: string): boolean {
+/**
+ * The rules of `git check-ref-format --branch`, minus the rare ones no config should need. The
+ * configuration loader asks it too, so that a bad `git.branch` is a configuration problem (exit 2).
+ */
+export function isBranchName(name: string): boolean {
   if (name === "" || name === "@" || name.startsWith("-") || name.endsWith("/") || name.endsWith(".")) return false;
   // eslint-disable-next-line no-control-regex -- control characters are what git forbids in a ref
   if (name.includes("..") || name.includes("@{") || /[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;

@@ -146,6 +146,14 @@ describe("start-up failures: one JSON log line, exit code 2, nothing left behind
     await (await lockDataDir(dataDir(), "serve")).release();
   }, CEILING_MS);
 
+  it("a branch git would refuse, with an external remote: exit 2 naming the variable, before anything starts", async () => {
+    // Found by the writer at start-up before (a TypeError, exit 1); now by the configuration loader.
+    const res = await runCli(["serve"], { ...serveEnv(dataDir(), remote.url), GITOPS_BROKER_GIT_BRANCH: "bad..branch" });
+    expect(res.code).toBe(2);
+    expect(res.stderr.trim().split("\n")).toEqual(["invalid configuration:", 'env: GITOPS_BROKER_GIT_BRANCH: "bad..branch" is not a valid branch name (git check-ref-format --branch)']);
+    expect(res.stdout).toBe("");
+  }, CEILING_MS);
+
   it("the port in use", async () => {
     const blocker = net.createServer();
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
