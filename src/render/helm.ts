@@ -1,5 +1,5 @@
 import { ChartError, helmCheck, helmRender, releaseName, type ModuleCall } from "../charts/index.js";
-import type { PlanTemplate } from "../catalog/types.js";
+import type { PlanTemplate } from "../catalog/index.js";
 import { TemplateFailure, type TemplateContext, type TemplateEngine } from "./engine.js";
 import { renderGoTemplateJson } from "./gotemplate.js";
 import { field, serviceFabrikName, serviceFabrikValues, str } from "./service-fabrik.js";

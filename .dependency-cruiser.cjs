@@ -1,0 +1,39 @@
+/**
+ * The shape of src/ (ADR 0010): no import cycle between files or between folders, and a folder is
+ * entered only through its index.ts. `npm run deps` (part of `npm test`) checks it.
+ * @type {import('dependency-cruiser').IConfiguration}
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-file-cycle",
+      severity: "error",
+      comment: "A cycle between files: the layout is the data flow, so nothing imports what imports it.",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
+      name: "no-folder-cycle",
+      severity: "error",
+      scope: "folder",
+      comment: "A cycle between component folders (src/<folder>/): one of them must not know the other.",
+      from: { path: "^src/[^/]+$" },
+      to: { circular: true },
+    },
+    {
+      name: "enter-a-folder-through-its-index",
+      severity: "error",
+      comment: "Another folder's files are reached only through its index.ts, its one import surface.",
+      from: { path: "^src/([^/]+)/" },
+      to: { path: "^src/([^/]+)/", pathNot: ["^src/$1/", "^src/[^/]+/index\\.ts$"] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    includeOnly: "^src/",
+    exclude: { path: "\\.test\\.ts$" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { extensions: [".ts", ".js"] },
+  },
+};
