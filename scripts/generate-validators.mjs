@@ -50,11 +50,12 @@ export const MODULES = [
     file: "src/repo/record-validators.generated.ts",
     options: { allErrors: true, verbose: true, strict: true, strictRequired: false },
     formats: true,
-    schemas: ["instance-record", "binding-record", "override"].map((name) => `repo-layout/schemas/${name}.schema.json`),
+    schemas: ["instance-record", "binding-record", "override", "quota"].map((name) => `repo-layout/schemas/${name}.schema.json`),
     exports: {
       instanceRecord: `${REPO_SCHEMAS}instance-record.schema.json`,
       bindingRecord: `${REPO_SCHEMAS}binding-record.schema.json`,
       override: `${REPO_SCHEMAS}override.schema.json`,
+      quota: `${REPO_SCHEMAS}quota.schema.json`,
     },
   },
 ];

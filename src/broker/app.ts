@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from "express";
 import { toOsbCatalog, type ReadinessCheck } from "../catalog/index.js";
-import { createInstanceSummaryCache } from "../repo/index.js";
+import { createInstanceSummaryCache, createQuotaReader } from "../repo/index.js";
 import { noopInstruments } from "../metrics/index.js";
 import {
   GitRemoteError,
@@ -102,6 +102,7 @@ export function createApp(deps: BrokerDeps): express.Express {
       ...deps,
     },
     summaries: deps.summaries ?? createInstanceSummaryCache(),
+    quotas: createQuotaReader(),
   };
   const log = deps.logger;
   const app = express();

@@ -1,11 +1,11 @@
 import type { Plan, ReadinessCheck, RepoView, Service } from "../catalog/index.js";
 import { formatProblem } from "../errors/index.js";
-import type { CommitSpec, Draft, GitWriter, Operation, OperationOutcome, SubmitResult } from "../gitwriter/index.js";
+import type { CommitSpec, Draft, GitWriter, Operation, OperationOutcome, SubmitResult, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { BrokerInstruments } from "../metrics/index.js";
 import type { Scheduler } from "../scheduler/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
-import { brokerTrailers, readBrokerTrailers, type InstanceSummaryCache, type OperationEntry } from "../repo/index.js";
+import { brokerTrailers, readBrokerTrailers, type InstanceSummaryCache, type OperationEntry, type QuotaSet } from "../repo/index.js";
 import type { ClientCertificateAuth } from "./auth.js";
 import type { OsbRequestInfo } from "./headers.js";
 import type { Rendered } from "../materialize/index.js";
@@ -57,6 +57,8 @@ export interface Ctx {
     Pick<BrokerDeps, "readiness" | "reconcile" | "clientCertificates">;
   /** Memo of per-subtree instance summaries (scheduling input), shared by all operations. */
   summaries: InstanceSummaryCache;
+  /** The quotas of a tree (`quota/`), read once per version. */
+  quotas: (tree: TreeReader) => Promise<QuotaSet>;
 }
 
 /** Plan-level value, else the service's (OSB inheritance rule for bindable / plan_updateable). */

@@ -31,6 +31,7 @@ import {
   latestOperation,
   readInstance,
   readLiveBindings,
+  summarizeInstances,
   writeBinding,
   writeInstance,
   type InstanceRecord,
@@ -42,6 +43,7 @@ import { appliedOverrides, commitSpec, operationEntry, planUpdateable, runOperat
 import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
+import { checkQuota, tenancyOf } from "./quota.js";
 import {
   dashboardUrl,
   keptRefs,
@@ -120,6 +122,11 @@ export async function provision(
     const existing = await readInstance(draft, instanceId);
     if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, plan, body) };
 
+    // Quotas count the instances of the tree this commit builds on, as placement does (ADR 0008).
+    const summary = await summarizeInstances(draft, ctx.summaries);
+    const tenancy = tenancyOf(body.organizationGuid, body.spaceGuid, body.context);
+    checkQuota({ quotas: (await ctx.quotas(draft)).quotas, summary, service, plan, tenancy });
+
     const op = operationEntry("provision", operationId, at, osb, { planId: plan.id });
 
     const record: InstanceRecord = {
@@ -150,6 +157,7 @@ export async function provision(
       service,
       plan,
       instance: record,
+      summary,
     });
     record.spec.clusterId = cluster.id;
     record.metadata.namespace = cluster.namespace;
@@ -279,6 +287,18 @@ export async function update(
     // Service Fabrik's manager.settings.update_predecessors, with its words (isUpdatePossible).
     if (!updatePossible(current.plan, target.plan)) throw new BadRequestError(`Update to plan '${target.plan.name}' is not possible`);
     if ((current.plan.async || target.plan.async) && !accepts) throw new AsyncRequiredError();
+    if (planChange) {
+      // Service Fabrik checked the quota at a plan change too (BaseQuotaManager.checkQuota on PATCH).
+      const context = body.context ?? record.spec.context;
+      checkQuota({
+        quotas: (await ctx.quotas(draft)).quotas,
+        summary: await summarizeInstances(draft, ctx.summaries),
+        service: target.service,
+        plan: target.plan,
+        tenancy: tenancyOf(record.spec.organizationGuid, record.spec.spaceGuid, context),
+        from: current.plan,
+      });
+    }
     checkMaintenanceInfo(target.plan, body.maintenanceInfo);
     if (body.parameters !== undefined) checkParameters(target.plan, "service_instance.update", body.parameters);
     const sensitive = sensitiveValues(ctx.deps.view.clusters(), target.plan, "service_instance.update", body.parameters, record.spec.clusterId);

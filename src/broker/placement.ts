@@ -69,9 +69,11 @@ export async function placeInstance(args: {
   plan: Plan;
   /** The record to be written, without a cluster yet (templates may use its parameters). */
   instance: InstanceRecord;
+  /** The summary of `tree`, when the caller has it already. */
+  summary?: InstanceSummary;
 }): Promise<ClusterEntry> {
   const { tree, cache, scheduler, catalog, clusters, service, plan, instance } = args;
-  const summary = await summarizeInstances(tree, cache);
+  const summary = args.summary ?? (await summarizeInstances(tree, cache));
   const selector = await clusterSelector(service, plan, instance);
   const requests = planRequests(plan);
   const needsUsage = clusters.some((c) => c.capacity?.resources !== undefined);

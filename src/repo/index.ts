@@ -4,6 +4,7 @@ export {
   CLUSTERS_DIR,
   INSTANCES_DIR,
   OVERRIDES_DIR,
+  QUOTA_DIR,
   SENSITIVE_DIR,
   bindingManifestDir,
   bindingRecordPath,
@@ -48,14 +49,18 @@ export {
   createInstanceSummaryCache,
   instanceCounts,
   liveOfPlan,
+  liveInScope,
   liveOnCluster,
+  scopeKey,
   summarizeInstances,
 } from "./instance-summary.js";
 export { createBindingSummaryCache, summarizeBindings } from "./binding-summary.js";
 export type { BindingCounts, BindingSummaryCache } from "./binding-summary.js";
 export { createFoldCache, foldInstances } from "./instance-fold.js";
 export type { DirFold, FoldCache, FoldProgress, FoldSpec } from "./instance-fold.js";
-export type { InstanceSummary, InstanceSummaryCache } from "./instance-summary.js";
+export type { InstanceSummary, InstanceSummaryCache, TenantScope } from "./instance-summary.js";
+export { createQuotaReader, limitPlanIds } from "./quotas.js";
+export type { NamedService, Quota, QuotaLimit, QuotaSet } from "./quotas.js";
 export { offboardingProblems } from "./offboarding.js";
 export { dirTreeReader } from "./dir-tree.js";
 export { mergePatch, readOverrides } from "./overrides.js";

@@ -64,8 +64,18 @@ function scanned(text: string): ScannedInstance | null {
   if (fast) return fast;
   const record = parse(text) as InstanceRecord | null;
   if (!record) return null;
-  const { instanceId, clusterId, planId } = record.spec;
-  return { instanceId, clusterId, planId, deleted: Boolean(record.status.deleted), operations: record.status.operations };
+  const { instanceId, clusterId, planId, organizationGuid, spaceGuid, context } = record.spec;
+  const subaccountId = context?.subaccount_id;
+  return {
+    instanceId,
+    clusterId,
+    planId,
+    deleted: Boolean(record.status.deleted),
+    ...(typeof organizationGuid === "string" ? { organizationGuid } : {}),
+    ...(typeof spaceGuid === "string" ? { spaceGuid } : {}),
+    ...(typeof subaccountId === "string" ? { subaccountId } : {}),
+    operations: record.status.operations,
+  };
 }
 
 function ofText<T>(spec: FoldSpec<T>, text: string | null, bindings?: readonly string[]): T {

@@ -7,19 +7,22 @@ import { createBareRemote, createTempDir } from "../../test/support/git-fixtures
 import {
   createInstanceSummaryCache,
   instanceCounts,
+  liveInScope,
   liveOfPlan,
+  scopeKey,
   summarizeInstances,
   type InstanceSummaryCache,
 } from "./instance-summary.js";
 import { instanceRecordDir } from "./layout.js";
 import { RECORD_API_VERSION, writeInstance, type InstanceRecord } from "./records.js";
 
-function record(id: string, clusterId: string, planId: string, at: string, deleted = false): InstanceRecord {
+function record(id: string, clusterId: string, planId: string, at: string, deleted = false, org?: string): InstanceRecord {
+  const tenancy = org === undefined ? {} : { organizationGuid: org, spaceGuid: `${org}-space`, context: { subaccount_id: `${org}-sub` } };
   return {
     apiVersion: RECORD_API_VERSION,
     kind: "ServiceInstance",
     metadata: { name: id, namespace: "ns" },
-    spec: { instanceId: id, serviceId: "svc", planId, clusterId },
+    spec: { instanceId: id, serviceId: "svc", planId, clusterId, ...tenancy },
     status: { ...(deleted ? { deleted: true } : {}), operations: [{ id: `op-${id}`, action: "provision", at }] },
   };
 }
@@ -163,7 +166,7 @@ describe("summarizeInstances", () => {
     // Start from a bulk fold (start-up), so the rounds fold incrementally from what it remembered.
     await commit(Array.from({ length: 80 }, (_, i) => {
       ids.push(`seed-${i}`);
-      return record(`seed-${i}`, `c${i % 3}`, `p${i % 2}`, at());
+      return record(`seed-${i}`, `c${i % 3}`, `p${i % 2}`, at(), false, `o${i % 4}`);
     }));
     await summarizeInstances(writer.snapshot(), cache);
     expect(cache.previous("instances")).toBeDefined();
@@ -174,10 +177,10 @@ describe("summarizeInstances", () => {
           if (roll < 6 || ids.length === 0) {
             const id = `r${round}-${k}`;
             ids.push(id);
-            writeInstance(draft, record(id, `c${next(3)}`, `p${next(2)}`, at()));
+            writeInstance(draft, record(id, `c${next(3)}`, `p${next(2)}`, at(), false, `o${next(4)}`));
           } else if (roll < 8) {
             const id = ids[next(ids.length)]!;
-            writeInstance(draft, record(id, `c${next(3)}`, "p0", at(), true));
+            writeInstance(draft, record(id, `c${next(3)}`, "p0", at(), true, `o${next(4)}`));
           } else {
             const id = ids.splice(next(ids.length), 1)[0]!;
             draft.remove(instanceRecordDir(id));
@@ -187,13 +190,33 @@ describe("summarizeInstances", () => {
         const fresh = await summarizeInstances(countingReader(draft).tree, createInstanceSummaryCache());
         const incremental = await summarizeInstances(draft, cache);
         expect(incremental.live).toEqual(fresh.live);
+        expect(incremental.tenants).toEqual(fresh.tenants);
         expect(incremental.latestProvision).toEqual(fresh.latestProvision);
         return { commit: { subject: `round ${round}`, trailers: {} }, result: null };
       });
       const fresh = await summarizeInstances(countingReader(writer.snapshot()).tree, createInstanceSummaryCache());
       const incremental = await summarizeInstances(writer.snapshot(), cache);
       expect(incremental.live).toEqual(fresh.live);
+      expect(incremental.tenants).toEqual(fresh.tenants);
       expect(incremental.latestProvision).toEqual(fresh.latestProvision);
     }
+  });
+
+  it("counts live instances per organization, space and subaccount, and plan, for quotas", async () => {
+    await commit([
+      record("a", "c1", "p1", "2026-01-01T00:00:01Z", false, "o1"),
+      record("b", "c2", "p1", "2026-01-01T00:00:02Z", false, "o1"),
+      record("c", "c1", "p2", "2026-01-01T00:00:03Z", false, "o1"),
+      record("d", "c1", "p1", "2026-01-01T00:00:04Z", true, "o1"),
+      record("e", "c1", "p1", "2026-01-01T00:00:05Z", false, "o2"),
+      record("f", "c1", "p1", "2026-01-01T00:00:06Z"),
+    ]);
+    const summary = await summarizeInstances(writer.snapshot(), cache);
+    expect(liveInScope(summary, scopeKey("organization", "o1"), new Set(["p1"]))).toBe(2);
+    expect(liveInScope(summary, scopeKey("space", "o1-space"), new Set(["p1", "p2"]))).toBe(3);
+    expect(liveInScope(summary, scopeKey("subaccount", "o2-sub"), new Set(["p1"]))).toBe(1);
+    expect(liveInScope(summary, scopeKey("organization", "o3"), new Set(["p1"]))).toBe(0);
+    await commit([record("a", "c1", "p1", "2026-01-01T00:00:01Z", true, "o1")]);
+    expect(liveInScope(await summarizeInstances(writer.snapshot(), cache), scopeKey("organization", "o1"), new Set(["p1"]))).toBe(1);
   });
 });

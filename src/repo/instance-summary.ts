@@ -4,8 +4,9 @@ import { createFoldCache, foldInstances, type DirFold, type FoldCache, type Fold
 import type { ScannedInstance } from "./record-scan.js";
 
 /**
- * What schedulers and offboarding checks need to know about all instances, derived from the tree
- * under `instances/`: live instances per cluster and plan, and the newest provision. A fold over
+ * What schedulers, quotas and offboarding checks need to know about all instances, derived from
+ * the tree under `instances/`: live instances per cluster and plan, per tenant scope and plan, and
+ * the newest provision. A fold over
  * the records (instance-fold.ts): one bucket re-read per commit, whatever the number of instances.
  */
 export interface InstanceSummary {
@@ -13,11 +14,30 @@ export interface InstanceSummary {
   readonly live: ClusterPlanCounts;
   /** The newest provision (live or since deleted), by operation time. */
   readonly latestProvision: { at: string; clusterId: string } | undefined;
+  /**
+   * Live instances per tenant scope (`scopeKey`: an organization, space or subaccount), per plan
+   * id: what quotas count, kept current by the same fold.
+   */
+  readonly tenants: ClusterPlanCounts;
+}
+
+export type TenantScope = "organization" | "space" | "subaccount";
+
+/** The key of one organization, space or subaccount in `InstanceSummary.tenants`. */
+export function scopeKey(scope: TenantScope, id: string): string {
+  return `${scope}/${id}`;
+}
+
+/** Live instances of `scope` whose plan is one of `planIds`. */
+export function liveInScope(summary: InstanceSummary, key: string, planIds: ReadonlySet<string>): number {
+  let n = 0;
+  for (const [planId, count] of summary.tenants.get(key) ?? []) if (planIds.has(planId)) n += count;
+  return n;
 }
 
 export type InstanceSummaryCache = FoldCache<InstanceSummary>;
 
-const EMPTY: InstanceSummary = { live: new Map(), latestProvision: undefined };
+const EMPTY: InstanceSummary = { live: new Map(), latestProvision: undefined, tenants: new Map() };
 
 export function createInstanceSummaryCache(limit = 150_000): InstanceSummaryCache {
   return createFoldCache(limit);
@@ -46,28 +66,39 @@ function merge(parts: InstanceSummary[]): InstanceSummary {
   if (nonEmpty.length === 0) return EMPTY;
   if (nonEmpty.length === 1) return nonEmpty[0]!;
   const live = new Map<string, Map<string, number>>();
+  const tenants = new Map<string, Map<string, number>>();
   let latest: InstanceSummary["latestProvision"];
   for (const part of nonEmpty) {
     addCounts(live, part.live, 1);
+    addCounts(tenants, part.tenants, 1);
     const l = part.latestProvision;
     if (l && (!latest || l.at > latest.at)) latest = l;
   }
-  return { live, latestProvision: latest };
+  return { live, latestProvision: latest, tenants };
 }
 
 function ofRecord(record: ScannedInstance): InstanceSummary {
   const provision = [...record.operations].reverse().find((o) => o.action === "provision");
   const latestProvision = provision ? { at: provision.at, clusterId: record.clusterId } : undefined;
-  const live = record.deleted ? new Map<string, Map<string, number>>() : new Map([[record.clusterId, new Map([[record.planId, 1]])]]);
-  return { live, latestProvision };
+  if (record.deleted) return { live: EMPTY.live, latestProvision, tenants: EMPTY.tenants };
+  const live = new Map([[record.clusterId, new Map([[record.planId, 1]])]]);
+  const tenants = new Map<string, Map<string, number>>();
+  const { organizationGuid, spaceGuid, subaccountId } = record;
+  if (organizationGuid !== undefined) tenants.set(scopeKey("organization", organizationGuid), new Map([[record.planId, 1]]));
+  if (spaceGuid !== undefined) tenants.set(scopeKey("space", spaceGuid), new Map([[record.planId, 1]]));
+  if (subaccountId !== undefined) tenants.set(scopeKey("subaccount", subaccountId), new Map([[record.planId, 1]]));
+  return { live, latestProvision, tenants };
 }
 
 /** `before.value` with the parts `names` replaced by theirs in `parts` (absent: removed). */
 function replace(before: DirFold<InstanceSummary>, parts: ReadonlyMap<string, InstanceSummary>, names: string[]): InstanceSummary {
   const live = copyCounts(before.value.live);
+  const tenants = copyCounts(before.value.tenants);
   for (const name of names) {
     addCounts(live, before.parts.get(name)?.live ?? EMPTY.live, -1);
     addCounts(live, parts.get(name)?.live ?? EMPTY.live, 1);
+    addCounts(tenants, before.parts.get(name)?.tenants ?? EMPTY.tenants, -1);
+    addCounts(tenants, parts.get(name)?.tenants ?? EMPTY.tenants, 1);
   }
   // The newest provision is not subtractable; the maximum over the parts is cheap to take again.
   let latest: InstanceSummary["latestProvision"];
@@ -75,7 +106,7 @@ function replace(before: DirFold<InstanceSummary>, parts: ReadonlyMap<string, In
     const l = part.latestProvision;
     if (l && (!latest || l.at > latest.at)) latest = l;
   }
-  return live.size === 0 && latest === undefined ? EMPTY : { live, latestProvision: latest };
+  return live.size === 0 && tenants.size === 0 && latest === undefined ? EMPTY : { live, latestProvision: latest, tenants };
 }
 
 const SUMMARY: FoldSpec<InstanceSummary> = { empty: EMPTY, ofRecord, merge, replace };

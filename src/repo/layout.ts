@@ -13,6 +13,7 @@ import { createHash } from "node:crypto";
  *   .../<instance-key>/sensitive/secret-<name>.yaml, .../bindings/<binding-key>/sensitive/secret-<name>.yaml
  *                                                   SOPS-encrypted Secrets of sensitive parameters (ADR 0007)
  *   overrides/<instance-key>/*.yaml                 manual overrides (humans write, the broker reads)
+ *   quota/*.yaml                                    quotas per organization, space or subaccount (humans write)
  *
  * `<ab>/<cd>` are the first four hex digits of sha256(instance-key): two levels of 256-way
  * fan-out keep every tree on the path of one operation small, whatever the number of instances.
@@ -23,6 +24,7 @@ export const CLUSTER_REGISTRY_DIR = "registry/clusters";
 export const INSTANCES_DIR = "instances";
 export const CLUSTERS_DIR = "clusters";
 export const OVERRIDES_DIR = "overrides";
+export const QUOTA_DIR = "quota";
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 

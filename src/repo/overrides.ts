@@ -1,8 +1,7 @@
-import { parseAllDocuments } from "yaml";
 import type { Problem } from "../errors/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
 import { overridesDir } from "./layout.js";
-import { documentProblems } from "./schemas.js";
+import { schemaDocuments, yamlFilesBelow } from "./documents.js";
 
 /**
  * Manual overrides (repo-layout/README.md, schema repo-layout/schemas/override.schema.json):
@@ -28,19 +27,6 @@ export interface Override {
   patch: Record<string, unknown>;
 }
 
-const YAML_FILE = /\.ya?ml$/;
-
-/** Override files below `overrides/<key>/` (subdirectories included), in path order. */
-async function overrideFiles(tree: TreeReader, dir: string): Promise<string[]> {
-  const files: string[] = [];
-  for (const e of (await tree.list(dir)) ?? []) {
-    const path = `${dir}/${e.name}`;
-    if (e.type === "tree") files.push(...(await overrideFiles(tree, path)));
-    else if (YAML_FILE.test(e.name)) files.push(path);
-  }
-  return files;
-}
-
 /**
  * The well-formed overrides of an instance, in file then document order (the order they are
  * applied in), and a problem for every document that is not one.
@@ -48,30 +34,10 @@ async function overrideFiles(tree: TreeReader, dir: string): Promise<string[]> {
 export async function readOverrides(tree: TreeReader, instanceId: string): Promise<{ overrides: Override[]; problems: Problem[] }> {
   const overrides: Override[] = [];
   const problems: Problem[] = [];
-  for (const file of await overrideFiles(tree, overridesDir(instanceId))) {
-    const docs = parseAllDocuments((await tree.readText(file)) ?? "", { logLevel: "error" });
-    const several = docs.filter((d) => d.contents !== null).length > 1;
-    for (const [i, doc] of docs.entries()) {
-      const at = several ? `documents[${i}].` : "";
-      const [error] = doc.errors;
-      if (error) {
-        problems.push({ file, path: at.slice(0, -1), message: `is not valid YAML: ${error.message.split("\n", 1)[0]}` });
-        continue;
-      }
-      if (doc.contents === null) continue;
-      let value: unknown;
-      try {
-        value = doc.toJS();
-      } catch (e) {
-        // toJS refuses alias bombs and the like: a property of this file, reported as such.
-        problems.push({ file, path: at.slice(0, -1), message: `cannot be read: ${e instanceof Error ? e.message : String(e)}` });
-        continue;
-      }
-      const found = documentProblems("override", value, file, at);
-      if (found.length > 0) {
-        problems.push(...found);
-        continue;
-      }
+  for (const file of await yamlFilesBelow(tree, overridesDir(instanceId))) {
+    const read = schemaDocuments("override", file, (await tree.readText(file)) ?? "");
+    problems.push(...read.problems);
+    for (const { at, value } of read.documents) {
       const o = value as Omit<Override, "file" | "at">;
       overrides.push({ file, at, target: o.target, ...(o.binding !== undefined ? { binding: o.binding } : {}), patch: o.patch });
     }

@@ -11,6 +11,9 @@ function parsed(text: string): ScannedInstance {
     clusterId: r.spec.clusterId,
     planId: r.spec.planId,
     deleted: Boolean(r.status.deleted),
+    ...(typeof r.spec.organizationGuid === "string" ? { organizationGuid: r.spec.organizationGuid } : {}),
+    ...(typeof r.spec.spaceGuid === "string" ? { spaceGuid: r.spec.spaceGuid } : {}),
+    ...(typeof r.spec.context?.subaccount_id === "string" ? { subaccountId: r.spec.context.subaccount_id } : {}),
     operations: r.status.operations.map((o) => ({ action: o.action, at: o.at })),
   };
 }
@@ -25,6 +28,9 @@ function generator(seed: number) {
 /** Strings that YAML writes plain, quoted, as block scalars or escaped. */
 const AWKWARD = ["local", "c-1.eu10", "123", "1e3", "true", "null", "~", "0x1F", "yes", "a: b", "a #b", "#x", "- x", "'q'", '"dq"',
   "line\nbreak", " lead", "trail ", "", "ümlaut", "{x}", "[x]", "*ref", "&anchor", "!tag", "%p", "@at", "`tick", "clusterId: evil"];
+/** Organization, space and subaccount ids: GUIDs, and some that YAML quotes (drawn from their own generator). */
+const TENANTS = ["org-1", "7b2b4d1e-7a4f-4c7e-9d2e-3f6a1b2c3d4e", "0e5a", "123", "true", "a: b"];
+const tenants = generator(7);
 const KEYS = ["a", "clusterId", "planId", "deleted", "action", "at", "with space", "x.y", "-dash", "operations", "spec"];
 
 function randomValue(g: ReturnType<typeof generator>, depth: number): unknown {
@@ -51,7 +57,8 @@ function randomRecord(g: ReturnType<typeof generator>): InstanceRecord {
       planId: g.pick(["p1", "55a0d659-3419-4ed1-adf3-19f9d0f5ba4b", "123", "true", "a: b"]),
       clusterId: g.pick(["local", "c-1.eu10", "007", "null", "line\nbreak"]),
       ...(g.chance(0.4) ? { parameters: randomValue(g, 0) as Record<string, unknown> } : {}),
-      ...(g.chance(0.3) ? { context: { platform: "kubernetes", namespace: g.pick(AWKWARD) } } : {}),
+      ...(tenants.chance(0.5) ? { organizationGuid: tenants.pick(TENANTS), spaceGuid: tenants.pick(TENANTS) } : {}),
+      ...(g.chance(0.3) ? { context: { platform: "kubernetes", namespace: g.pick(AWKWARD), ...(tenants.chance(0.5) ? { subaccount_id: tenants.pick(TENANTS) } : {}) } } : {}),
     },
     status: { ...(g.chance(0.3) ? { deleted: g.chance(0.5) } : {}), operations },
   };
@@ -109,6 +116,27 @@ describe("scanInstanceRecord", () => {
       expect(scanInstanceRecord(text)).toBeUndefined();
     });
   }
+
+  it("reads the organization, space and the context's subaccount_id, not look-alikes elsewhere", () => {
+    const text = recordYaml({
+      apiVersion: RECORD_API_VERSION,
+      kind: "ServiceInstance",
+      metadata: { name: "i-1", namespace: "ns" },
+      spec: {
+        instanceId: "i-1",
+        serviceId: "s",
+        planId: "p",
+        clusterId: "local",
+        organizationGuid: "org-1",
+        spaceGuid: "space-1",
+        context: { platform: "sapcp", subaccount_id: "sub-1", nested: { subaccount_id: "evil" } },
+        parameters: { organizationGuid: "evil", subaccount_id: "evil" },
+      },
+      status: { operations: [{ id: "o1", action: "provision", at: "2026-01-01T00:00:00.000Z" }] },
+    });
+    expect(scanInstanceRecord(text)).toMatchObject({ organizationGuid: "org-1", spaceGuid: "space-1", subaccountId: "sub-1" });
+    expect(scanInstanceRecord(text)).toEqual(parsed(text));
+  });
 
   it("reads quoted values and ignores look-alike keys deeper in the record", () => {
     const text = [

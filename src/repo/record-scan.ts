@@ -12,6 +12,10 @@ export interface ScannedInstance {
   clusterId: string;
   planId: string;
   deleted: boolean;
+  /** spec.organizationGuid, spec.spaceGuid and spec.context.subaccount_id (SAP Service Manager), for quotas. */
+  organizationGuid?: string;
+  spaceGuid?: string;
+  subaccountId?: string;
   /** Operations in file order, with the fields the summary reads. */
   operations: { action: string; at: string }[];
 }
@@ -75,7 +79,7 @@ export function scanInstanceRecord(text: string): ScannedInstance | undefined {
       if (indent !== 6 || key === undefined || (!item && operations.length === 0)) return undefined;
       if (item) operations.push({});
     }
-    if (key !== undefined && (path === "" || path === "spec" || path === "status")) {
+    if (key !== undefined && (path === "" || path === "spec" || path === "status" || path === "spec.context")) {
       if (containerKeys.has(`${path}.${key}`)) return undefined;
       containerKeys.add(`${path}.${key}`);
     }
@@ -102,6 +106,14 @@ export function scanInstanceRecord(text: string): ScannedInstance | undefined {
   const planId = stringOf(found.get("spec.planId"));
   const deleted = found.get("status.deleted");
   if (instanceId === undefined || clusterId === undefined || planId === undefined || !operationsSeen) return undefined;
+  const tenancy: Pick<ScannedInstance, "organizationGuid" | "spaceGuid" | "subaccountId"> = {};
+  for (const [name, field] of TENANCY) {
+    const raw = found.get(field);
+    if (raw === undefined) continue;
+    const value = stringOf(raw);
+    if (value === undefined) return undefined; // not a string: what the parser makes of it is its business
+    tenancy[name] = value;
+  }
   if (deleted !== undefined && deleted !== "true" && deleted !== "false") return undefined;
   const ops: ScannedInstance["operations"] = [];
   for (const op of operations) {
@@ -110,12 +122,21 @@ export function scanInstanceRecord(text: string): ScannedInstance | undefined {
     if (action === undefined || at === undefined) return undefined;
     ops.push({ action, at });
   }
-  return { instanceId, clusterId, planId, deleted: deleted === "true", operations: ops };
+  return { instanceId, clusterId, planId, deleted: deleted === "true", ...tenancy, operations: ops };
 }
+
+const TENANCY = [
+  ["organizationGuid", "spec.organizationGuid"],
+  ["spaceGuid", "spec.spaceGuid"],
+  ["subaccountId", "spec.context.subaccount_id"],
+] as const;
 
 /** Which field a key is, by where it is: one of the summary's, an operation's, or none. */
 function fieldAt(path: string, indent: number, key: string): string | undefined {
-  if (indent === 2 && path === "spec" && (key === "instanceId" || key === "clusterId" || key === "planId")) return `spec.${key}`;
+  if (indent === 2 && path === "spec" && (key === "instanceId" || key === "clusterId" || key === "planId" || key === "organizationGuid" || key === "spaceGuid")) {
+    return `spec.${key}`;
+  }
+  if (indent === 4 && path === "spec.context" && key === "subaccount_id") return "spec.context.subaccount_id";
   if (indent === 2 && path === "status" && key === "deleted") return "status.deleted";
   if (indent === 6 && path === "status.operations" && (key === "action" || key === "at")) return "operation";
   return undefined;

@@ -2,6 +2,7 @@
 //   repo-layout/schemas/instance-record.schema.json
 //   repo-layout/schemas/binding-record.schema.json
 //   repo-layout/schemas/override.schema.json
+//   repo-layout/schemas/quota.schema.json
 // Do not edit: change the schema and run `npm run generate`.
 // @ts-nocheck
 import { createRequire } from "node:module";
@@ -2578,5 +2579,439 @@ validate25.errors = vErrors;
 return errors === 0;
 }
 
+const quota = validate26;
+const schema48 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/quota.schema.json","title":"Quota (quota/<anything>.yaml)","description":"Written by humans through pull requests, never by the broker: how many live instances one organization, space or subaccount may have of a service, or of some of its plans. Checked at provision and at a plan change (403, Service Fabrik's words). A repository without quota files has no limits; an instance no limit matches is not limited. A file may hold several quotas as YAML documents.","type":"object","required":["apiVersion","kind","scope","limits"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Quota"},"description":{"type":"string","description":"Why the quota exists, for reviewers."},"scope":{"type":"object","title":"exactly one of organization, space and subaccount","description":"Whose instances are counted: the OSB organization_guid, space_guid, or the context's subaccount_id (SAP Service Manager).","minProperties":1,"maxProperties":1,"additionalProperties":false,"properties":{"organization":{"type":"string","minLength":1,"title":"a non-empty string"},"space":{"type":"string","minLength":1,"title":"a non-empty string"},"subaccount":{"type":"string","minLength":1,"title":"a non-empty string"}}},"limits":{"type":"array","minItems":1,"items":{"type":"object","required":["service","instances"],"additionalProperties":false,"properties":{"service":{"type":"string","minLength":1,"title":"a service name or id of the catalog"},"plans":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","minLength":1,"title":"a plan name or id of the service"},"description":"The plans counted together (Service Fabrik's plans of one SKU); absent: every plan of the service."},"instances":{"type":"integer","minimum":-1,"title":"an integer, -1 (unlimited), 0 (not entitled) or more","description":"Live instances of these plans the scope may have. 0: not entitled (403 Not entitled to create service instance); -1: unlimited."}}}}}};
 
-export const validators: Record<"instanceRecord" | "bindingRecord" | "override", ValidateFunction> = { instanceRecord, bindingRecord, override };
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://gitops-broker.io/schemas/v1alpha1/quota.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.apiVersion === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema48.required,parentSchema:schema48,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.kind === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema48.required,parentSchema:schema48,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.scope === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "scope"},message:"must have required property '"+"scope"+"'",schema:schema48.required,parentSchema:schema48,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.limits === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "limits"},message:"must have required property '"+"limits"+"'",schema:schema48.required,parentSchema:schema48,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "description")) || (key0 === "scope")) || (key0 === "limits"))){
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema48,data};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.apiVersion !== undefined){
+let data0 = data.apiVersion;
+if("gitops-broker.io/v1alpha1" !== data0){
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema48.properties.apiVersion,data:data0};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.kind !== undefined){
+let data1 = data.kind;
+if("Quota" !== data1){
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Quota"},message:"must be equal to constant",schema:"Quota",parentSchema:schema48.properties.kind,data:data1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 !== "string"){
+const err7 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.description.type,parentSchema:schema48.properties.description,data:data2};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.scope !== undefined){
+let data3 = data.scope;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(Object.keys(data3).length > 1){
+const err8 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxProperties",keyword:"maxProperties",params:{limit: 1},message:"must NOT have more than 1 properties",schema:1,parentSchema:schema48.properties.scope,data:data3};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(Object.keys(data3).length < 1){
+const err9 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema48.properties.scope,data:data3};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+for(const key1 in data3){
+if(!(((key1 === "organization") || (key1 === "space")) || (key1 === "subaccount"))){
+const err10 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema48.properties.scope,data:data3};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data3.organization !== undefined){
+let data4 = data3.organization;
+if(typeof data4 === "string"){
+if(func2(data4) < 1){
+const err11 = {instancePath:instancePath+"/scope/organization",schemaPath:"#/properties/scope/properties/organization/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.scope.properties.organization,data:data4};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/scope/organization",schemaPath:"#/properties/scope/properties/organization/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.scope.properties.organization.type,parentSchema:schema48.properties.scope.properties.organization,data:data4};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data3.space !== undefined){
+let data5 = data3.space;
+if(typeof data5 === "string"){
+if(func2(data5) < 1){
+const err13 = {instancePath:instancePath+"/scope/space",schemaPath:"#/properties/scope/properties/space/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.scope.properties.space,data:data5};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/scope/space",schemaPath:"#/properties/scope/properties/space/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.scope.properties.space.type,parentSchema:schema48.properties.scope.properties.space,data:data5};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data3.subaccount !== undefined){
+let data6 = data3.subaccount;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err15 = {instancePath:instancePath+"/scope/subaccount",schemaPath:"#/properties/scope/properties/subaccount/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.scope.properties.subaccount,data:data6};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/scope/subaccount",schemaPath:"#/properties/scope/properties/subaccount/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.scope.properties.subaccount.type,parentSchema:schema48.properties.scope.properties.subaccount,data:data6};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.scope.type,parentSchema:schema48.properties.scope,data:data3};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.limits !== undefined){
+let data7 = data.limits;
+if(Array.isArray(data7)){
+if(data7.length < 1){
+const err18 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema48.properties.limits,data:data7};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+const len0 = data7.length;
+for(let i0=0; i0<len0; i0++){
+let data8 = data7[i0];
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+if(data8.service === undefined){
+const err19 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "service"},message:"must have required property '"+"service"+"'",schema:schema48.properties.limits.items.required,parentSchema:schema48.properties.limits.items,data:data8};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(data8.instances === undefined){
+const err20 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "instances"},message:"must have required property '"+"instances"+"'",schema:schema48.properties.limits.items.required,parentSchema:schema48.properties.limits.items,data:data8};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+for(const key2 in data8){
+if(!(((key2 === "service") || (key2 === "plans")) || (key2 === "instances"))){
+const err21 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema48.properties.limits.items,data:data8};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data8.service !== undefined){
+let data9 = data8.service;
+if(typeof data9 === "string"){
+if(func2(data9) < 1){
+const err22 = {instancePath:instancePath+"/limits/" + i0+"/service",schemaPath:"#/properties/limits/items/properties/service/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.limits.items.properties.service,data:data9};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/limits/" + i0+"/service",schemaPath:"#/properties/limits/items/properties/service/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.limits.items.properties.service.type,parentSchema:schema48.properties.limits.items.properties.service,data:data9};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data8.plans !== undefined){
+let data10 = data8.plans;
+if(Array.isArray(data10)){
+if(data10.length < 1){
+const err24 = {instancePath:instancePath+"/limits/" + i0+"/plans",schemaPath:"#/properties/limits/items/properties/plans/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema48.properties.limits.items.properties.plans,data:data10};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+const len1 = data10.length;
+for(let i1=0; i1<len1; i1++){
+let data11 = data10[i1];
+if(typeof data11 === "string"){
+if(func2(data11) < 1){
+const err25 = {instancePath:instancePath+"/limits/" + i0+"/plans/" + i1,schemaPath:"#/properties/limits/items/properties/plans/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.limits.items.properties.plans.items,data:data11};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/limits/" + i0+"/plans/" + i1,schemaPath:"#/properties/limits/items/properties/plans/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.limits.items.properties.plans.items.type,parentSchema:schema48.properties.limits.items.properties.plans.items,data:data11};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+let i2 = data10.length;
+let j0;
+if(i2 > 1){
+const indices0 = {};
+for(;i2--;){
+let item0 = data10[i2];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err27 = {instancePath:instancePath+"/limits/" + i0+"/plans",schemaPath:"#/properties/limits/items/properties/plans/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)",schema:true,parentSchema:schema48.properties.limits.items.properties.plans,data:data10};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+break;
+}
+indices0[item0] = i2;
+}
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/limits/" + i0+"/plans",schemaPath:"#/properties/limits/items/properties/plans/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema48.properties.limits.items.properties.plans.type,parentSchema:schema48.properties.limits.items.properties.plans,data:data10};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data8.instances !== undefined){
+let data12 = data8.instances;
+if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
+const err29 = {instancePath:instancePath+"/limits/" + i0+"/instances",schemaPath:"#/properties/limits/items/properties/instances/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema48.properties.limits.items.properties.instances.type,parentSchema:schema48.properties.limits.items.properties.instances,data:data12};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 < -1 || isNaN(data12)){
+const err30 = {instancePath:instancePath+"/limits/" + i0+"/instances",schemaPath:"#/properties/limits/items/properties/instances/minimum",keyword:"minimum",params:{comparison: ">=", limit: -1},message:"must be >= -1",schema:-1,parentSchema:schema48.properties.limits.items.properties.instances,data:data12};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.limits.items.type,parentSchema:schema48.properties.limits.items,data:data8};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema48.properties.limits.type,parentSchema:schema48.properties.limits,data:data7};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.type,parentSchema:schema48,data};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+validate26.errors = vErrors;
+return errors === 0;
+}
+
+
+export const validators: Record<"instanceRecord" | "bindingRecord" | "override" | "quota", ValidateFunction> = { instanceRecord, bindingRecord, override, quota };

@@ -3,16 +3,17 @@ import { formatAjvErrors, type Problem } from "../errors/index.js";
 import { validators } from "./record-validators.generated.js";
 
 /**
- * The schemas of the files under `instances/` and `overrides/` (repo-layout/schemas/),
+ * The schemas of the files under `instances/`, `overrides/` and `quota/` (repo-layout/schemas/),
  * precompiled by scripts/generate-validators.mjs (ADR 0020), like the catalog's: the files users
  * point their editors at are the ones enforced.
  */
-export type RepoDocumentKind = "instance-record" | "binding-record" | "override";
+export type RepoDocumentKind = "instance-record" | "binding-record" | "override" | "quota";
 
 const VALIDATORS: Record<RepoDocumentKind, ValidateFunction> = {
   "instance-record": validators.instanceRecord,
   "binding-record": validators.bindingRecord,
   override: validators.override,
+  quota: validators.quota,
 };
 
 /**

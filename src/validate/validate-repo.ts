@@ -4,6 +4,7 @@ import type { TreeReader } from "../gitwriter/index.js";
 import { CATALOG_DIR, CLUSTER_REGISTRY_DIR, clusterRegistryPath, keyOf, type InstanceRecord } from "../repo/index.js";
 import { driftProblems, secretProblems } from "./drift.js";
 import { overrideProblems } from "./overrides.js";
+import { quotaProblems } from "./quotas.js";
 import { error, formatValidationProblem, warning, type ValidationProblem } from "./problems.js";
 import { readRecords } from "./records.js";
 import { templateProblems } from "./templates.js";
@@ -81,7 +82,7 @@ function offboardingProblems(
 
 /**
  * Everything `gitops-broker validate` checks in a checkout of the GitOps repository, in this
- * order: files against their schemas, templates, offboarding protection, overrides, Secret
+ * order: files against their schemas, templates, offboarding protection, overrides, quotas, Secret
  * data under clusters/, drift under clusters/. Each problem once.
  */
 export async function validateRepo(tree: TreeReader, catalogOptions: LoadCatalogOptions = {}): Promise<ValidationProblem[]> {
@@ -105,6 +106,7 @@ export async function validateRepo(tree: TreeReader, catalogOptions: LoadCatalog
     ...offboardingProblems(live, new Set(view.clusters.map((c) => c.id)), (id) => view.catalog.planById(id) !== undefined, brokenPlans),
     ...unjudged,
     ...(await overrideProblems(tree, instances, records.bindings.map((b) => b.record))),
+    ...(await quotaProblems(tree, view.catalog, live)),
     ...(await secretProblems(tree)),
     ...(await driftProblems(tree, view, live.filter((r) => !records.brokenKeys.has(keyOf(r.spec.instanceId))), records.brokenKeys)),
   ];

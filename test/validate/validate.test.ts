@@ -167,6 +167,30 @@ describe("one fixture per problem class", () => {
     ]);
   });
 
+  it("quota files: against their schema, services and plans of the catalog, a scope over its limit (a warning)", async () => {
+    const quota = (scope: Record<string, unknown>, limits: Record<string, unknown>[]) =>
+      stringify({ apiVersion: "gitops-broker.io/v1alpha1", kind: "Quota", scope, limits });
+    expect(
+      await lines({
+        "quota/good.yaml": quota({ organization: "org-guid" }, [{ service: "postgresql", plans: ["small", plans.medium.id], instances: 5 }]),
+        "quota/full.yaml": quota({ space: "space-guid" }, [{ service: plans.serviceId, plans: ["small"], instances: 1 }]),
+        "quota/names.yaml": quota({ subaccount: "sub-1" }, [
+          { service: "mysql", instances: 1 },
+          { service: "postgresql", plans: ["tiny"], instances: 1 },
+        ]),
+        "quota/two-scopes.yaml": quota({ organization: "o", space: "s" }, [{ service: "postgresql", instances: -2 }]),
+        "quota/README.md": "quotas\n",
+      }),
+    ).toEqual([
+      "quota/README.md: warning: is not read by the broker (only *.yaml and *.yml files are quotas)",
+      "quota/two-scopes.yaml: scope: must NOT have more than 1 properties",
+      "quota/two-scopes.yaml: limits[0].instances: must be >= -1",
+      'quota/full.yaml: limits[0].instances: warning: space "space-guid" has 2 live instance(s), over this limit of 1: new ones are refused, live ones stay',
+      'quota/names.yaml: limits[0].service: no service "mysql" in the catalog (a name or an id)',
+      'quota/names.yaml: limits[1].plans: service postgresql has no plan "tiny" (a name or an id)',
+    ]);
+  });
+
   it("a template that does not compile", async () => {
     const plan = planYaml("broken", [{ action: "provision", type: "handlebars", content: "{{#if instance}}\nkind: x\n" }]);
     expect(await lines({ "catalog/postgresql/plans/broken.yaml": plan })).toEqual([
