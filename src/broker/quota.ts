@@ -11,7 +11,7 @@ import { limitPlanIds, liveInScope, scopeKey, type InstanceSummary, type Quota, 
  * Service Fabrik's words and code (its checkQuota middleware and BaseQuotaManager): 403 Forbidden,
  * "Not entitled to create service instance" for a limit of 0, "Quota is not sufficient for this
  * request" when the limit is reached; -1 is unlimited; a plan change within the plans one limit
- * counts together (its "same SKU") is not checked.
+ * counts together (its "same SKU") is not checked, nor a plan with `metadata.skip_quota_check`.
  */
 
 /** The organization, space and subaccount an instance belongs to. */
@@ -53,6 +53,8 @@ export function checkQuota(args: {
   from?: Plan;
 }): void {
   const { quotas, summary, service, plan, tenancy, from } = args;
+  // Service Fabrik's plan metadata `skip_quota_check: true` exempts the plan.
+  if (plan.metadata?.skip_quota_check === true) return;
   for (const quota of quotas) {
     if (tenancy[SCOPE_FIELD[quota.scope]] !== quota.id) continue;
     for (const [index, limit] of quota.limits.entries()) {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { pushExternalCommit } from "../support/git-fixtures.js";
 import { repoFiles } from "../support/repo-files.js";
@@ -13,6 +13,7 @@ import { commitCount, expectOsbError, provisionBody, samplePlans, unchangedRemot
  */
 
 const ASYNC = { query: { accepts_incomplete: "true" } };
+const EXEMPT_PLAN = "c0000000-0000-4000-8000-000000000001";
 
 function quota(scope: Record<string, string>, limits: Record<string, unknown>[]): string {
   return stringify({ apiVersion: "gitops-broker.io/v1alpha1", kind: "Quota", scope, limits });
@@ -31,9 +32,14 @@ let plans: SamplePlans;
 
 beforeAll(async () => {
   const files = await repoFiles([{ id: "local" }]);
+  // A copy of plan small that Service Fabrik's plan metadata exempts from quotas.
+  const exempt = parse(files["catalog/postgresql/plans/small.yaml"]!) as { metadata: unknown; spec: Record<string, unknown> };
+  exempt.metadata = { name: "exempt" };
+  exempt.spec = { ...exempt.spec, id: EXEMPT_PLAN, name: "exempt", metadata: { skip_quota_check: true } };
   h = await startHarness({
     files: {
       ...files,
+      "catalog/postgresql/plans/exempt.yaml": stringify(exempt),
       "quota/org-a.yaml": quota({ organization: "org-a" }, [{ service: "postgresql", plans: ["small"], instances: 2 }]),
       "quota/teams/zero.yaml": [
         quota({ organization: "org-zero" }, [{ service: "postgresql", instances: 0 }]),
@@ -83,6 +89,10 @@ describe("limits 0 and -1", () => {
     expectOsbError(refused, 403, /^Not entitled to create service instance: organization "org-zero", service postgresql \(quota\/teams\/zero\.yaml documents\[0\]\.limits\[0\]\) allows none$/, "Forbidden");
   });
 
+  it("a plan with Service Fabrik's metadata.skip_quota_check is not limited", async () => {
+    expect((await h.osb.provision("qz-2", provisionBody(plans.serviceId, EXEMPT_PLAN, tenant("org-zero")))).status).toBe(201);
+  });
+
   it("-1: unlimited", async () => {
     for (const id of ["qf-1", "qf-2", "qf-3"]) expect((await h.osb.provision(id, provisionBody(plans.serviceId, plans.small.id, tenant("org-free")))).status).toBe(201);
   });
@@ -108,7 +118,7 @@ describe("a plan change", () => {
     // The total of small and medium is 2 of 3: a third instance is still possible...
     expect((await h.osb.provision("qm-3", body(plans.small.id))).status).toBe(201);
     const full = await unchanged(() => h.osb.provision("qm-4", body(plans.small.id)));
-    expectOsbError(full, 403, /^Quota is not sufficient for this request: space "space-m", service postgresql \(quota\/moves\.yaml limits\[1\]\) allows 3 instance\(s\), 3 live$/);
+    expectOsbError(full, 403, /^Quota is not sufficient for this request: space "space-m", service postgresql plan\(s\) medium, small \(quota\/moves\.yaml limits\[1\]\) allows 3 instance\(s\), 3 live$/);
     // ...and medium -> small stays within small+medium (Service Fabrik's same-SKU update), so it is not checked.
     expect((await h.osb.update("qm-1", { service_id: plans.serviceId, plan_id: plans.small.id }, ASYNC)).status).toBe(202);
   });
