@@ -26,6 +26,21 @@ export interface KindRef {
 
 export type Role = "owned" | "foreign";
 
+/**
+ * Why a cluster cannot answer yet, as a value (never a sentence to parse): `gathering`, the
+ * watcher's own view is incomplete (connecting, the first list, a discovery, a check it is still
+ * making), so an answer now would be provisional (ADR 0012); `blocked`, the cluster or the
+ * registry says so (a sync object not found, a watch refused, no spec.sync, a sync or health
+ * still to come). `description` is for humans: last_operation shows it.
+ */
+export type NotReady = { state: "gathering" | "blocked"; description: string };
+
+export const gathering = (description: string): NotReady => ({ state: "gathering", description });
+export const blocked = (description: string): NotReady => ({ state: "blocked", description });
+
+/** A sync observation, or why there is none yet. */
+export const isNotReady = (value: SyncObservation | NotReady): value is NotReady => "state" in value;
+
 const SELECTORS: Record<Role, string> = {
   owned: `${LABEL_MANAGED_BY}=${MANAGED_BY}`,
   foreign: `${LABEL_MANAGED_BY}!=${MANAGED_BY}`,
@@ -53,9 +68,9 @@ export interface LiveCluster {
   /** Why the cluster cannot be read now (kubeconfig, connection), or undefined. */
   problem(): string | undefined;
   /** The sync object's state, or why it is not known. */
-  sync(): SyncObservation | string;
+  sync(): SyncObservation | NotReady;
   /** Watches these kinds from now on; says why they cannot all be read yet, or undefined. */
-  watch(role: Role, kinds: KindRef[]): string | undefined;
+  watch(role: Role, kinds: KindRef[]): NotReady | undefined;
   /** A live object: the broker's, else a foreign one. Undefined when absent. */
   get(kind: KindRef, name: string): KubernetesObject | undefined;
   /** The broker's live objects carrying this instance (or binding) key. */
@@ -206,15 +221,15 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
   }
   const connecting = connect();
 
-  function watchProblem(w: KindWatch): string | undefined {
+  function watchProblem(w: KindWatch): NotReady | undefined {
     const what = `${w.kind.apiVersion} ${w.kind.kind}${w.kind.namespace ? ` in ${w.kind.namespace}` : ""}`;
     if (w.failure) {
       if (connection && !w.discovering && performance.now() - w.failure.at > RETRY_MS) startWatch(w, connection);
-      return `cannot watch ${what}: ${w.failure.message}`;
+      return blocked(`cannot watch ${what}: ${w.failure.message}`);
     }
-    if (w.discovering || !w.cache) return `discovering ${what}`;
+    if (w.discovering || !w.cache) return gathering(`discovering ${what}`);
     const state = w.cache.state();
-    if (!state.synced) return `listing ${what}${state.lastError ? `: ${state.lastError}` : ""}`;
+    if (!state.synced) return gathering(`listing ${what}${state.lastError ? `: ${state.lastError}` : ""}`);
     return undefined;
   }
 
@@ -240,17 +255,17 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
     },
     sync() {
       const ref = entry.sync;
-      if (!ref) return `cluster ${entry.id} has no spec.sync: live status needs the Argo CD Application or Flux Kustomization that syncs it`;
+      if (!ref) return blocked(`cluster ${entry.id} has no spec.sync: live status needs the Argo CD Application or Flux Kustomization that syncs it`);
       const cache = connection?.syncCache;
-      if (!cache) return `connecting to cluster ${entry.id}`;
-      if (!cache.state().synced) return `listing the ${syncSubject(ref)}`;
+      if (!cache) return gathering(`connecting to cluster ${entry.id}`);
+      if (!cache.state().synced) return gathering(`listing the ${syncSubject(ref)}`);
       const object = cache.get(ref.namespace, ref.name);
-      if (!object) return `${syncSubject(ref)} not found in namespace ${ref.namespace}`;
+      if (!object) return blocked(`${syncSubject(ref)} not found in namespace ${ref.namespace}`);
       if (lastSync?.object !== object) lastSync = { object, observation: observeSync(ref, object, lastSync?.observation) };
       return lastSync.observation;
     },
     watch(role, kinds) {
-      let problem: string | undefined;
+      let problem: NotReady | undefined;
       for (const kind of kinds) {
         const key = kindKey(role, kind);
         let w = watches.get(key);
@@ -259,7 +274,7 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
           watches.set(key, w);
           if (connection) startWatch(w, connection);
         }
-        problem ??= connection ? watchProblem(w) : `connecting to cluster ${entry.id}`;
+        problem ??= connection ? watchProblem(w) : gathering(`connecting to cluster ${entry.id}`);
       }
       return problem;
     },

@@ -2,7 +2,7 @@ import type { Plan, Service } from "../catalog/index.js";
 import { hasTemplate, RenderPending, renderNow, type RenderValues } from "../render/index.js";
 import { keyOf, LABEL_INSTANCE, type BindingRecord, type InstanceRecord, type OperationEntry } from "../repo/index.js";
 import type { AppliedIndex } from "./applied-index.js";
-import type { KindRef, LiveCluster } from "./live-cluster.js";
+import { blocked, gathering, isNotReady, type KindRef, type LiveCluster, type NotReady } from "./live-cluster.js";
 import { renderSources, renderStatus, type SourceRef, type StatusAction, type StatusSection } from "./status-templates.js";
 import type { SyncObservation } from "./sync-state.js";
 import type { BindingResult, OperationStatus } from "./types.js";
@@ -76,14 +76,12 @@ const rendering = (s: Pick<Subject, "plan">): OperationStatus => ({ state: "in p
 export const isRendering = (status: OperationStatus): boolean => status.description?.startsWith(RENDERING) === true;
 
 /**
- * What the watcher says while it is still gathering its view (connecting, a first list, a
- * discovery, reading the applied revision's records), as opposed to what the cluster says.
+ * In progress, and why: while the watcher is still gathering its view (connecting, a first list, a
+ * discovery, reading the applied revision's records) the answer is provisional, not one to give
+ * (ADR 0012); what the cluster says is a plain "in progress".
  */
-const GATHERING = /^(connecting to cluster |listing |discovering |checking whether )/;
-
-/** "In progress" only because the watcher's view is not complete yet: not an answer to give (ADR 0012). */
-const gathering = (description: string): OperationStatus =>
-  GATHERING.test(description) ? { state: "in progress", description, provisional: true } : inProgress(description);
+const notReady = ({ state, description }: NotReady): OperationStatus =>
+  state === "gathering" ? { state: "in progress", description, provisional: true } : inProgress(description);
 const sha7 = (revision: string) => revision.slice(0, 7);
 
 /** `prepared` is asked for only once the commit is applied: polls before that render nothing. */
@@ -92,19 +90,19 @@ export function evaluate(s: Subject, prepared: () => Prepared, index: AppliedInd
   const problem = cluster.problem();
   if (problem) return inProgress(problem);
   const sync = cluster.sync();
-  if (typeof sync === "string") return gathering(sync);
+  if (isNotReady(sync)) return notReady(sync);
   const applied = appliedGate(s, sync, index);
-  const gate = "waiting" in applied ? applied.waiting : sync.settling && `waiting for ${sync.subject}: ${sync.settling}`;
-  if (gate) return gathering(gate);
+  const gate = "waiting" in applied ? applied.waiting : sync.settling ? blocked(`waiting for ${sync.subject}: ${sync.settling}`) : undefined;
+  if (gate) return notReady(gate);
   const rendered = prepared();
   const waiting = cluster.watch("owned", rendered.kinds);
-  if (waiting) return gathering(waiting);
+  if (waiting) return notReady(waiting);
 
   // An imported record stands for the provision (or bind) Service Fabrik made: its status block says.
   const action = op.action === "import" ? (s.binding ? "bind" : "provision") : (op.action as StatusAction);
   const judged = statusSection(s, rendered, action);
   if ("pending" in judged) return rendering(s);
-  if ("waiting" in judged) return gathering(judged.waiting);
+  if ("waiting" in judged) return notReady(judged.waiting);
   const at = "at" in applied ? applied.at : "";
   const appliedBy = `${op.action} applied by ${sync.subject} at ${sha7(at)}`;
   if (op.action === "deprovision" || op.action === "unbind") {
@@ -118,7 +116,7 @@ export function evaluate(s: Subject, prepared: () => Prepared, index: AppliedInd
   }
   if (judged.section) return fromSection(judged.section, appliedBy);
   const own = ownHealth(s, sync, index, at);
-  if (own !== undefined && "pending" in own) return gathering(`checking whether its objects are healthy: ${own.pending}`);
+  if (own !== undefined && "pending" in own) return notReady(gathering(`checking whether its objects are healthy: ${own.pending}`));
   const health = own ?? { healthy: sync.healthy, health: sync.health };
   return health.healthy
     ? { state: "succeeded", description: `${appliedBy}${health.health ? `, ${health.health}` : ""}` }
@@ -132,20 +130,20 @@ export function bindResponse(s: Subject, prepared: Prepared): BindingResult {
 }
 
 /** The revision at which the operation's commit is applied, or why it is not known to be yet. */
-function appliedGate(s: Subject, sync: SyncObservation, index: AppliedIndex): { at: string } | { waiting: string } {
+function appliedGate(s: Subject, sync: SyncObservation, index: AppliedIndex): { at: string } | { waiting: NotReady } {
   const { operation: op } = s;
   const failed = sync.error ? `; the last sync failed: ${sync.error}` : "";
   const revision = sync.appliedRevision;
   const record = { instanceId: s.instance.spec.instanceId, ...(s.binding ? { bindingId: s.binding.spec.bindingId } : {}) };
   if (revision !== undefined) {
     const answer = index.answer(revision, record, op.id);
-    if ("pending" in answer) return { waiting: `checking whether ${sync.subject} applied operation ${op.id}: ${answer.pending}` };
+    if ("pending" in answer) return { waiting: gathering(`checking whether ${sync.subject} applied operation ${op.id}: ${answer.pending}`) };
     if (answer.applied) return { at: revision };
   }
   const own = ownObjectsApplied(s, sync, index);
   if (own === true) return { at: sync.resources!.revision };
   const applied = revision === undefined ? "nothing applied yet" : `applied: ${sha7(revision)}`;
-  return { waiting: `waiting for ${sync.subject} to apply operation ${op.id} (${applied})${own ? `: ${own}` : ""}${failed}` };
+  return { waiting: blocked(`waiting for ${sync.subject} to apply operation ${op.id} (${applied})${own ? `: ${own}` : ""}${failed}`) };
 }
 
 /**
@@ -185,12 +183,12 @@ function ownHealth(s: Subject, sync: SyncObservation, index: AppliedIndex, at: s
   return { healthy: worst === undefined, health: `health of its objects ${worst ?? "Healthy"}` };
 }
 
-type Judged = { waiting: string } | { pending: true } | { section?: StatusSection };
+type Judged = { waiting: NotReady } | { pending: true } | { section?: StatusSection };
 
 function statusSection(s: Subject, prepared: Prepared, action: StatusAction): Judged {
   if (!hasTemplate(s.plan.templates, "status")) return {};
   if (prepared.sources instanceof RenderPending) return { pending: true };
-  if (prepared.sources instanceof Error) return { waiting: `the templates of plan ${s.plan.name} fail: ${prepared.sources.message}` };
+  if (prepared.sources instanceof Error) return { waiting: blocked(`the templates of plan ${s.plan.name} fail: ${prepared.sources.message}`) };
   const namespace = s.instance.metadata.namespace;
   const refs = [...prepared.sources].map(([key, ref]) => ({ key, name: ref.name, kind: { apiVersion: ref.apiVersion, kind: ref.kind, namespace: ref.namespace ?? namespace } }));
   // A source may be the broker's own object (the postgresql) or one the operator made (its Secret).
@@ -203,7 +201,7 @@ function statusSection(s: Subject, prepared: Prepared, action: StatusAction): Ju
     return section ? { section } : {};
   } catch (error) {
     if (error instanceof RenderPending) return { pending: true };
-    return { waiting: `the status template of plan ${s.plan.name} fails: ${error instanceof Error ? error.message : String(error)}` };
+    return { waiting: blocked(`the status template of plan ${s.plan.name} fails: ${error instanceof Error ? error.message : String(error)}`) };
   }
 }
 

@@ -3,7 +3,7 @@ import type { BindingRecord, InstanceRecord, OperationEntry } from "../repo/inde
 import { createAppliedIndex } from "./applied-index.js";
 import { createCommitStatusWatcher } from "./commit-mode.js";
 import { createKubeConfigResolver } from "./kubeconfig.js";
-import { startLiveCluster, type LiveCluster } from "./live-cluster.js";
+import { isNotReady, startLiveCluster, type LiveCluster } from "./live-cluster.js";
 import { RenderPending } from "../render/index.js";
 import { bindResponse, evaluate, isRendering, prepare, sourceKinds, type Prepared, type Subject } from "./live-status.js";
 import type { BindingResult, OperationStatus, StatusWatcher, StatusWatcherOptions } from "./types.js";
@@ -95,7 +95,7 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
     let revision: string | undefined;
     live.onChange(() => {
       const sync = live.sync();
-      if (typeof sync === "string" || sync.appliedRevision === undefined || sync.appliedRevision === revision) return;
+      if (isNotReady(sync) || sync.appliedRevision === undefined || sync.appliedRevision === revision) return;
       revision = sync.appliedRevision;
       for (const m of memo.values()) if (m.clusterId === entry.id) index.prefetch(revision, m.record);
     });
