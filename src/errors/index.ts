@@ -23,15 +23,25 @@ export class BaseError extends Error {
     this.data = options.data ?? {};
   }
 
+  /**
+   * What a log line needs: the code, the message, and in `data` the context, both what was given
+   * as `data` and what a subclass keeps in fields of its own (an HTTP status, a reason, a kind),
+   * then the cause the same way.
+   */
   toJSON(): Record<string, unknown> {
+    const context: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(this)) if (!NOT_CONTEXT.has(key) && value !== undefined) context[key] = value;
     return {
       code: this.code,
       message: this.message,
-      data: this.data,
+      data: { ...context, ...this.data },
       ...(this.cause instanceof Error ? { cause: serializeCause(this.cause) } : {}),
     };
   }
 }
+
+/** Own fields of every error that are not context of its own. */
+const NOT_CONTEXT = new Set(["code", "name", "message", "data", "stack", "cause"]);
 
 function serializeCause(cause: Error): Record<string, unknown> {
   return cause instanceof BaseError ? cause.toJSON() : { name: cause.name, message: cause.message };
