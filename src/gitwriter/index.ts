@@ -32,6 +32,7 @@ export type {
   WalkEntry,
 } from "./types.js";
 export type { GitWriterLogger } from "./writer.js";
+export { tappedDraft } from "./tapped-draft.js";
 
 export interface GitWriterOptions {
   /** Local bare repository the writer owns (created if missing). One writer per gitdir. */

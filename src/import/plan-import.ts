@@ -1,7 +1,7 @@
 import type { Catalog, ClusterEntry, Plan, Service } from "../catalog/index.js";
 import { sensitiveParameters } from "../catalog/index.js";
 import { BaseError } from "../errors/index.js";
-import type { Draft, TreeReader } from "../gitwriter/index.js";
+import { tappedDraft, type Draft, type TreeReader } from "../gitwriter/index.js";
 import { bindInto, lookupPlan, objectsIn, writeInstanceManifests } from "../materialize/index.js";
 import {
   bindingManifestDir,
@@ -263,30 +263,7 @@ export function bindingRecordOf(sf: KubeObject, instance: InstanceRecord, op: Op
 /** A Draft that keeps every edit made through it, in order, to replay elsewhere. */
 function recording(draft: Draft): { draft: Draft; edits: Edit[] } {
   const edits: Edit[] = [];
-  const wrapped: Draft = {
-    get commit() {
-      return draft.commit;
-    },
-    get bulk() {
-      return draft.bulk;
-    },
-    get changed() {
-      return draft.changed;
-    },
-    readFile: (path) => draft.readFile(path),
-    readText: (path) => draft.readText(path),
-    list: (dir) => draft.list(dir),
-    oid: (path) => draft.oid(path),
-    write: (path, content) => {
-      edits.push({ path, content });
-      draft.write(path, content);
-    },
-    remove: (path) => {
-      edits.push({ path, content: null });
-      draft.remove(path);
-    },
-  };
-  return { draft: wrapped, edits };
+  return { draft: tappedDraft(draft, (path, content) => edits.push({ path, content })), edits };
 }
 
 async function renderOne(inputs: PlanImportInputs, s: Subject, timings: ImportPlan["timings"]): Promise<PlannedInstance> {

@@ -9,29 +9,24 @@
  * every imported instance through OSB.
  */
 import { execFile } from "node:child_process";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse, stringify } from "yaml";
-import { loadCatalog, type Plan, type Service } from "../../src/catalog/index.js";
+import { parse } from "yaml";
 import { runImportCommand } from "../../src/cli/import.js";
 import { bindingRecordPath, instanceManifestDir, instanceRecordPath, type BindingRecord, type InstanceRecord } from "../../src/repo/index.js";
 import { remoteFiles } from "../broker/helpers.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
-import { tempDirTree } from "../support/dir-tree.js";
 import { readRemoteFile, remoteHead } from "../support/git-fixtures.js";
 import { trackedTempDir } from "../support/processes.js";
-import { registerServiceFabrik, seedLandscape, SF_NAMESPACE, type SfInstanceSpec } from "../support/service-fabrik-landscape.js";
+import { importArgs, registerServiceFabrik, sampleServiceFabrikCatalog, seedLandscape, SF_NAMESPACE, SF_PLAN_ID as PLAN_ID, SF_SERVICE_ID as SERVICE_ID, type SfInstanceSpec } from "../support/service-fabrik-landscape.js";
 import { startSisterCluster, type SisterCluster } from "../support/sister-cluster.js";
 import { startKubeApiServer, type KubeApiServer, type KubeObject } from "../support/kube-api-server.js";
 import { createSyncAgent } from "../support/sync-agent.js";
 
 const run = promisify(execFile);
-const SF = new URL("../../src/catalog/testdata/service-fabrik/", import.meta.url);
-const SERVICE_ID = "24731fb8-7b84-5f57-914f-c3d55d793dd4";
-const PLAN_ID = "39d7d4c8-6fe2-4c2a-a5ca-b826937d5a88";
 const ASYNC = { accepts_incomplete: "true" };
 
 const LANDSCAPE: SfInstanceSpec[] = [
@@ -72,22 +67,6 @@ async function importCli(...extra: string[]): Promise<{ code: number; out: strin
   return { code, out: out.text(), err: err.text() };
 }
 
-async function sfCatalog(): Promise<{ files: Record<string, string>; service: Service; plan: Plan }> {
-  const files = {
-    "catalog/sfservice-postgresql.yaml": await readFile(new URL("sfservice-postgresql.yaml", SF), "utf8"),
-    "catalog/sfplan-postgresql-v9.6-xxsmall.yaml": await readFile(new URL("sfplan-postgresql-v9.6-xxsmall.yaml", SF), "utf8"),
-  };
-  const tree = await tempDirTree();
-  try {
-    await tree.write(files);
-    const { catalog } = await loadCatalog(tree.tree);
-    const service = catalog.serviceById(SERVICE_ID)!;
-    return { files, service, plan: service.plans.find((p) => p.id === PLAN_ID)! };
-  } finally {
-    await tree.remove();
-  }
-}
-
 const show = (file: string) => readRemoteFile(h.remoteDir, "main", file);
 const record = async <T>(file: string) => parse((await show(file))!) as T;
 const postgresqlFile = (cluster: string, id: string) => `${instanceManifestDir(cluster, id)}/postgresql-sapcp-${id}.yaml`;
@@ -102,7 +81,7 @@ beforeAll(async () => {
   west = await startSisterCluster({ id: "west", sync: "argocd", remoteDir: path.join(remotes, "remote.git"), dir: root });
   registerServiceFabrik(east.server);
   registerServiceFabrik(west.server);
-  const { files, service, plan } = await sfCatalog();
+  const { files, service, plan } = await sampleServiceFabrikCatalog();
   await seedLandscape({ master, sisters: { east: east.server, west: west.server }, service, plan, instances: LANDSCAPE });
   h = await startHarness({
     files: {
@@ -111,11 +90,7 @@ beforeAll(async () => {
       "registry/clusters/west.yaml": west.registryEntry({ mode: "commit" }),
     },
   });
-  const masterKubeconfig = path.join(root, "master.kubeconfig");
-  await writeFile(masterKubeconfig, master.kubeconfig(), { mode: 0o600 });
-  const configFile = path.join(root, "cli.yaml");
-  await writeFile(configFile, stringify({ dataDir: path.join(root, "cli-data"), git: { remote: h.remoteUrl } }));
-  args = ["--config", configFile, "--master-kubeconfig", masterKubeconfig];
+  args = await importArgs(root, master, h.remoteUrl);
 }, 120_000);
 afterAll(async () => {
   await h?.close();

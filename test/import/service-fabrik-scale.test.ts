@@ -4,25 +4,19 @@
  * for real: the sync that follows creates, deletes or renames no live object, the hand-over
  * leaves no owner reference to Service Fabrik, and every imported instance is served by the broker.
  */
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stringify } from "yaml";
-import { loadCatalog } from "../../src/catalog/index.js";
 import { runImportCommand } from "../../src/cli/import.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
-import { tempDirTree } from "../support/dir-tree.js";
 import { remoteHead } from "../support/git-fixtures.js";
 import { startKubeApiServer, type KubeApiServer } from "../support/kube-api-server.js";
 import { trackedTempDir } from "../support/processes.js";
-import { registerServiceFabrik, seedLandscape, type SfInstanceSpec } from "../support/service-fabrik-landscape.js";
+import { importArgs, registerServiceFabrik, sampleServiceFabrikCatalog, seedLandscape, SF_PLAN_ID as PLAN_ID, type SfInstanceSpec } from "../support/service-fabrik-landscape.js";
 import { startSisterCluster, type SisterCluster } from "../support/sister-cluster.js";
 import { createSyncAgent } from "../support/sync-agent.js";
 
-const SF = new URL("../../src/catalog/testdata/service-fabrik/", import.meta.url);
-const SERVICE_ID = "24731fb8-7b84-5f57-914f-c3d55d793dd4";
-const PLAN_ID = "39d7d4c8-6fe2-4c2a-a5ca-b826937d5a88";
 const COUNT = 1000;
 
 const id = (i: number) => `sf-${String(i).padStart(4, "0")}`;
@@ -58,21 +52,10 @@ beforeAll(async () => {
   west = await startSisterCluster({ id: "west", sync: "argocd", remoteDir: path.join(root, "unused.git"), dir: root });
   registerServiceFabrik(east.server);
   registerServiceFabrik(west.server);
-  const files = {
-    "catalog/sfservice-postgresql.yaml": await readFile(new URL("sfservice-postgresql.yaml", SF), "utf8"),
-    "catalog/sfplan-postgresql-v9.6-xxsmall.yaml": await readFile(new URL("sfplan-postgresql-v9.6-xxsmall.yaml", SF), "utf8"),
-  };
-  const tree = await tempDirTree();
-  await tree.write(files);
-  const service = (await loadCatalog(tree.tree)).catalog.serviceById(SERVICE_ID)!;
-  await tree.remove();
-  await seedLandscape({ master, sisters: { east: east.server, west: west.server }, service, plan: service.plans.find((p) => p.id === PLAN_ID)!, instances: LANDSCAPE, renderOnce: true });
+  const { files, service, plan } = await sampleServiceFabrikCatalog();
+  await seedLandscape({ master, sisters: { east: east.server, west: west.server }, service, plan, instances: LANDSCAPE, renderOnce: true });
   h = await startHarness({ files: { ...files, "registry/clusters/east.yaml": east.registryEntry({ mode: "commit" }), "registry/clusters/west.yaml": west.registryEntry({ mode: "commit" }) } });
-  const masterKubeconfig = path.join(root, "master.kubeconfig");
-  await writeFile(masterKubeconfig, master.kubeconfig(), { mode: 0o600 });
-  const configFile = path.join(root, "cli.yaml");
-  await writeFile(configFile, stringify({ dataDir: path.join(root, "cli-data"), git: { remote: h.remoteUrl } }));
-  args = ["--config", configFile, "--master-kubeconfig", masterKubeconfig];
+  args = await importArgs(root, master, h.remoteUrl);
 }, 300_000);
 afterAll(async () => {
   await h?.close();

@@ -16,8 +16,12 @@
  *   SFServiceBinding, whose bind template's change is merged in (DeepUpdate: nothing removed).
  */
 import { randomUUID } from "node:crypto";
-import type { Plan, Service } from "../../src/catalog/index.js";
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { stringify } from "yaml";
+import { loadCatalog, type Plan, type Service } from "../../src/catalog/index.js";
 import { render } from "../../src/render/index.js";
+import { tempDirTree } from "./dir-tree.js";
 import type { KubeApiServer, KubeObject } from "./kube-api-server.js";
 
 export const SF_INSTANCE = { group: "osb.servicefabrik.io", version: "v1alpha1", kind: "SFServiceInstance", plural: "sfserviceinstances", namespaced: true };
@@ -26,6 +30,35 @@ export const SF_CLUSTER = { group: "resource.servicefabrik.io", version: "v1alph
 export const DEPLOYMENT = { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true };
 export const SF_NAMESPACE = "interoperator";
 const SF_API = "osb.servicefabrik.io/v1alpha1";
+
+const SAMPLES = new URL("../../src/catalog/testdata/service-fabrik/", import.meta.url);
+export const SF_SERVICE_ID = "24731fb8-7b84-5f57-914f-c3d55d793dd4";
+export const SF_PLAN_ID = "39d7d4c8-6fe2-4c2a-a5ca-b826937d5a88";
+
+/** Service Fabrik's sample SFService and SFPlan (gotemplate) as catalog files, and as loaded. */
+export async function sampleServiceFabrikCatalog(): Promise<{ files: Record<string, string>; service: Service; plan: Plan }> {
+  const files = {
+    "catalog/sfservice-postgresql.yaml": await readFile(new URL("sfservice-postgresql.yaml", SAMPLES), "utf8"),
+    "catalog/sfplan-postgresql-v9.6-xxsmall.yaml": await readFile(new URL("sfplan-postgresql-v9.6-xxsmall.yaml", SAMPLES), "utf8"),
+  };
+  const tree = await tempDirTree();
+  try {
+    await tree.write(files);
+    const service = (await loadCatalog(tree.tree)).catalog.serviceById(SF_SERVICE_ID)!;
+    return { files, service, plan: service.plans.find((p) => p.id === SF_PLAN_ID)! };
+  } finally {
+    await tree.remove();
+  }
+}
+
+/** The import command's configuration flags: a config file on `remoteUrl` and the master's kubeconfig file, in `dir`. */
+export async function importArgs(dir: string, master: KubeApiServer, remoteUrl: string): Promise<string[]> {
+  const masterKubeconfig = path.join(dir, "master.kubeconfig");
+  await writeFile(masterKubeconfig, master.kubeconfig(), { mode: 0o600 });
+  const configFile = path.join(dir, "cli.yaml");
+  await writeFile(configFile, stringify({ dataDir: path.join(dir, "cli-data"), git: { remote: remoteUrl } }));
+  return ["--config", configFile, "--master-kubeconfig", masterKubeconfig];
+}
 
 /** Serves Service Fabrik's kinds (and Deployments) on a double. */
 export function registerServiceFabrik(server: KubeApiServer): void {
