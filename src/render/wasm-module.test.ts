@@ -59,3 +59,13 @@ describe("the module call's time limit", () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(20 * 50);
   });
 });
+
+describe("calls made together", () => {
+  it("all answer, in order, however many were made before the worker was ready or between its answers", async () => {
+    // Calls made in one tick used to be sent at once: the worker answered the first, the host
+    // waited for the last, and every call but the last never settled.
+    const h = host(() => 0, 1_000_000);
+    expect(await Promise.all([1, 2, 3].map((n) => render(h, `call ${n}`, 5000)))).toEqual(["call 1", "call 2", "call 3"]);
+    expect(await Promise.all([4, 5].map((n) => render(h, `call ${n}`, 5000)))).toEqual(["call 4", "call 5"]);
+  });
+});

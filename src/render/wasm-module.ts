@@ -96,6 +96,8 @@ export class WasmHost {
   private ready: Promise<Worker> | undefined;
   private readonly queue: Pending[] = [];
   private current: { call: Pending; timer: NodeJS.Timeout; worker: Worker } | undefined;
+  /** A call is taken off the queue and waits for the worker: no other may be sent meanwhile. */
+  private dispatching = false;
   private nextId = 1;
   private closed = false;
 
@@ -129,10 +131,12 @@ export class WasmHost {
   }
 
   private pump(): void {
-    if (this.current !== undefined || this.queue.length === 0 || this.closed) return;
+    if (this.current !== undefined || this.dispatching || this.queue.length === 0 || this.closed) return;
     const call = this.queue.shift()!;
+    this.dispatching = true;
     this.start().then(
       (worker) => {
+        this.dispatching = false;
         if (this.closed) {
           call.reject(new WasmCallError("the module host is closed", "exited"));
           return;
@@ -143,6 +147,7 @@ export class WasmHost {
         worker.postMessage({ id: call.id, method: call.method, request: call.request });
       },
       (e: unknown) => {
+        this.dispatching = false;
         call.reject(e instanceof Error ? e : new Error(String(e)));
         this.pump();
       },
