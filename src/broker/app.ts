@@ -12,6 +12,7 @@ import {
   ServiceUnavailableError,
   toOsbBody,
 } from "../errors/index.js";
+import { adminRoutes } from "./admin-routes.js";
 import { brokerAuth } from "./auth.js";
 import * as bindings from "./bindings.js";
 import type { BrokerDeps, Ctx, OsbResponse } from "./context.js";
@@ -279,6 +280,7 @@ export function createApp(deps: BrokerDeps): express.Express {
     auth,
     route((req) => historyResponse(ctx, pathId(req, "instance_id"))),
   );
+  app.use(adminRoutes(ctx));
   if (deps.reconcile) app.use(reconcileRoutes(ctx, deps.reconcile));
   app.use((req, _res, next) => next(new NotFoundError(`no route for ${req.method} ${req.path}`)));
   app.use(errorHandler());

@@ -5,6 +5,8 @@ export { MAX_API_VERSION, MIN_API_VERSION } from "./headers.js";
 export type { BrokerDeps, OsbResponse, ReconcileEndpoints } from "./context.js";
 export { clusterReport, moveInstance } from "./admin.js";
 export type { MoveResult } from "./admin.js";
+export { cleanupBinding, DEFAULT_PAGE_SIZE, INSTANCE_STATES, listInstances, MAX_PAGE_SIZE } from "./admin-views.js";
+export type { BindingCleanup, InstanceListEntry, InstancePage, InstanceQuery } from "./admin-views.js";
 export type { AdminDeps, ClusterReport } from "./admin.js";
 export { instanceHistory } from "./history.js";
 export type { HistoryEntry, HistorySource, InstanceHistory } from "./history.js";

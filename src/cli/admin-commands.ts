@@ -1,12 +1,27 @@
-import { clusterReport, moveInstance, type AdminDeps, type ClusterReport } from "../broker/index.js";
+import {
+  cleanupBinding,
+  clusterReport,
+  DEFAULT_PAGE_SIZE,
+  INSTANCE_STATES,
+  listInstances,
+  MAX_PAGE_SIZE,
+  moveInstance,
+  type AdminDeps,
+  type ClusterReport,
+  type InstanceQuery,
+} from "../broker/index.js";
 import { OsbError } from "../errors/index.js";
 import { createCommitStatusWatcher } from "../status-watcher/index.js";
-import { Command } from "commander";
+import { Command, InvalidArgumentError } from "commander";
 import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done, type TextSink } from "./args.js";
 import { openRepo, type RepoAccess } from "./repo-access.js";
 import { VERSION } from "./version.js";
 
-/** `gitops-broker clusters` and `gitops-broker move`: administrative commands on the GitOps repo. */
+/**
+ * `gitops-broker clusters`, `move`, `instances` and `cleanup-binding`: administrative commands on
+ * the GitOps repo (the last two are also admin endpoints of a running broker: GET /admin/instances,
+ * POST /admin/bindings/cleanup).
+ */
 
 function adminDeps(repo: RepoAccess): AdminDeps {
   return {
@@ -128,6 +143,123 @@ async function move(instanceId: string, clusterId: string, options: MoveOptions,
   } catch (e) {
     if (e instanceof OsbError) {
       io.stderr.write(`move refused: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  } finally {
+    await repo.close();
+  }
+}
+
+interface InstancesOptions extends ConfigOptions {
+  cluster?: string;
+  service?: string;
+  plan?: string;
+  state?: InstanceQuery["state"];
+  pageSize?: number;
+  pageToken?: string;
+  json?: boolean;
+}
+
+function stateOption(value: string): NonNullable<InstanceQuery["state"]> {
+  const state = INSTANCE_STATES.find((s) => s === value.replace(/_/g, " "));
+  if (!state) throw new InvalidArgumentError(`one of ${INSTANCE_STATES.map((s) => s.replace(" ", "_")).join(", ")}`);
+  return state;
+}
+
+function pageSizeOption(value: string): number {
+  const n = Number(value);
+  if (!/^[0-9]+$/.test(value) || n < 1 || n > MAX_PAGE_SIZE) throw new InvalidArgumentError(`an integer from 1 to ${MAX_PAGE_SIZE}`);
+  return n;
+}
+
+const INSTANCES_HELP = `
+The state is the last operation's as this command sees it: from the records (commit mode). A
+running broker in live mode answers GET /admin/instances with the states it observes on the
+clusters, with the same filters (cluster, service, plan, state, page_size, page_token).
+${CONFIG_HELP}`;
+
+export function instancesCommand(io: CliIo, done: Done): Command {
+  return addConfigOptions(new Command("instances"))
+    .description("list live instances by cluster, service, plan and state, a page at a time")
+    .option("--cluster <id>", "only instances on this cluster")
+    .option("--service <id>", "only instances of this service id")
+    .option("--plan <id>", "only instances of this plan id")
+    .option("--state <state>", "only instances whose last operation is in_progress, succeeded or failed", stateOption)
+    .option("--page-size <n>", `instances per page (default ${DEFAULT_PAGE_SIZE}, at most ${MAX_PAGE_SIZE})`, pageSizeOption)
+    .option("--page-token <token>", "the next page: the token the previous page printed")
+    .option("--json", "print the page as JSON ({instances, nextPageToken})")
+    .addHelpText("after", INSTANCES_HELP)
+    .action(async (options: InstancesOptions) => done(await instances(options, io)));
+}
+
+/** `gitops-broker instances [filters] [--json]` with the arguments after `instances`. */
+export function runInstances(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
+  return runCommand((done) => instancesCommand({ stdout: out, stderr: err }, done), argv, { stdout: out, stderr: err });
+}
+
+async function instances(options: InstancesOptions, io: CliIo): Promise<number> {
+  const repo = await openRepo(configArgv(options));
+  try {
+    const page = await listInstances(adminDeps(repo), {
+      ...(options.cluster !== undefined ? { clusterId: options.cluster } : {}),
+      ...(options.service !== undefined ? { serviceId: options.service } : {}),
+      ...(options.plan !== undefined ? { planId: options.plan } : {}),
+      ...(options.state !== undefined ? { state: options.state } : {}),
+      ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+      ...(options.pageToken !== undefined ? { pageToken: options.pageToken } : {}),
+    });
+    if (options.json) {
+      io.stdout.write(`${JSON.stringify(page, null, 2)}\n`);
+      return 0;
+    }
+    const rows = [["INSTANCE", "CLUSTER", "PLAN", "STATE", "LAST OPERATION", "ORGANIZATION", "SPACE"]];
+    for (const i of page.instances) {
+      const op = i.lastOperation;
+      rows.push([i.instanceId, i.clusterId, i.planName ?? i.planId, op?.state ?? "-", op ? `${op.action} ${op.at}` : "-", i.organizationGuid ?? "-", i.spaceGuid ?? "-"]);
+    }
+    io.stdout.write(`${table(rows)}\n`);
+    if (page.nextPageToken !== undefined) io.stdout.write(`more: --page-token ${page.nextPageToken}\n`);
+    return 0;
+  } catch (e) {
+    if (e instanceof OsbError) {
+      io.stderr.write(`instances: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  } finally {
+    await repo.close();
+  }
+}
+
+export function cleanupBindingCommand(io: CliIo, done: Done): Command {
+  return addConfigOptions(new Command("cleanup-binding"))
+    .description("remove the records of a binding whose instance is deprovisioned or gone, in one commit")
+    .argument("<instance-id>", "the OSB instance id (deprovisioned, or without a record)")
+    .argument("<binding-id>", "the OSB binding id")
+    .addHelpText("after", CONFIG_HELP)
+    .action(async (instanceId: string, bindingId: string, options: ConfigOptions) => done(await cleanup(instanceId, bindingId, options, io)));
+}
+
+/** `gitops-broker cleanup-binding <instance-id> <binding-id>` with the arguments after `cleanup-binding`. */
+export function runCleanupBinding(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
+  return runCommand((done) => cleanupBindingCommand({ stdout: out, stderr: err }, done), argv, { stdout: out, stderr: err });
+}
+
+/** Exit 1 when refused (the instance is live). Nothing left to remove is a success. */
+async function cleanup(instanceId: string, bindingId: string, options: ConfigOptions, io: CliIo): Promise<number> {
+  const repo = await openRepo(configArgv(options));
+  try {
+    const done = await cleanupBinding(adminDeps(repo), instanceId, bindingId);
+    io.stdout.write(
+      done.commit === null
+        ? `nothing to clean up: instance ${instanceId} has no record of binding ${bindingId} left\n`
+        : `removed binding ${bindingId} of instance ${instanceId} in commit ${done.commit}\n${done.removed.map((f) => `  delete ${f}`).join("\n")}\n`,
+    );
+    return 0;
+  } catch (e) {
+    if (e instanceof OsbError) {
+      io.stderr.write(`cleanup-binding refused: ${e.message}\n`);
       return 1;
     }
     throw e;

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { clustersCommand, moveCommand } from "./admin-commands.js";
+import { cleanupBindingCommand, clustersCommand, instancesCommand, moveCommand } from "./admin-commands.js";
 import { addConfigOptions, CONFIG_HELP, configArgv, processIo, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
 import { historyCommand } from "./history.js";
 import { importCommand } from "./import.js";
@@ -48,6 +48,8 @@ export function program(io: CliIo, done: Done): Command {
     .addCommand(serveCommand(done))
     .addCommand(clustersCommand(io, done))
     .addCommand(moveCommand(io, done))
+    .addCommand(instancesCommand(io, done))
+    .addCommand(cleanupBindingCommand(io, done))
     .addCommand(updateCommand({ stdout: lines((t) => io.stdout.write(t)), stderr: lines((t) => io.stderr.write(t)) }, done))
     .addCommand(historyCommand(io, done))
     .addCommand(importCommand(io, done))

@@ -67,5 +67,5 @@ export { mergePatch, readOverrides } from "./overrides.js";
 export type { Override, OverrideTarget } from "./overrides.js";
 export { documentProblems } from "./schemas.js";
 export type { RepoDocumentKind } from "./schemas.js";
-export { brokerTrailers, IMPORT_REASON, readBrokerTrailers, RECORDS_GC_REASON, TRAILER } from "./trailers.js";
+export { BINDING_CLEANUP_REASON, brokerTrailers, IMPORT_REASON, readBrokerTrailers, RECORDS_GC_REASON, TRAILER } from "./trailers.js";
 export type { BrokerTrailers, TrailerValues } from "./trailers.js";

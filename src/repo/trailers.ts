@@ -9,6 +9,8 @@ import type { OriginatingIdentity } from "./records.js";
 /** The Reason of a records GC commit (ADR 0018). */
 export const RECORDS_GC_REASON = "records-gc";
 
+/** The Reason of a commit removing the records of a binding whose instance is gone (admin binding cleanup). */
+export const BINDING_CLEANUP_REASON = "binding-cleanup";
 /** The Reason of a commit of `gitops-broker import`: records and manifests of running instances. */
 export const IMPORT_REASON = "import";
 
