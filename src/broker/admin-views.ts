@@ -199,7 +199,7 @@ export async function cleanupBinding(deps: AdminDeps, instanceId: string, bindin
     for (const path of removed) draft.remove(path);
     return {
       commit: {
-        subject: `binding cleanup: instance ${instanceId} binding ${bindingId} (${instance ? "instance deprovisioned" : "no instance record"})`,
+        subject: `binding-cleanup instance ${instanceId} binding ${bindingId} (${instance ? "instance deprovisioned" : "no instance record"})`,
         trailers: brokerTrailers({ reason: BINDING_CLEANUP_REASON, instanceId, bindingId, brokerVersion: deps.brokerVersion }),
       },
       result: removed,

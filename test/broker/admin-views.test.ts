@@ -143,9 +143,12 @@ describe("POST /admin/bindings/cleanup", () => {
     expect(res).toMatchObject({ status: 200, body: { instanceId: "orphan-1", bindingId: "app-1", removed: [bindingRecordPath("orphan-1", "app-1")] } });
     const [head] = await gitLog(h.remoteDir);
     expect(head!.oid).toBe(res.body.commit);
-    expect(head!.message).toMatch(/^binding cleanup: instance orphan-1 binding app-1 \(no instance record\)\n/);
+    expect(head!.message).toMatch(/^binding-cleanup instance orphan-1 binding app-1 \(no instance record\)\n/);
     expect(head!.message).toMatch(/\nReason: binding-cleanup\nInstance-Id: orphan-1\nBinding-Id: app-1\nBroker-Version: /);
     expect(await readRemoteFile(h.remoteDir, "main", bindingRecordPath("orphan-1", "app-1"))).toBeNull();
+    // The instance's history names the cleanup as its action.
+    const history = await admin("GET", "/admin/instances/orphan-1/history");
+    expect((history.body.entries as { action: string; commit: string }[]).at(-1)).toMatchObject({ action: "binding-cleanup", commit: res.body.commit });
     // Idempotent: nothing left, no commit.
     const again = await unchangedRemote(h.remoteDir, () => admin("POST", "/admin/bindings/cleanup", { instance_id: "orphan-1", binding_id: "app-1" }));
     expect(again).toEqual({ status: 200, body: { instanceId: "orphan-1", bindingId: "app-1", commit: null, removed: [] } });
@@ -188,7 +191,7 @@ describe("the CLI: gitops-broker instances and cleanup-binding", () => {
     const out = capture();
     expect(await runCleanupBinding([...configArgs, "old-1", "app-9"], out.stream)).toBe(0);
     expect(out.text()).toMatch(new RegExp(`^removed binding app-9 of instance old-1 in commit [0-9a-f]{40}\\n  delete ${bindingFile}\\n$`));
-    expect((await gitLog(h.remoteDir))[0]!.subject).toBe("binding cleanup: instance old-1 binding app-9 (instance deprovisioned)");
+    expect((await gitLog(h.remoteDir))[0]!.subject).toBe("binding-cleanup instance old-1 binding app-9 (instance deprovisioned)");
     const again = capture();
     expect(await unchangedRemote(h.remoteDir, () => runCleanupBinding([...configArgs, "old-1", "app-9"], again.stream))).toBe(0);
     expect(again.text()).toBe("nothing to clean up: instance old-1 has no record of binding app-9 left\n");
