@@ -124,6 +124,19 @@ describe("a plan change", () => {
   });
 });
 
+describe("a quota raised by a pull request the broker has not fetched yet", () => {
+  it("is not refused from the stale view: the refusal is confirmed on the remote's tip first (ADR 0012)", async () => {
+    const body = provisionBody(plans.serviceId, plans.small.id, tenant("org-raise"));
+    const file = "quota/raise.yaml";
+    await pushExternalCommit(h.remoteDir, { [file]: quota({ organization: "org-raise" }, [{ service: "postgresql", instances: 1 }]) }, "quota: org-raise gets one");
+    expect((await h.osb.provision("qu-1", body)).status).toBe(201);
+    expectOsbError(await unchanged(() => h.osb.provision("qu-2", body)), 403, /^Quota is not sufficient for this request: organization "org-raise"/);
+    // Merged, not fetched by the broker (no webhook; polling is slow in the tests).
+    await pushExternalCommit(h.remoteDir, { [file]: quota({ organization: "org-raise" }, [{ service: "postgresql", instances: 2 }]) }, "quota: org-raise gets two");
+    expect((await h.osb.provision("qu-2", body)).status).toBe(201);
+  });
+});
+
 describe("the last slot", () => {
   it("goes to one of two concurrent provisions on two brokers; the other gets 403 and no commit", async () => {
     const replica = await h.startReplica("broker-2");
