@@ -6,7 +6,7 @@ import { createKubeConfigResolver } from "./kubeconfig.js";
 import { isNotReady, startLiveCluster, type LiveCluster } from "./live-cluster.js";
 import { RenderPending } from "../render/index.js";
 import { bindResponse, evaluate, isRendering, prepare, sourceKinds, type Prepared, type Subject } from "./live-status.js";
-import type { BindingResult, OperationStatus, StatusWatcher, StatusWatcherOptions } from "./types.js";
+import type { BindingOutcome, BindingResult, OperationStatus, StatusWatcher, StatusWatcherOptions } from "./types.js";
 
 /**
  * The status watcher of both modes, chosen per cluster (`spec.status.mode`, else the default).
@@ -211,6 +211,24 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
     });
   }
 
+  /**
+   * The one polling loop of the waits (a synchronous bind, a synchronous operation, settling a
+   * provisional answer): `step` on every change of the instance's cluster (and every
+   * BIND_RECHECK_MS), until it is done, `timeoutMs` passed, the cluster is gone or the watcher is
+   * closed; then what it last said while pending.
+   */
+  async function poll<R>(clusterId: string, timeoutMs: number, step: () => { done: R } | { pending: R }): Promise<R> {
+    const started = performance.now();
+    for (;;) {
+      const outcome = step();
+      if ("done" in outcome) return outcome.done;
+      const left = timeoutMs - (performance.now() - started);
+      const live = clusters.get(clusterId)?.live;
+      if (left <= 0 || !live || closed) return outcome.pending;
+      await nextChange(live, Math.min(left, BIND_RECHECK_MS));
+    }
+  }
+
   const watcher: StatusWatcher = {
     mode: defaultMode,
     instanceStatus(instance, operation) {
@@ -236,43 +254,29 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
       setBounded(results, r.key, { version, catalog, result }, MEMO_LIMIT);
       return result;
     },
-    async awaitBinding(instance, binding, operation) {
-      const started = performance.now();
-      for (;;) {
+    awaitBinding(instance, binding, operation) {
+      return poll<BindingOutcome>(instance.spec.clusterId, bindTimeoutMs, () => {
         const status = watcher.bindingStatus(instance, binding, operation);
-        if (status.state === "succeeded") return { state: "succeeded", result: watcher.bindingResult(instance, binding) };
+        if (status.state === "succeeded") return { done: { state: "succeeded", result: watcher.bindingResult(instance, binding) } };
         const description = status.description ?? `${operation.action} ${status.state}`;
-        if (status.state === "failed") return { state: "failed", description };
-        const left = bindTimeoutMs - (performance.now() - started);
-        const live = clusters.get(instance.spec.clusterId)?.live;
-        if (left <= 0 || !live || closed) return { state: "in progress", description };
-        await nextChange(live, Math.min(left, BIND_RECHECK_MS));
-      }
+        return status.state === "failed" ? { done: { state: "failed", description } } : { pending: { state: "in progress", description } };
+      });
     },
     observing() {
       reconcile();
       return clusters.size > 0;
     },
-    async awaitInstance(instance, operation) {
-      const started = performance.now();
-      for (;;) {
+    awaitInstance(instance, operation) {
+      return poll<OperationStatus>(instance.spec.clusterId, syncTimeoutMs, () => {
         const status = watcher.instanceStatus(instance, operation);
-        const left = syncTimeoutMs - (performance.now() - started);
-        const live = clusters.get(instance.spec.clusterId)?.live;
-        if (status.state !== "in progress" || left <= 0 || !live || closed) return status;
-        await nextChange(live, Math.min(left, BIND_RECHECK_MS));
-      }
+        return status.state === "in progress" ? { pending: status } : { done: status };
+      });
     },
-    async settle(instance, binding, operation) {
-      const started = performance.now();
-      for (;;) {
+    settle(instance, binding, operation) {
+      return poll<undefined>(instance.spec.clusterId, settleTimeoutMs, () => {
         const status = binding ? watcher.bindingStatus(instance, binding, operation) : watcher.instanceStatus(instance, operation);
-        if (!status.provisional) return;
-        const left = settleTimeoutMs - (performance.now() - started);
-        const live = clusters.get(instance.spec.clusterId)?.live;
-        if (left <= 0 || !live || closed) return;
-        await nextChange(live, Math.min(left, BIND_RECHECK_MS));
-      }
+        return status.provisional ? { pending: undefined } : { done: undefined };
+      });
     },
     acknowledged(operationId) {
       setBounded(acknowledgements, operationId, now().getTime(), TERMINAL_LIMIT);
