@@ -1,6 +1,6 @@
 /**
- * Counts per cluster id (or tenant scope), per plan id: what the instance summary (live instances)
- * and the binding summary (live bindings) fold, adding parts up and taking a replaced part back out.
+ * Counts per cluster id, per plan id: what the instance summary (live instances) and the binding
+ * summary (live bindings) fold, adding parts up and taking a replaced part back out.
  */
 export type ClusterPlanCounts = ReadonlyMap<string, ReadonlyMap<string, number>>;
 
