@@ -203,7 +203,9 @@ export async function seedLandscape(options: {
     const bindingCrs = (spec.bindings ?? []).map((b) => ({ b, cr: sfBindingCr(b, cr) }));
     if (sister && (state === "succeeded" || state === "in progress" || state === "failed")) {
       sister.store.upsert({ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
-      const replica = sister === master ? cr : sister.store.upsert(structuredClone(cr));
+      // A master that is its own sister (SFCluster "1") holds one resource: stored now, so owners carry its uid.
+      const replica = sister.store.upsert(structuredClone(cr));
+      if (sister === master) cr.metadata.uid = replica.metadata.uid;
       for (const object of await provisioned(cr, namespace)) {
         object.metadata.namespace = namespace;
         if (spec.renamed) object.metadata.name = `old-${object.metadata.name}`;
@@ -214,7 +216,8 @@ export async function seedLandscape(options: {
       }
       for (const { b, cr: bcr } of bindingCrs) {
         if ((b.state ?? "succeeded") !== "succeeded") continue;
-        const breplica = sister === master ? bcr : sister.store.upsert(structuredClone(bcr));
+        const breplica = sister.store.upsert(structuredClone(bcr));
+        if (sister === master) bcr.metadata.uid = breplica.metadata.uid;
         const postgresql = objects.find((o) => o.kind === "postgresql");
         const bindValues = { service: service.raw, plan: plan.raw, instance: cr, bindings: [], binding: bcr, postgresql: structuredClone(postgresql) };
         const bound = options.renderOnce && postgresql
