@@ -110,7 +110,7 @@ describe("summarizeInstances", () => {
 
   it("folds a cold tree in bulk to the same summary as file by file, and memoizes every level", async () => {
     const many = Array.from({ length: 300 }, (_, i) =>
-      record(`bulk-${i}`, `c${i % 3}`, `p${i % 4}`, `2026-02-01T00:${String(Math.floor(i / 60)).padStart(2, "0")}:${String(i % 60).padStart(2, "0")}Z`, i % 7 === 0),
+      record(`bulk-${i}`, `c${i % 3}`, `p${i % 4}`, `2026-02-01T00:${String(Math.floor(i / 60)).padStart(2, "0")}:${String(i % 60).padStart(2, "0")}Z`, i % 7 === 0, i % 5 ? `o${i % 5}` : undefined),
     );
     await commit(many);
     await writer.submit(async (draft: Draft) => {
@@ -131,6 +131,8 @@ describe("summarizeInstances", () => {
     expect(summary.latestProvision).toEqual({ at: "2027-01-01T00:00:00Z", clusterId: "c9" });
     expect(instanceCounts(summary)).toEqual(instanceCounts(expected));
     for (const plan of ["p0", "p1", "p2", "p3", "p9"]) expect(liveOfPlan(summary, plan)).toBe(liveOfPlan(expected, plan));
+    expect(summary.tenants).toEqual(expected.tenants);
+    expect(liveInScope(summary, scopeKey("organization", "o1"), new Set(["p0", "p1", "p2", "p3"]))).toBeGreaterThan(0);
 
     // Every bucket is memoized: the next draft re-reads only what it changed, and the next
     // commit's tree (new root oid, one bucket changed) is folded incrementally, not walked again.
