@@ -1,5 +1,4 @@
-import { execFile, execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { execFile } from "node:child_process";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -11,40 +10,26 @@ import { createInstruments, noopMetrics, type Metrics } from "../../src/metrics/
 import { helmModuleCall } from "../../src/render/index.js";
 import { createTempDir } from "../support/git-fixtures.js";
 import { typeErrors } from "../support/kube-models.js";
+import { testTool } from "../support/test-tools.js";
 import { validateManifest } from "../support/kube-validate.js";
 
 /**
  * deploy/chart rendered by this project's own Helm engine (`gitops-broker render-chart`, the
  * WebAssembly module of src/charts), as `helm template prod deploy/chart -f values` renders it.
  * Every object is validated with kubernetes-models, and the ConfigMap's configuration with the
- * broker's own loadConfig. Where Go and Debian's sprig are installed, each render is also compared
- * with one by Go's own text/template and sprig (test/deploy/chart-render/main.go, a small
- * Helm-like renderer): the two must give the same objects.
+ * broker's own loadConfig. Each render is also compared with Helm itself (built from its module:
+ * test/support/test-tools.ts): the two must give the same objects. (Until session 11 the
+ * comparison was with a small Helm-like renderer on Go's text/template and Debian's sprig, which
+ * the machines no longer have; test/helm-oracle compares byte for byte on other value sets.)
  */
 
 const PROJECT = path.resolve(import.meta.dirname, "../..");
 const CHART = path.join(PROJECT, "deploy/chart");
-const GOPATH = "/usr/share/gocode";
 const run = promisify(execFile);
-
-function goMissing(): string | null {
-  try {
-    execFileSync("go", ["version"], { stdio: "ignore" });
-  } catch {
-    return "go is not installed (apt-get install golang-go golang-github-masterminds-sprig-dev)";
-  }
-  for (const pkg of ["github.com/Masterminds/sprig", "sigs.k8s.io/yaml"]) {
-    if (!existsSync(path.join(GOPATH, "src", pkg))) return `${pkg} is not in ${GOPATH} (apt-get install golang-github-masterminds-sprig-dev)`;
-  }
-  return null;
-}
-const missing = goMissing();
-if (missing) console.warn(`deploy/chart: no comparison with Go's text/template: ${missing}`);
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string }; [k: string]: unknown };
 
 let tmp: string;
-let goRenderer: string | undefined;
 
 function documents(text: string): Obj[] {
   return parseAllDocuments(text)
@@ -54,7 +39,7 @@ function documents(text: string): Obj[] {
 
 const byKind = (a: Obj, b: Obj) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`);
 
-/** The chart as `gitops-broker render-chart prod deploy/chart -f values.json` prints it (and as Go's text/template renders it, where Go is installed). */
+/** The chart as `gitops-broker render-chart prod deploy/chart -f values.json` prints it, checked against `helm template`. */
 async function render(values: Record<string, unknown>): Promise<Obj[]> {
   const file = path.join(tmp, `values-${Math.random().toString(36).slice(2)}.json`);
   await writeFile(file, JSON.stringify(values));
@@ -64,10 +49,8 @@ async function render(values: Record<string, unknown>): Promise<Obj[]> {
   expect(err).toBe("");
   expect(code).toBe(0);
   const objects = documents(out);
-  if (goRenderer) {
-    const { stdout } = await run(goRenderer, [CHART, file, "prod"]);
-    expect([...objects].sort(byKind)).toEqual(documents(stdout).sort(byKind));
-  }
+  const { stdout } = await run(testTool("helm"), ["template", "prod", CHART, "-f", file]);
+  expect([...objects].sort(byKind)).toEqual(documents(stdout).sort(byKind));
   return objects;
 }
 
@@ -75,15 +58,7 @@ const REMOTE = { config: { git: { remote: "https://git.example.com/acme/gitops.g
 
 beforeAll(async () => {
   tmp = await createTempDir("gitops-broker-chart-");
-  if (missing) return;
-  goRenderer = path.join(tmp, "chart-render");
-  // Go's own build cache (a fresh one costs ~7 s of CPU compiling the standard library again);
-  // a throw-away one only where Go has no place for it.
-  const cache = process.env.GOCACHE ?? process.env.XDG_CACHE_HOME ?? process.env.HOME;
-  await run("go", ["build", "-o", goRenderer, path.join(import.meta.dirname, "chart-render/main.go")], {
-    env: { ...process.env, GOPATH, GO111MODULE: "off", GOFLAGS: "", ...(cache ? {} : { GOCACHE: path.join(tmp, "gocache") }) },
-  });
-}, 300_000);
+});
 afterAll(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
