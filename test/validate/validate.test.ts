@@ -138,7 +138,7 @@ describe("one fixture per problem class", () => {
     const record = parse(await read(dir, file)) as { status: { operations: { action: string }[] } };
     record.status.operations[0]!.action = "rebind";
     expect(await lines({ [file]: stringify(record) })).toEqual([
-      `${file}: status.operations[0].action: must be one of "bind", "unbind"`,
+      `${file}: status.operations[0].action: must be one of "bind", "unbind", "import"`,
     ]);
   });
 
