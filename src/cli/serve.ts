@@ -106,30 +106,69 @@ export async function startBroker(config: Config, options: StartOptions): Promis
   const lock = await lockDataDir(config.dataDir, "serve", {
     onCompromised: (error) => logger.error({ err: error, dataDir: config.dataDir }, "lost the lock of the data directory"),
   });
-  const undo: (() => unknown)[] = [];
+  const shutdown = createShutdown(logger);
   try {
-    const broker = await startLocked(config, { ...options, logger }, undo);
+    const broker = await startLocked(config, { ...options, logger }, shutdown);
     return {
       ...broker,
       async close() {
-        await broker.close();
+        await shutdown.run();
+        logger.info("gitops-broker stopped");
         await lock.release();
       },
     };
   } catch (error) {
-    for (const step of undo.reverse()) {
-      try {
-        await step();
-      } catch (e) {
-        logger.debug({ err: e }, "stopping a half-started broker");
-      }
-    }
+    // What was started stops in the same order as a full stop (errors logged, not thrown).
+    await shutdown.run({ halfStarted: true });
     await lock.release();
     throw error;
   }
 }
 
-async function startLocked(config: Config, options: StartOptions & { logger: Logger }, undo: (() => unknown)[]): Promise<RunningBroker> {
+/**
+ * How a broker stops, in this order, written once for a full stop and for a start that failed
+ * half-way (then only what was started stops): new requests refused; background work stopped (no
+ * new re-render, GC pass or catch-up; the Lease handed over); the write queue pushed, so the
+ * requests waiting on it get their answers; the nudges of those pushes sent; the HTTP server
+ * closed once those answers went out; the status watchers stopped; the repository view closed.
+ * startBroker releases the data directory's lock after the last phase.
+ */
+export const STOP_PHASES = ["refuse requests", "stop background work", "push the queue", "send the nudges", "close the HTTP server", "stop the watchers", "close the view"] as const;
+type StopPhase = (typeof STOP_PHASES)[number];
+
+interface Shutdown {
+  /** `stop` runs in `phase`; steps of one phase run in the order they were added. */
+  add(phase: StopPhase, stop: () => unknown): void;
+  run(options?: { halfStarted?: boolean }): Promise<void>;
+}
+
+function createShutdown(logger: Logger): Shutdown {
+  const steps = new Map<StopPhase, (() => unknown)[]>();
+  let running: Promise<void> | undefined;
+  async function run(halfStarted: boolean): Promise<void> {
+    for (const phase of STOP_PHASES) {
+      const stops = steps.get(phase);
+      if (!stops) continue;
+      logger.debug({ phase }, "stopping");
+      for (const stop of stops) {
+        try {
+          await stop();
+        } catch (error) {
+          if (!halfStarted) throw error;
+          logger.debug({ err: error, phase }, "stopping a half-started broker");
+        }
+      }
+    }
+  }
+  return {
+    add(phase, stop) {
+      steps.set(phase, [...(steps.get(phase) ?? []), stop]);
+    },
+    run: ({ halfStarted = false } = {}) => (running ??= run(halfStarted)),
+  };
+}
+
+async function startLocked(config: Config, options: StartOptions & { logger: Logger }, shutdown: Shutdown): Promise<RunningBroker> {
   const { logger } = options;
   // With metrics.listen, a prom-client Registry of this broker's own (never the global one), with
   // Node's process metrics; else the caller's factory, or none.
@@ -180,14 +219,15 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     // "Gone", "not found", "conflict" only from a view fetched after the request arrived (ADR 0012).
     confirmRejection: isNegativeAnswer,
   });
-  undo.push(() => writer.close());
+  // Queued operations are pushed before the writer resolves; their HTTP responses go out then.
+  shutdown.add("push the queue", () => writer.close());
   await writer.start();
   const summaries = createInstanceSummaryCache();
   const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries, {
     // Remote charts (http(s) url pinned by digest) are fetched when the catalog loads, cached by digest.
     remoteCharts: new RemoteCharts({ dir: path.join(config.dataDir, CHART_CACHE_DIR) }),
   });
-  undo.push(() => view.close());
+  shutdown.add("close the view", () => view.close());
   await view.reload();
   // Clusters come from the view: live clusters are watched as the registry adds them, and
   // stopped when it drops them or switches them to commit mode.
@@ -204,7 +244,7 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     ...options.status,
     kubeConfigFor,
   });
-  undo.push(() => status.close());
+  shutdown.add("stop the watchers", () => status.close());
   const brokerVersion = `gitops-broker/${options.version}`;
   // After each push, the agents of the clusters it changed (those whose registry entry asks for it).
   const nudger = createNudger({
@@ -218,7 +258,7 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     ...options.nudge,
   });
   const stopNudging = writer.onPushed((event) => nudger.pushed(event));
-  undo.push(() => {
+  shutdown.add("send the nudges", () => {
     stopNudging();
     return nudger.close();
   });
@@ -233,7 +273,7 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     batchSize: config.reconcile.batchSize,
     retryMs: config.reconcile.retrySeconds * 1000,
   });
-  undo.push(() => reconciler.close());
+
   const collector = createRecordsCollector({
     writer,
     status,
@@ -245,15 +285,13 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     batchSize: config.records.gcBatchSize,
     ...options.records,
   });
-  undo.push(() => collector.close());
+
   // The background work (re-renders on tip changes, the catch-up, records GC) runs on the leader
   // only (ADR 0024); without leader election this process always leads.
   const leadership = await startLeadership(config, { logger, metrics: instruments.leader, ...options.leader });
-  undo.push(() => leadership.close());
   const stopReconciling = writer.onTip((tip, previous) => {
     if (leadership.isLeader()) reconciler.tipChanged(tip, previous);
   });
-  undo.push(stopReconciling);
   let turns: Promise<void> = Promise.resolve();
   const lead = (leading: boolean): void => {
     turns = turns.then(async () => {
@@ -268,7 +306,17 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     });
   };
   const stopLeading = leadership.onChange(lead);
-  undo.push(stopLeading);
+  shutdown.add("stop background work", async () => {
+    stopReconciling();
+    stopLeading();
+    await turns;
+    // Re-renders in flight finish; queued ones are dropped (a manual trigger redoes them).
+    await reconciler.close();
+    // A GC pass in flight finishes (its commit is small); the next one would start over anyway.
+    await collector.close();
+    // The next leader takes over at once instead of after the lease duration.
+    await leadership.close();
+  });
   if (leadership.isLeader()) lead(true);
   const bindingSummaries = createBindingSummaryCache();
   metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, bindingSummaries, instruments.repo));
@@ -301,7 +349,15 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
       : {}),
     logger: logger.child({ component: "http" }),
   });
-  undo.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  // New connections are refused first; the server is closed once the answers waiting on the
+  // queue went out (idle keep-alive connections are closed then).
+  let closed: Promise<void> | undefined;
+  const refuse = () => (closed ??= new Promise<void>((resolve) => server.close(() => resolve())));
+  shutdown.add("refuse requests", () => void refuse());
+  shutdown.add("close the HTTP server", () => {
+    server.closeIdleConnections();
+    return refuse();
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.listen.port, config.listen.host, () => {
@@ -320,6 +376,10 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     writer.refresh().catch((e: unknown) => logger.warn({ err: e }, "fetching the Git remote failed"));
   }, config.git.pollIntervalSeconds * 1000);
   poll.unref();
+  shutdown.add("refuse requests", async () => {
+    clearInterval(poll);
+    await metricsServer?.close();
+  });
 
   return {
     url,
@@ -329,29 +389,7 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     nudger,
     collector,
     leadership,
-    async close() {
-      clearInterval(poll);
-      await metricsServer?.close();
-      stopReconciling();
-      stopLeading();
-      await turns;
-      // Re-renders in flight finish; queued ones are dropped (a manual trigger redoes them).
-      await reconciler.close();
-      // A GC pass in flight finishes (its commit is small); the next one would start over anyway.
-      await collector.close();
-      // The next leader takes over at once instead of after the lease duration.
-      await leadership.close();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Queued operations are pushed before the writer resolves; their HTTP responses go out then.
-      await writer.close();
-      stopNudging();
-      await nudger.close();
-      server.closeIdleConnections();
-      await closed;
-      await status.close();
-      view.close();
-      logger.info("gitops-broker stopped");
-    },
+    close: () => shutdown.run(),
   };
 }
 
