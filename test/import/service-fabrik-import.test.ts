@@ -9,21 +9,16 @@
  * every imported instance through OSB.
  */
 import { execFile } from "node:child_process";
-import { mkdir } from "node:fs/promises";
-import path from "node:path";
-import { PassThrough } from "node:stream";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { runImportCommand } from "../../src/cli/import.js";
 import { bindingRecordPath, instanceManifestDir, instanceRecordPath, type BindingRecord, type InstanceRecord } from "../../src/repo/index.js";
 import { remoteFiles } from "../broker/helpers.js";
-import { startHarness, type Harness } from "../support/broker-harness.js";
+import type { Harness } from "../support/broker-harness.js";
 import { readRemoteFile, remoteHead } from "../support/git-fixtures.js";
-import { trackedTempDir } from "../support/processes.js";
-import { importArgs, registerServiceFabrik, sampleServiceFabrikCatalog, seedLandscape, SF_NAMESPACE, SF_PLAN_ID as PLAN_ID, SF_SERVICE_ID as SERVICE_ID, type SfInstanceSpec } from "../support/service-fabrik-landscape.js";
-import { startSisterCluster, type SisterCluster } from "../support/sister-cluster.js";
-import { startKubeApiServer, type KubeApiServer, type KubeObject } from "../support/kube-api-server.js";
+import { runImport, SF_NAMESPACE, SF_PLAN_ID as PLAN_ID, SF_SERVICE_ID as SERVICE_ID, startImportLandscape, type ImportLandscape, type SfInstanceSpec } from "../support/service-fabrik-landscape.js";
+import type { SisterCluster } from "../support/sister-cluster.js";
+import type { KubeApiServer, KubeObject } from "../support/kube-api-server.js";
 import { createSyncAgent } from "../support/sync-agent.js";
 
 const run = promisify(execFile);
@@ -46,57 +41,24 @@ const LANDSCAPE: SfInstanceSpec[] = [
 const IMPORTED = ["a-1", "a-2", "a-3", "a-7", "w-1", "w-2"];
 const NOT_IMPORTED = ["a-4", "a-5", "a-6", "a-8", "w-3", "g-1"];
 
-let root: string;
+let land: ImportLandscape;
 let master: KubeApiServer;
 let east: SisterCluster;
 let west: SisterCluster;
 let h: Harness;
-let args: string[];
 
-function capture(): { stream: PassThrough; text: () => string } {
-  const stream = new PassThrough();
-  const chunks: Buffer[] = [];
-  stream.on("data", (c: Buffer) => chunks.push(c));
-  return { stream, text: () => Buffer.concat(chunks).toString("utf8") };
-}
-
-async function importCli(...extra: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out = capture();
-  const err = capture();
-  const code = await runImportCommand(["service-fabrik", ...args, ...extra], { stdout: out.stream, stderr: err.stream });
-  return { code, out: out.text(), err: err.text() };
-}
+const importCli = (...extra: string[]) => runImport(["service-fabrik", ...land.args, ...extra]);
 
 const show = (file: string) => readRemoteFile(h.remoteDir, "main", file);
 const record = async <T>(file: string) => parse((await show(file))!) as T;
 const postgresqlFile = (cluster: string, id: string) => `${instanceManifestDir(cluster, id)}/postgresql-sapcp-${id}.yaml`;
 
 beforeAll(async () => {
-  root = await trackedTempDir("sf-import-");
-  const remotes = path.join(root, "remotes");
-  await mkdir(remotes, { recursive: true });
-  master = await startKubeApiServer();
-  registerServiceFabrik(master);
-  east = await startSisterCluster({ id: "east", sync: "argocd", remoteDir: path.join(remotes, "remote.git"), dir: root });
-  west = await startSisterCluster({ id: "west", sync: "argocd", remoteDir: path.join(remotes, "remote.git"), dir: root });
-  registerServiceFabrik(east.server);
-  registerServiceFabrik(west.server);
-  const { files, service, plan } = await sampleServiceFabrikCatalog();
-  await seedLandscape({ master, sisters: { east: east.server, west: west.server }, service, plan, instances: LANDSCAPE });
-  h = await startHarness({
-    files: {
-      ...files,
-      "registry/clusters/east.yaml": east.registryEntry({ mode: "commit" }),
-      "registry/clusters/west.yaml": west.registryEntry({ mode: "commit" }),
-    },
-  });
-  args = await importArgs(root, master, h.remoteUrl);
+  land = await startImportLandscape("sf-import-", LANDSCAPE);
+  ({ master, east, west, h } = land);
 }, 120_000);
 afterAll(async () => {
-  await h?.close();
-  await east?.close();
-  await west?.close();
-  await master?.close();
+  await land?.close();
 });
 
 describe("gitops-broker import service-fabrik", () => {

@@ -9,14 +9,12 @@
  */
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { runImportCommand } from "../../src/cli/import.js";
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { startKubeApiServer, type KubeApiServer } from "../support/kube-api-server.js";
 import { POSTGRESQL } from "../support/postgres-operator.js";
 import { PROCESS_TEST_TIMEOUT_MS, trackedTempDir } from "../support/processes.js";
 import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
-import { importArgs, registerServiceFabrik, sampleServiceFabrikCatalog, seedLandscape, SF_NAMESPACE } from "../support/service-fabrik-landscape.js";
-import { PassThrough } from "node:stream";
+import { importArgs, registerServiceFabrik, runImport, sampleServiceFabrikCatalog, seedLandscape, SF_NAMESPACE } from "../support/service-fabrik-landscape.js";
 import { writeFile } from "node:fs/promises";
 import { stringify } from "yaml";
 
@@ -31,13 +29,7 @@ let shaped: KubeApiServer;
 let h: Harness;
 let args: string[];
 
-async function importCli(...extra: string[]): Promise<{ code: number; out: string }> {
-  const out = new PassThrough();
-  const chunks: Buffer[] = [];
-  out.on("data", (c: Buffer) => chunks.push(c));
-  const code = await runImportCommand(["service-fabrik", ...args, ...extra], { stdout: out, stderr: out });
-  return { code, out: Buffer.concat(chunks).toString("utf8") };
-}
+const importCli = (...extra: string[]) => runImport(["service-fabrik", ...args, ...extra]);
 
 const get = async (p: string) => (await kube.request("GET", p)).body as KubeObject & { metadata: { uid: string; ownerReferences?: unknown[]; finalizers?: string[]; deletionTimestamp?: string } };
 

@@ -18,11 +18,16 @@
 import { randomUUID } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 import { stringify } from "yaml";
+import { runImportCommand } from "../../src/cli/import.js";
 import { loadCatalog, type Plan, type Service } from "../../src/catalog/index.js";
 import { render } from "../../src/render/index.js";
+import { startHarness, type Harness } from "./broker-harness.js";
 import { tempDirTree } from "./dir-tree.js";
-import type { KubeApiServer, KubeObject } from "./kube-api-server.js";
+import { startKubeApiServer, type KubeApiServer, type KubeObject } from "./kube-api-server.js";
+import { trackedTempDir } from "./processes.js";
+import { startSisterCluster, type SisterCluster } from "./sister-cluster.js";
 
 export const SF_INSTANCE = { group: "osb.servicefabrik.io", version: "v1alpha1", kind: "SFServiceInstance", plural: "sfserviceinstances", namespaced: true };
 export const SF_BINDING = { group: "osb.servicefabrik.io", version: "v1alpha1", kind: "SFServiceBinding", plural: "sfservicebindings", namespaced: true };
@@ -58,6 +63,60 @@ export async function importArgs(dir: string, master: KubeApiServer, remoteUrl: 
   const configFile = path.join(dir, "cli.yaml");
   await writeFile(configFile, stringify({ dataDir: path.join(dir, "cli-data"), git: { remote: remoteUrl } }));
   return ["--config", configFile, "--master-kubeconfig", masterKubeconfig];
+}
+
+/** `gitops-broker import <args>` in process: its exit code and what it printed (stdout and stderr). */
+export async function runImport(args: readonly string[]): Promise<{ code: number; out: string }> {
+  const out = new PassThrough();
+  const chunks: Buffer[] = [];
+  out.on("data", (c: Buffer) => chunks.push(c));
+  const code = await runImportCommand([...args], { stdout: out, stderr: out });
+  return { code, out: Buffer.concat(chunks).toString("utf8") };
+}
+
+/**
+ * A landscape to import: a master and sister clusters `east` and `west` (doubles serving Service
+ * Fabrik's kinds, registered in commit mode), seeded with `instances` on Service Fabrik's sample
+ * plan, and the real broker on a GitOps remote over smart HTTP holding that catalog and registry.
+ * `args`: the import command's flags for them.
+ */
+export interface ImportLandscape {
+  master: KubeApiServer;
+  east: SisterCluster;
+  west: SisterCluster;
+  h: Harness;
+  args: string[];
+  close(): Promise<void>;
+}
+
+export async function startImportLandscape(prefix: string, instances: SfInstanceSpec[], options: { renderOnce?: boolean } = {}): Promise<ImportLandscape> {
+  const root = await trackedTempDir(prefix);
+  const master = await startKubeApiServer();
+  registerServiceFabrik(master);
+  // The sisters' own sync agents are not used: tests sync the harness's remote with agents of their own.
+  const east = await startSisterCluster({ id: "east", sync: "argocd", remoteDir: path.join(root, "unused.git"), dir: root });
+  const west = await startSisterCluster({ id: "west", sync: "argocd", remoteDir: path.join(root, "unused.git"), dir: root });
+  registerServiceFabrik(east.server);
+  registerServiceFabrik(west.server);
+  const { files, service, plan } = await sampleServiceFabrikCatalog();
+  await seedLandscape({ master, sisters: { east: east.server, west: west.server }, service, plan, instances, ...options });
+  const h = await startHarness({
+    files: { ...files, "registry/clusters/east.yaml": east.registryEntry({ mode: "commit" }), "registry/clusters/west.yaml": west.registryEntry({ mode: "commit" }) },
+  });
+  const args = await importArgs(root, master, h.remoteUrl);
+  return {
+    master,
+    east,
+    west,
+    h,
+    args,
+    async close() {
+      await h.close();
+      await east.close();
+      await west.close();
+      await master.close();
+    },
+  };
 }
 
 /** Serves Service Fabrik's kinds (and Deployments) on a double. */
