@@ -1,5 +1,5 @@
 import { NotFoundError, SchedulingError, UnprocessableEntityError } from "../errors/index.js";
-import type { Draft, GitWriter, OperationOutcome } from "../gitwriter/index.js";
+import { tappedDraft, type Draft, type GitWriter, type OperationOutcome } from "../gitwriter/index.js";
 import {
   brokerTrailers,
   instanceManifestDir,
@@ -143,26 +143,9 @@ async function moveOperation(
   });
   const deleted = await filesBelow(draft, instanceManifestDir(from, instanceId));
   const written: string[] = [];
-  const recording: Draft = {
-    get commit() {
-      return draft.commit;
-    },
-    get bulk() {
-      return draft.bulk;
-    },
-    get changed() {
-      return draft.changed;
-    },
-    readFile: (file) => draft.readFile(file),
-    readText: (file) => draft.readText(file),
-    list: (dir) => draft.list(dir),
-    oid: (file) => draft.oid(file),
-    remove: (file) => draft.remove(file),
-    write: (file, content) => {
-      written.push(file);
-      draft.write(file, content);
-    },
-  };
+  const recording = tappedDraft(draft, (file, content) => {
+    if (content !== null) written.push(file);
+  });
   removeInstanceManifests(draft, record);
   // An imported instance's own namespace (spec.namespace) stays behind: on the new cluster it
   // lives in the cluster's instance namespace, as every instance provisioned there.
