@@ -9,12 +9,19 @@
  * every imported instance through OSB.
  */
 import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { bindingRecordPath, instanceManifestDir, instanceRecordPath, type BindingRecord, type InstanceRecord } from "../../src/repo/index.js";
+import { loadCatalog, loadClusters } from "../../src/catalog/index.js";
+import { createGitWriter } from "../../src/gitwriter/index.js";
+import { clusterClient, commitImport, planImport, readLandscape } from "../../src/import/index.js";
+import { silentLogger } from "../../src/log/index.js";
 import { remoteFiles } from "../broker/helpers.js";
-import type { Harness } from "../support/broker-harness.js";
+import { AUTHOR, type Harness } from "../support/broker-harness.js";
+import { trackedTempDir } from "../support/processes.js";
 import { readRemoteFile, remoteHead } from "../support/git-fixtures.js";
 import { runImport, SF_NAMESPACE, SF_PLAN_ID as PLAN_ID, SF_SERVICE_ID as SERVICE_ID, startImportLandscape, type ImportLandscape, type SfInstanceSpec } from "../support/service-fabrik-landscape.js";
 import type { SisterCluster } from "../support/sister-cluster.js";
@@ -84,15 +91,29 @@ describe("gitops-broker import service-fabrik", () => {
     expect(await remoteHead(h.remoteDir)).toBe(before);
   });
 
-  it("imports in batches with Reason, Import-Source and one Instance-Id per instance; nothing of what does not map is written; a second run commits nothing", async () => {
+  it("continues an interrupted run, in batches with Reason, Import-Source and one Instance-Id per instance; nothing of what does not map is written; a second run commits nothing", async () => {
     const before = await remoteHead(h.remoteDir);
+    // A run interrupted after its first batch (a-1 and a-2): the import's own parts, on a clone of ours.
+    const writer = createGitWriter({ gitdir: path.join(await trackedTempDir("sf-import-interrupted-"), "work.git"), remoteUrl: h.remoteUrl, branch: "main", author: AUTHOR, logger: silentLogger() });
+    await writer.start();
+    const tip = writer.snapshot();
+    const client = (server: KubeApiServer) => clusterClient(server.loadKubeConfig(), "test");
+    const sisters: Record<string, KubeApiServer> = { east: east.server, west: west.server };
+    const landscape = await readLandscape(await client(master), async (id) => (sisters[id] ? client(sisters[id]) : undefined));
+    const planned = await planImport({ landscape, catalog: (await loadCatalog(tip)).catalog, clusters: (await loadClusters(tip)).clusters, base: tip, now: () => new Date(), newId: randomUUID });
+    expect(planned.imported.map((i) => i.instanceId)).toEqual(IMPORTED);
+    await commitImport(writer, { ...planned, imported: planned.imported.slice(0, 2) }, { batchSize: 2, brokerVersion: "test" });
+    await writer.close();
+
     const { code, out } = await importCli("--yes", "--batch-size", "4");
     expect(code).toBe(0);
-    expect(out).toContain("imported 6 instance(s) in 2 commit(s)");
+    expect(out).toContain("already in the GitOps repository: 2 instance(s)");
+    expect(out).toContain("imported 4 instance(s) in 1 commit(s)");
     const { stdout: log } = await run("git", ["log", "--format=%B%x00", `${before}..main`], { cwd: h.remoteDir });
     const messages = log.split("\0").map((m) => m.trim()).filter(Boolean).reverse();
     expect(messages).toHaveLength(2);
-    expect(messages[0]).toMatch(/^import 4 instance\(s\) and 2 binding\(s\) from Service Fabrik\n/);
+    expect(messages[0]).toMatch(/^import 2 instance\(s\) and 2 binding\(s\) from Service Fabrik\n/);
+    expect(messages[1]).toMatch(/^import 4 instance\(s\) and 1 binding\(s\) from Service Fabrik\n/);
     expect(messages[0]).toContain("Reason: import\n");
     expect(messages[0]).toContain(`Import-Source: service-fabrik ${master.url}`);
     const ids = messages.flatMap((m) => [...m.matchAll(/^Instance-Id: (.*)$/gm)].map((x) => x[1]));
