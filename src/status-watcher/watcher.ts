@@ -242,7 +242,8 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
       return "status" in r ? r.status : liveStatus(r.subject, r.key);
     },
     bindingResult(instance, binding) {
-      const bind = binding.status.operations.findLast((o) => o.action === "bind");
+      // An imported binding's `import` entry stands for the bind Service Fabrik made.
+      const bind = binding.status.operations.findLast((o) => o.action === "bind" || o.action === "import");
       if (!bind) return {};
       const r = resolve(instance, binding, bind);
       if (!("subject" in r)) return {};

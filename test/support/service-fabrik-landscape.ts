@@ -76,7 +76,7 @@ export async function runImport(args: readonly string[]): Promise<{ code: number
 
 /**
  * A landscape to import: a master and sister clusters `east` and `west` (doubles serving Service
- * Fabrik's kinds, registered in commit mode), seeded with `instances` on Service Fabrik's sample
+ * Fabrik's kinds, registered in `mode`, default commit), seeded with `instances` on Service Fabrik's sample
  * plan, and the real broker on a GitOps remote over smart HTTP holding that catalog and registry.
  * `args`: the import command's flags for them.
  */
@@ -89,7 +89,8 @@ export interface ImportLandscape {
   close(): Promise<void>;
 }
 
-export async function startImportLandscape(prefix: string, instances: SfInstanceSpec[], options: { renderOnce?: boolean } = {}): Promise<ImportLandscape> {
+export async function startImportLandscape(prefix: string, instances: SfInstanceSpec[], options: { renderOnce?: boolean; mode?: "commit" | "live" } = {}): Promise<ImportLandscape> {
+  const { mode = "commit", ...seed } = options;
   const root = await trackedTempDir(prefix);
   const master = await startKubeApiServer();
   registerServiceFabrik(master);
@@ -99,9 +100,9 @@ export async function startImportLandscape(prefix: string, instances: SfInstance
   registerServiceFabrik(east.server);
   registerServiceFabrik(west.server);
   const { files, service, plan } = await sampleServiceFabrikCatalog();
-  await seedLandscape({ master, sisters: { east: east.server, west: west.server }, service, plan, instances, ...options });
+  await seedLandscape({ master, sisters: { east: east.server, west: west.server }, service, plan, instances, ...seed });
   const h = await startHarness({
-    files: { ...files, "registry/clusters/east.yaml": east.registryEntry({ mode: "commit" }), "registry/clusters/west.yaml": west.registryEntry({ mode: "commit" }) },
+    files: { ...files, "registry/clusters/east.yaml": east.registryEntry({ mode }), "registry/clusters/west.yaml": west.registryEntry({ mode }) },
   });
   const args = await importArgs(root, master, h.remoteUrl);
   return {
