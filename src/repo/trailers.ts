@@ -11,7 +11,7 @@ export const RECORDS_GC_REASON = "records-gc";
 
 /** The Reason of a commit removing the records of a binding whose instance is gone (admin binding cleanup). */
 export const BINDING_CLEANUP_REASON = "binding-cleanup";
-/** The Reason of a commit of `gitops-broker import`: records and manifests of running instances. */
+/** The Reason of a commit of `gitops-broker import` (ADR 0026): records and manifests of running instances. */
 export const IMPORT_REASON = "import";
 
 /** Reasons whose commits name several instances, one Instance-Id trailer each. */
