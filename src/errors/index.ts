@@ -273,6 +273,17 @@ export class DataDirLockedError extends BaseError {
   }
 }
 
+/**
+ * The writer's local repository is not what git wrote: an object missing or of another type, a
+ * malformed object, pack, pack index or ref, a git command answering less than asked. Never an
+ * OSB answer of its own: the operation fails as an internal error.
+ */
+export class GitRepositoryError extends BaseError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("GitRepositoryError", message, options);
+  }
+}
+
 /** The git writer takes no operations: not started yet, or closed for shutdown. */
 export class GitWriterClosedError extends BaseError {
   constructor(message: string, options?: ErrorOptions) {

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { GitRepositoryError } from "../errors/index.js";
 import { parseTrailers } from "./commit-message.js";
 import type { CommitInfo, LogOptions, WalkEntry } from "./types.js";
 
@@ -101,7 +102,7 @@ export async function catFileBatch(
   child.stdin.end(oids.length === 0 ? "" : `${oids.join("\n")}\n`);
   await done.finally(() => child.stdout.removeAllListeners("data"));
   if (failure !== undefined) throw failure.error;
-  if (index !== oids.length) throw new Error(`git cat-file --batch returned ${index} of ${oids.length} objects`);
+  if (index !== oids.length) throw new GitRepositoryError(`git cat-file --batch returned ${index} of ${oids.length} objects`);
 }
 
 const LOG_FIELDS = ["%H", "%an", "%ae", "%aI", "%s", "%(trailers:only,unfold)"];

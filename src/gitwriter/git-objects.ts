@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { GitRepositoryError } from "../errors/index.js";
 import type { GitAuthor } from "./types.js";
 
 /**
@@ -58,7 +59,7 @@ export function parseTree(content: Uint8Array): TreeObject {
   while (at < raw.length) {
     const space = raw.indexOf(0x20, at);
     const nul = raw.indexOf(0, space);
-    if (space === -1 || nul === -1 || nul + 21 > raw.length) throw new Error("malformed tree object");
+    if (space === -1 || nul === -1 || nul + 21 > raw.length) throw new GitRepositoryError("malformed tree object");
     const mode = raw.toString("latin1", at, space);
     const name = utf8.decode(raw.subarray(space + 1, nul));
     tree.set(name, { mode: mode === "40000" ? "040000" : mode, oid: raw.toString("hex", nul + 1, nul + 21), type: typeOfMode(mode) });
@@ -141,6 +142,6 @@ export function serializeCommit(spec: CommitFields): Buffer {
 export function commitTreeOid(content: Uint8Array): string {
   const head = Buffer.from(content.buffer, content.byteOffset, Math.min(content.byteLength, 46)).toString("latin1");
   const match = /^tree ([0-9a-f]{40})\n/.exec(head);
-  if (match === null) throw new Error("malformed commit object");
+  if (match === null) throw new GitRepositoryError("malformed commit object");
   return match[1]!;
 }

@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { inflateSync } from "node:zlib";
+import { GitRepositoryError } from "../errors/index.js";
 import {
   EMPTY_TREE_OID,
   commitTreeOid,
@@ -132,7 +133,7 @@ export class ObjectStore {
   async commitTreeIfPresent(commit: string): Promise<string | null> {
     const object = this.find(commit);
     if (object === null) return null;
-    if (object.type !== "commit") throw new Error(`object ${commit} is a ${object.type}, not a commit`);
+    if (object.type !== "commit") throw new GitRepositoryError(`object ${commit} is a ${object.type}, not a commit`);
     return commitTreeOid(object.data);
   }
 
@@ -276,8 +277,8 @@ export class ObjectStore {
 
   private read(oid: string, type: ObjectType): GitObject {
     const object = this.find(oid);
-    if (object === null) throw new Error(`object ${oid} is not in ${this.gitdir}`);
-    if (object.type !== type) throw new Error(`object ${oid} is a ${object.type}, not a ${type}`);
+    if (object === null) throw new GitRepositoryError(`object ${oid} is not in ${this.gitdir}`);
+    if (object.type !== type) throw new GitRepositoryError(`object ${oid} is a ${object.type}, not a ${type}`);
     return object;
   }
 
@@ -304,7 +305,7 @@ export class ObjectStore {
   /** The base of a ref-delta that is not in the delta's own pack. */
   private deltaBase(oid: string): GitObject {
     const object = this.find(oid);
-    if (object === null) throw new Error(`delta base ${oid} is not in ${this.gitdir}`);
+    if (object === null) throw new GitRepositoryError(`delta base ${oid} is not in ${this.gitdir}`);
     return object;
   }
 
@@ -320,7 +321,7 @@ export class ObjectStore {
     const nul = raw.indexOf(0);
     const [type = "", size = ""] = raw.toString("latin1", 0, nul).split(" ");
     if (!["commit", "tree", "blob", "tag"].includes(type) || Number(size) !== raw.length - nul - 1) {
-      throw new Error(`loose object ${oid} is malformed`);
+      throw new GitRepositoryError(`loose object ${oid} is malformed`);
     }
     return { type: type as ObjectType, data: exactCopy(raw.subarray(nul + 1)) };
   }

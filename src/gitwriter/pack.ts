@@ -3,6 +3,7 @@ import { closeSync, fstatSync, openSync, readFileSync, readSync } from "node:fs"
 import { promises as fsp } from "node:fs";
 import path from "node:path";
 import { crc32, deflateSync, inflateSync } from "node:zlib";
+import { GitRepositoryError } from "../errors/index.js";
 import type { ObjectType } from "./git-objects.js";
 
 /*
@@ -110,7 +111,7 @@ export class PackFile {
   constructor(readonly idxPath: string) {
     this.idx = readFileSync(idxPath);
     if (this.idx.length < NAMES_AT + 40 || this.idx.readUInt32BE(0) !== IDX_MAGIC || this.idx.readUInt32BE(4) !== 2) {
-      throw new Error(`${idxPath} is not a version 2 pack index`);
+      throw new GitRepositoryError(`${idxPath} is not a version 2 pack index`);
     }
     this.count = this.idx.readUInt32BE(FANOUT_AT + 255 * 4);
     this.fd = openSync(idxPath.replace(/\.idx$/, ".pack"), "r");
@@ -172,7 +173,7 @@ export class PackFile {
         }
         at = inPack;
       }
-      if (chain.length > 10_000) throw new Error(`${this.idxPath}: delta chain too long at offset ${offset}`);
+      if (chain.length > 10_000) throw new GitRepositoryError(`${this.idxPath}: delta chain too long at offset ${offset}`);
     }
     let object = base;
     for (let i = chain.length - 1; i >= 0; i--) {
@@ -206,7 +207,7 @@ export class PackFile {
     const got = readSync(this.fd, buf, 0, 32, offset);
     let i = 0;
     const next = (): number => {
-      if (i >= got) throw new Error(`${this.idxPath}: truncated entry header at offset ${offset}`);
+      if (i >= got) throw new GitRepositoryError(`${this.idxPath}: truncated entry header at offset ${offset}`);
       return buf[i++]!;
     };
     let byte = next();
@@ -229,10 +230,10 @@ export class PackFile {
       return { kind: "ofs-delta", size, dataAt: offset + i, baseOffset: offset - distance };
     }
     if (type === "ref-delta") {
-      if (i + 20 > got) throw new Error(`${this.idxPath}: truncated entry header at offset ${offset}`);
+      if (i + 20 > got) throw new GitRepositoryError(`${this.idxPath}: truncated entry header at offset ${offset}`);
       return { kind: "ref-delta", size, dataAt: offset + i + 20, baseOid: buf.toString("hex", i, i + 20) };
     }
-    if (type === undefined) throw new Error(`${this.idxPath}: unknown object type ${typeNumber} at offset ${offset}`);
+    if (type === undefined) throw new GitRepositoryError(`${this.idxPath}: unknown object type ${typeNumber} at offset ${offset}`);
     return { kind: "whole", type, size, dataAt: offset + i };
   }
 
@@ -242,7 +243,7 @@ export class PackFile {
     const compressed = Buffer.allocUnsafe(end - at);
     const got = readSync(this.fd, compressed, 0, compressed.length, at);
     const data = inflateSync(compressed.subarray(0, got));
-    if (data.length !== size) throw new Error(`${this.idxPath}: object at ${at} has ${data.length} bytes, not ${size}`);
+    if (data.length !== size) throw new GitRepositoryError(`${this.idxPath}: object at ${at} has ${data.length} bytes, not ${size}`);
     return exactCopy(data);
   }
 
@@ -290,7 +291,7 @@ export function applyDelta(base: Buffer, delta: Buffer): Buffer {
     return value;
   };
   const sourceSize = varint();
-  if (sourceSize !== base.length) throw new Error(`delta expects a base of ${sourceSize} bytes, got ${base.length}`);
+  if (sourceSize !== base.length) throw new GitRepositoryError(`delta expects a base of ${sourceSize} bytes, got ${base.length}`);
   const out = Buffer.allocUnsafe(varint());
   let at = 0;
   while (i < delta.length) {
@@ -301,19 +302,19 @@ export function applyDelta(base: Buffer, delta: Buffer): Buffer {
       for (let bit = 0; bit < 4; bit++) if (op & (1 << bit)) offset += delta[i++]! * 2 ** (8 * bit);
       for (let bit = 0; bit < 3; bit++) if (op & (0x10 << bit)) length += delta[i++]! * 2 ** (8 * bit);
       if (length === 0) length = 0x10000;
-      if (offset + length > base.length || at + length > out.length) throw new Error("delta copies out of range");
+      if (offset + length > base.length || at + length > out.length) throw new GitRepositoryError("delta copies out of range");
       base.copy(out, at, offset, offset + length);
       at += length;
     } else if (op !== 0) {
-      if (i + op > delta.length || at + op > out.length) throw new Error("delta inserts out of range");
+      if (i + op > delta.length || at + op > out.length) throw new GitRepositoryError("delta inserts out of range");
       delta.copy(out, at, i, i + op);
       i += op;
       at += op;
     } else {
-      throw new Error("delta has a reserved instruction");
+      throw new GitRepositoryError("delta has a reserved instruction");
     }
   }
-  if (at !== out.length) throw new Error("delta result has the wrong size");
+  if (at !== out.length) throw new GitRepositoryError("delta result has the wrong size");
   return out;
 }
 
@@ -340,7 +341,7 @@ export async function writePack(packDir: string, objects: PackEntry[]): Promise<
   for (const object of objects) {
     const header = entryHeader(NUMBER_BY_TYPE[object.type], object.content.byteLength);
     const compressed = object.type === "tree" || object.content.byteLength < DEFLATE_FROM_BYTES ? stored(object.content) : deflateSync(object.content);
-    if (offset > 0x7fffffff) throw new Error("a pack written by the broker must stay below 2 GiB");
+    if (offset > 0x7fffffff) throw new GitRepositoryError("a pack written by the broker must stay below 2 GiB");
     entries.push({ oid: Buffer.from(object.oid, "hex"), crc: crc32(compressed, crc32(header)), offset });
     parts.push(header, compressed);
     offset += header.length + compressed.length;

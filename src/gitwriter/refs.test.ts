@@ -2,6 +2,7 @@ import { readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTempDir, git } from "../../test/support/git-fixtures.js";
+import { GitRepositoryError } from "../errors/index.js";
 import { readRef, writeRef } from "./refs.js";
 
 describe("refs", () => {
@@ -51,7 +52,8 @@ describe("refs", () => {
     expect((await readdir(path.join(gitdir, "refs", "heads"))).filter((n) => n.endsWith(".lock"))).toEqual([]);
   });
 
-  it("refuses what is not an object id", async () => {
+  it("refuses what is not an object id, with an error of the hierarchy", async () => {
     await expect(writeRef(gitdir, "refs/heads/main", "main")).rejects.toThrow(/not an object id/);
+    await expect(writeRef(gitdir, "refs/heads/main", "main")).rejects.toBeInstanceOf(GitRepositoryError);
   });
 });

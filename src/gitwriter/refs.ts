@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { promises as fsp } from "node:fs";
 import path from "node:path";
+import { GitRepositoryError } from "../errors/index.js";
 
 /**
  * The two refs the writer keeps (its branch, and the remote-tracking ref `git fetch` updates),
@@ -49,7 +50,7 @@ export async function readRef(gitdir: string, ref: string): Promise<string | nul
   const loose = await readOrNull(path.join(gitdir, ref));
   if (loose !== null) {
     const oid = loose.trim();
-    if (!OID.test(oid)) throw new Error(`ref ${ref} holds ${JSON.stringify(oid.slice(0, 80))}, not an object id`);
+    if (!OID.test(oid)) throw new GitRepositoryError(`ref ${ref} holds ${JSON.stringify(oid.slice(0, 80))}, not an object id`);
     return oid;
   }
   const packed = await readOrNull(path.join(gitdir, "packed-refs"));

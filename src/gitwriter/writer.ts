@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { BaseError, GitRemoteError, GitWriterClosedError } from "../errors/index.js";
+import { BaseError, GitRemoteError, GitRepositoryError, GitWriterClosedError } from "../errors/index.js";
 import type { GitWriterInstruments } from "../metrics/index.js";
 import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
 import { formatCommitMessage } from "./commit-message.js";
@@ -548,7 +548,7 @@ export class Writer implements GitWriter {
       return this.remoteTip;
     }
     const commit = await store.resolveRef(this.trackingRef);
-    if (commit === null) throw new Error(`fetch succeeded but ${this.trackingRef} does not exist`);
+    if (commit === null) throw new GitRepositoryError(`fetch succeeded but ${this.trackingRef} does not exist`);
     if (commit === this.remoteTip.commit) return this.remoteTip;
     if (this.remoteTip.commit !== null) await this.checkHistory(this.remoteTip.commit, commit);
     return { commit, tree: await store.commitTree(commit) };
