@@ -1,4 +1,4 @@
-import { readdir, rm } from "node:fs/promises";
+import { readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTempDir, git } from "../../test/support/git-fixtures.js";
@@ -52,8 +52,17 @@ describe("refs", () => {
     expect((await readdir(path.join(gitdir, "refs", "heads"))).filter((n) => n.endsWith(".lock"))).toEqual([]);
   });
 
-  it("refuses what is not an object id, with an error of the hierarchy", async () => {
+  it("refuses what is not an object id", async () => {
     await expect(writeRef(gitdir, "refs/heads/main", "main")).rejects.toThrow(/not an object id/);
-    await expect(writeRef(gitdir, "refs/heads/main", "main")).rejects.toBeInstanceOf(GitRepositoryError);
+  });
+
+  it("reads a ref file that holds no object id as a GitRepositoryError (the repository is not what git wrote)", async () => {
+    await writeFile(path.join(gitdir, "refs", "heads", "broken"), "not an oid\n");
+    const error = await readRef(gitdir, "refs/heads/broken").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(GitRepositoryError);
+    expect((error as Error).message).toBe('ref refs/heads/broken holds "not an oid", not an object id');
   });
 });
