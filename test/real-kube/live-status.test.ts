@@ -61,34 +61,23 @@ const helmTemplate = (templates: string[], sets: string[]): Promise<KubeObject[]
 
 const CHART_SETS = ["config.git.remote=https://git.example/gitops.git", "rbac.sister.create=true"];
 
-/** The registry entry of cluster `west`: live status through `kubeconfig`, Flux, nudged by annotation. */
-function westEntry(kubeconfigPath: string, schedulable = true): string {
+/**
+ * The registry entry of a cluster on the real API server: live status through `kubeconfigPath`,
+ * nudged by annotation; `west` is synced by Flux, `east` by Argo CD (not schedulable at first: the
+ * instances go west).
+ */
+function clusterEntry(id: "west" | "east", kubeconfigPath: string, schedulable = id === "west"): string {
+  const sync = id === "west" ? { kind: "flux", namespace: "flux-system" } : { kind: "argocd", namespace: "argocd" };
   return stringify({
     apiVersion: "gitops-broker.io/v1alpha1",
     kind: "Cluster",
-    metadata: { name: "west" },
+    metadata: { name: id },
     spec: {
       namespace: INSTANCES,
       schedulable,
       kubeconfig: { path: kubeconfigPath },
       status: { mode: "live" },
-      sync: { kind: "flux", name: "west", namespace: "flux-system", nudge: { via: "annotation" } },
-    },
-  });
-}
-
-/** Cluster `east`: Argo CD, live status, nudged by annotation (not schedulable at first: the instances go west). */
-function eastEntry(kubeconfigPath: string, schedulable = false): string {
-  return stringify({
-    apiVersion: "gitops-broker.io/v1alpha1",
-    kind: "Cluster",
-    metadata: { name: "east" },
-    spec: {
-      namespace: INSTANCES,
-      schedulable,
-      kubeconfig: { path: kubeconfigPath },
-      status: { mode: "live" },
-      sync: { kind: "argocd", name: "east", namespace: "argocd", nudge: { via: "annotation" } },
+      sync: { ...sync, name: id, nudge: { via: "annotation" } },
     },
   });
 }
@@ -140,8 +129,8 @@ beforeAll(async () => {
   remoteDir = path.join(remotes, "remote.git");
   await createBareRemote(remotes, "remote.git", {
     ...(await sampleCatalogFiles()),
-    "registry/clusters/west.yaml": westEntry(kubeconfigPath),
-    "registry/clusters/east.yaml": eastEntry(kubeconfigPath),
+    "registry/clusters/west.yaml": clusterEntry("west", kubeconfigPath),
+    "registry/clusters/east.yaml": clusterEntry("east", kubeconfigPath),
     [clusterNamespacePath("west")]: namespaceManifest(INSTANCES),
     [clusterNamespacePath("east")]: namespaceManifest(INSTANCES),
   });
@@ -250,7 +239,7 @@ describe("live status on a real kube-apiserver, with the chart's RBAC", () => {
     // An instance on east (Argo CD): its push refreshes the real Application.
     const application = "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/east";
     expect((await annotations(application))["argocd.argoproj.io/refresh"]).toBeUndefined();
-    await pushExternalCommit(remoteDir, { "registry/clusters/east.yaml": eastEntry(kubeconfigPath, true), "registry/clusters/west.yaml": westEntry(kubeconfigPath, false) }, "registry: schedule on east");
+    await pushExternalCommit(remoteDir, { "registry/clusters/east.yaml": clusterEntry("east", kubeconfigPath, true), "registry/clusters/west.yaml": clusterEntry("west", kubeconfigPath, false) }, "registry: schedule on east");
     await broker.writer.refresh();
     const east = await osb.provision("db-e", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC });
     expect(east.status).toBe(202);
