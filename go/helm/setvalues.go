@@ -224,27 +224,33 @@ func (p *setParser) key(data map[string]interface{}, level int) error {
 		setKey(data, key, "")
 		return fmt.Errorf("key %q has no value (cannot end with ,)", key)
 	default: // '.'
-		level++
-		if level > maxSetNesting {
-			return fmt.Errorf("value name nested level is greater than maximum supported nested level of %d", maxSetNesting)
-		}
-		inner := map[string]interface{}{}
-		if existing, ok := data[key]; ok {
-			m, ok := existing.(map[string]interface{})
-			if !ok {
-				return fmt.Errorf("unable to parse key: interface conversion: interface {} is %T, not map[string]interface {}", existing)
-			}
-			inner = m
-		}
-		err := p.key(inner, level)
-		if err == nil && len(inner) == 0 {
-			return fmt.Errorf("key map %q has no value", key)
-		}
-		if len(inner) != 0 {
-			setKey(data, key, inner)
-		}
-		return err
+		return nestedKey(data, key, level, p.key)
 	}
+}
+
+// nestedKey parses what follows `key.` into the map at data[key] (made when absent), one level
+// deeper, as both of Helm's parsers (strvals and its literal parser) do for a dotted key.
+func nestedKey(data map[string]interface{}, key string, level int, parse func(map[string]interface{}, int) error) error {
+	level++
+	if level > maxSetNesting {
+		return fmt.Errorf("value name nested level is greater than maximum supported nested level of %d", maxSetNesting)
+	}
+	inner := map[string]interface{}{}
+	if existing, ok := data[key]; ok {
+		m, ok := existing.(map[string]interface{})
+		if !ok {
+			return fmt.Errorf("unable to parse key: interface conversion: interface {} is %T, not map[string]interface {}", existing)
+		}
+		inner = m
+	}
+	err := parse(inner, level)
+	if err == nil && len(inner) == 0 {
+		return fmt.Errorf("key map %q has no value", key)
+	}
+	if len(inner) != 0 {
+		setKey(data, key, inner)
+	}
+	return err
 }
 
 func setKey(data map[string]interface{}, key string, v interface{}) {
@@ -493,26 +499,7 @@ func (p *literalParser) key(data map[string]interface{}, level int) error {
 		setKey(data, key, p.rest())
 		return nil
 	case last == '.':
-		level++
-		if level > maxSetNesting {
-			return fmt.Errorf("value name nested level is greater than maximum supported nested level of %d", maxSetNesting)
-		}
-		inner := map[string]interface{}{}
-		if existing, ok := data[key]; ok {
-			m, ok := existing.(map[string]interface{})
-			if !ok {
-				return fmt.Errorf("unable to parse key: interface conversion: interface {} is %T, not map[string]interface {}", existing)
-			}
-			inner = m
-		}
-		err := p.key(inner, level)
-		if err == nil && len(inner) == 0 {
-			return fmt.Errorf("key map %q has no value", key)
-		}
-		if len(inner) != 0 {
-			setKey(data, key, inner)
-		}
-		return err
+		return nestedKey(data, key, level, p.key)
 	default: // '['
 		i, err := p.index()
 		if err != nil {
