@@ -181,21 +181,7 @@ func (p *setParser) key(data map[string]interface{}, level int) error {
 		}
 		return fmt.Errorf("key %q has no value", key)
 	case last == '[':
-		i, err := p.index()
-		if err != nil {
-			return fmt.Errorf("error parsing index: %w", err)
-		}
-		list := []interface{}{}
-		if existing, ok := data[key]; ok {
-			l, ok := existing.([]interface{})
-			if !ok {
-				return fmt.Errorf("unable to parse key: interface conversion: interface {} is %T, not []interface {}", existing)
-			}
-			list = l
-		}
-		list, err = p.listItem(list, i, level)
-		setKey(data, key, list)
-		return err
+		return indexedKey(p, data, key, level)
 	case last == '=':
 		if p.json {
 			v, err := p.jsonValue()
@@ -224,13 +210,21 @@ func (p *setParser) key(data map[string]interface{}, level int) error {
 		setKey(data, key, "")
 		return fmt.Errorf("key %q has no value (cannot end with ,)", key)
 	default: // '.'
-		return nestedKey(data, key, level, p.key)
+		return nestedKey(p, data, key, level)
 	}
 }
 
+// pathParser is what Helm's two --set parsers (strvals, and the literal one of --set-literal) have
+// in common: the rest of a key, a list item, an index. The steps below are written once for both.
+type pathParser interface {
+	key(data map[string]interface{}, level int) error
+	listItem(list []interface{}, i, level int) ([]interface{}, error)
+	index() (int, error)
+}
+
 // nestedKey parses what follows `key.` into the map at data[key] (made when absent), one level
-// deeper, as both of Helm's parsers (strvals and its literal parser) do for a dotted key.
-func nestedKey(data map[string]interface{}, key string, level int, parse func(map[string]interface{}, int) error) error {
+// deeper.
+func nestedKey(p pathParser, data map[string]interface{}, key string, level int) error {
 	level++
 	if level > maxSetNesting {
 		return fmt.Errorf("value name nested level is greater than maximum supported nested level of %d", maxSetNesting)
@@ -243,7 +237,7 @@ func nestedKey(data map[string]interface{}, key string, level int, parse func(ma
 		}
 		inner = m
 	}
-	err := parse(inner, level)
+	err := p.key(inner, level)
 	if err == nil && len(inner) == 0 {
 		return fmt.Errorf("key map %q has no value", key)
 	}
@@ -251,6 +245,60 @@ func nestedKey(data map[string]interface{}, key string, level int, parse func(ma
 		setKey(data, key, inner)
 	}
 	return err
+}
+
+// indexedKey parses what follows `key[`: an index, then the item, into the list at data[key].
+func indexedKey(p pathParser, data map[string]interface{}, key string, level int) error {
+	i, err := p.index()
+	if err != nil {
+		return fmt.Errorf("error parsing index: %w", err)
+	}
+	list := []interface{}{}
+	if existing, ok := data[key]; ok {
+		l, ok := existing.([]interface{})
+		if !ok {
+			return fmt.Errorf("unable to parse key: interface conversion: interface {} is %T, not []interface {}", existing)
+		}
+		list = l
+	}
+	list, err = p.listItem(list, i, level)
+	setKey(data, key, list)
+	return err
+}
+
+// nestedList parses what follows `[i][`: the inner index and item, into the list at list[i].
+func nestedList(p pathParser, list []interface{}, i, level int) ([]interface{}, error) {
+	next, err := p.index()
+	if err != nil {
+		return list, fmt.Errorf("error parsing index: %w", err)
+	}
+	var cur []interface{}
+	if len(list) > i && list[i] != nil {
+		l, ok := list[i].([]interface{})
+		if !ok {
+			return list, fmt.Errorf("unable to parse key: interface conversion: interface {} is %T, not []interface {}", list[i])
+		}
+		cur = l
+	}
+	inner, err := p.listItem(cur, next, level)
+	if err != nil {
+		return list, err
+	}
+	return setIndex(list, i, inner)
+}
+
+// mapInList parses what follows `[i].`: a key of the map at list[i] (made when it is not a map).
+func mapInList(p pathParser, list []interface{}, i, level int) ([]interface{}, error) {
+	inner := map[string]interface{}{}
+	if len(list) > i {
+		if m, ok := list[i].(map[string]interface{}); ok {
+			inner = m
+		}
+	}
+	if err := p.key(inner, level); err != nil {
+		return list, err
+	}
+	return setIndex(list, i, inner)
 }
 
 func setKey(data map[string]interface{}, key string, v interface{}) {
@@ -317,34 +365,9 @@ func (p *setParser) listItem(list []interface{}, i, level int) ([]interface{}, e
 			return list, err
 		}
 	case last == '[':
-		next, err := p.index()
-		if err != nil {
-			return list, fmt.Errorf("error parsing index: %w", err)
-		}
-		var cur []interface{}
-		if len(list) > i && list[i] != nil {
-			l, ok := list[i].([]interface{})
-			if !ok {
-				return list, fmt.Errorf("unable to parse key: interface conversion: interface {} is %T, not []interface {}", list[i])
-			}
-			cur = l
-		}
-		inner, err := p.listItem(cur, next, level)
-		if err != nil {
-			return list, err
-		}
-		return setIndex(list, i, inner)
+		return nestedList(p, list, i, level)
 	default: // '.'
-		inner := map[string]interface{}{}
-		if len(list) > i {
-			if m, ok := list[i].(map[string]interface{}); ok {
-				inner = m
-			}
-		}
-		if err := p.key(inner, level); err != nil {
-			return list, err
-		}
-		return setIndex(list, i, inner)
+		return mapInList(p, list, i, level)
 	}
 }
 
@@ -499,23 +522,9 @@ func (p *literalParser) key(data map[string]interface{}, level int) error {
 		setKey(data, key, p.rest())
 		return nil
 	case last == '.':
-		return nestedKey(data, key, level, p.key)
+		return nestedKey(p, data, key, level)
 	default: // '['
-		i, err := p.index()
-		if err != nil {
-			return fmt.Errorf("error parsing index: %w", err)
-		}
-		list := []interface{}{}
-		if existing, ok := data[key]; ok {
-			l, ok := existing.([]interface{})
-			if !ok {
-				return fmt.Errorf("unable to parse key: interface conversion: interface {} is %T, not []interface {}", existing)
-			}
-			list = l
-		}
-		list, err = p.listItem(list, i, level)
-		setKey(data, key, list)
-		return err
+		return indexedKey(p, data, key, level)
 	}
 }
 
@@ -532,33 +541,8 @@ func (p *literalParser) listItem(list []interface{}, i, level int) ([]interface{
 	case last == '=':
 		return setIndex(list, i, p.rest())
 	case last == '.':
-		inner := map[string]interface{}{}
-		if len(list) > i {
-			if m, ok := list[i].(map[string]interface{}); ok {
-				inner = m
-			}
-		}
-		if err := p.key(inner, level); err != nil {
-			return list, err
-		}
-		return setIndex(list, i, inner)
+		return mapInList(p, list, i, level)
 	default: // '['
-		next, err := p.index()
-		if err != nil {
-			return list, fmt.Errorf("error parsing index: %w", err)
-		}
-		var cur []interface{}
-		if len(list) > i && list[i] != nil {
-			l, ok := list[i].([]interface{})
-			if !ok {
-				return list, fmt.Errorf("unable to parse key: interface conversion: interface {} is %T, not []interface {}", list[i])
-			}
-			cur = l
-		}
-		inner, err := p.listItem(cur, next, level)
-		if err != nil {
-			return list, err
-		}
-		return setIndex(list, i, inner)
+		return nestedList(p, list, i, level)
 	}
 }
