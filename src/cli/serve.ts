@@ -285,10 +285,22 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     batchSize: config.records.gcBatchSize,
     ...options.records,
   });
+  // Closed even when the start fails before leadership (a step of the phase, as before this
+  // refactor the undo list closed them): what feeds them is stopped first, once it exists.
+  let stopFeeding: () => Promise<void> = () => Promise.resolve();
+  shutdown.add("stop background work", async () => {
+    await stopFeeding();
+    // Re-renders in flight finish; queued ones are dropped (a manual trigger redoes them).
+    await reconciler.close();
+    // A GC pass in flight finishes (its commit is small); the next one would start over anyway.
+    await collector.close();
+  });
 
   // The background work (re-renders on tip changes, the catch-up, records GC) runs on the leader
   // only (ADR 0024); without leader election this process always leads.
   const leadership = await startLeadership(config, { logger, metrics: instruments.leader, ...options.leader });
+  // The next leader takes over at once instead of after the lease duration (after the work above stopped).
+  shutdown.add("stop background work", () => leadership.close());
   const stopReconciling = writer.onTip((tip, previous) => {
     if (leadership.isLeader()) reconciler.tipChanged(tip, previous);
   });
@@ -306,17 +318,11 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     });
   };
   const stopLeading = leadership.onChange(lead);
-  shutdown.add("stop background work", async () => {
+  stopFeeding = async () => {
     stopReconciling();
     stopLeading();
     await turns;
-    // Re-renders in flight finish; queued ones are dropped (a manual trigger redoes them).
-    await reconciler.close();
-    // A GC pass in flight finishes (its commit is small); the next one would start over anyway.
-    await collector.close();
-    // The next leader takes over at once instead of after the lease duration.
-    await leadership.close();
-  });
+  };
   if (leadership.isLeader()) lead(true);
   const bindingSummaries = createBindingSummaryCache();
   metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, bindingSummaries, instruments.repo));
