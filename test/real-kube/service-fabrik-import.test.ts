@@ -49,11 +49,11 @@ beforeAll(async () => {
     const { uid: _u, resourceVersion: _r, creationTimestamp: _c, ...metadata } = o.metadata as Record<string, unknown>;
     return { ...o, metadata: { ...metadata, name: o.metadata.name } } as KubeObject;
   };
-  for (const [kind, plural] of [["SFServiceInstance", "sfserviceinstances"], ["SFServiceBinding", "sfservicebindings"]] as const) {
+  for (const kind of ["SFServiceInstance", "SFServiceBinding"]) {
     for (const o of shaped.store.list("osb.servicefabrik.io/v1alpha1", kind)) {
       const { status, ...rest } = clean(o as KubeObject);
       const created = await kube.apply(rest, "service-fabrik-broker");
-      await kube.patchStatus(created, status as Record<string, unknown>, plural);
+      await kube.patchStatus(created, status as Record<string, unknown>);
       uids.set(o.metadata.uid!, String(created.metadata.uid));
     }
   }

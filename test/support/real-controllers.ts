@@ -45,7 +45,7 @@ function directoryApplier(kube: RealKube, options: { remoteDir: string; clusterI
       }
       for (const [k, object] of applied) {
         if (wanted.has(k) || (object.metadata.labels as Record<string, string> | undefined)?.[MANAGED_BY] !== "gitops-broker") continue;
-        await deleteObject(kube, object);
+        await kube.delete(object);
         applied.delete(k);
       }
       return desired;
@@ -80,7 +80,6 @@ export function fluxStandIn(kube: RealKube, options: { remoteDir: string; cluste
           lastAppliedRevision: revision,
           conditions: [{ type: "Ready", status: "True", reason: "ReconciliationSucceeded", message: `Applied revision: ${revision}`, lastTransitionTime: rfc3339() }],
         },
-        "kustomizations",
       );
       return target;
     },
@@ -154,15 +153,6 @@ export function argoCdStandIn(kube: RealKube, options: { remoteDir: string; clus
   };
 }
 
-async function deleteObject(kube: RealKube, object: Pick<KubeObject, "apiVersion" | "kind" | "metadata">): Promise<void> {
-  const base = object.apiVersion.includes("/") ? `/apis/${object.apiVersion}` : `/api/${object.apiVersion}`;
-  const plural = PLURALS[object.kind] ?? `${object.kind.toLowerCase()}s`;
-  const ns = object.metadata.namespace === undefined ? "" : `/namespaces/${object.metadata.namespace}`;
-  const res = await kube.request("DELETE", `${base}${ns}/${plural}/${object.metadata.name}`);
-  if (res.status !== 200 && res.status !== 202 && res.status !== 404) throw new Error(`delete ${object.kind} ${object.metadata.name}: ${res.status} ${JSON.stringify(res.body)}`);
-}
-
-const PLURALS: Record<string, string> = { postgresql: "postgresqls", Secret: "secrets", Service: "services", ConfigMap: "configmaps" };
 
 export interface PostgresOperatorStandIn {
   /** One reconciliation of every postgresql in `namespace`. */
@@ -189,7 +179,7 @@ export function postgresOperatorStandIn(kube: RealKube, namespace: string): Post
         const name = pg.metadata.name;
         const labels = { application: "spilo", "cluster-name": name, team: String((pg.spec as Loose | undefined)?.teamId ?? "") };
         const phase = (pg.status as { PostgresClusterStatus?: string } | undefined)?.PostgresClusterStatus;
-        if (phase !== "Running") await kube.patchStatus(pg, { PostgresClusterStatus: phase === "Creating" ? "Running" : "Creating" }, "postgresqls");
+        if (phase !== "Running") await kube.patchStatus(pg, { PostgresClusterStatus: phase === "Creating" ? "Running" : "Creating" });
         await kube.apply(
           {
             apiVersion: "v1",
@@ -218,7 +208,7 @@ export function postgresOperatorStandIn(kube: RealKube, namespace: string): Post
       for (const [kind, plural] of [["Secret", "secrets"], ["Service", "services"]] as const) {
         for (const o of await list(kube, `/api/v1/namespaces/${namespace}/${plural}?labelSelector=application%3Dspilo`, "v1", kind)) {
           const cluster = (o.metadata.labels as Record<string, string> | undefined)?.["cluster-name"];
-          if (cluster !== undefined && !live.has(cluster)) await deleteObject(kube, o);
+          if (cluster !== undefined && !live.has(cluster)) await kube.delete(o);
         }
       }
     },

@@ -52,7 +52,9 @@ export interface RealKube {
   /** Server-side apply (force) as the cluster admin under `fieldManager`; resolves with the stored object. */
   apply(object: KubeObject, fieldManager?: string): Promise<KubeObject>;
   /** Merge-patches the object's status subresource, as an operator or agent writes it. */
-  patchStatus(object: Pick<KubeObject, "apiVersion" | "kind" | "metadata">, status: Record<string, unknown>, plural: string): Promise<KubeObject>;
+  patchStatus(object: Pick<KubeObject, "apiVersion" | "kind" | "metadata">, status: Record<string, unknown>): Promise<KubeObject>;
+  /** Deletes the object as the cluster admin; an object already gone is no error. */
+  delete(object: Pick<KubeObject, "apiVersion" | "kind" | "metadata">): Promise<void>;
   /** Creates the CRDs of these YAML files and waits until each is Established. */
   installCrds(files: readonly string[]): Promise<void>;
   /** A token of the ServiceAccount (TokenRequest API), which must exist. */
@@ -304,9 +306,14 @@ export async function startRealKube(): Promise<RealKube> {
       const res = await request("PATCH", `${target}?fieldManager=${encodeURIComponent(fieldManager)}&force=true`, object, { contentType: "application/apply-patch+yaml" });
       return expectOk(`apply ${object.kind} ${object.metadata.name}`, res) as KubeObject;
     },
-    async patchStatus(object, status, plural) {
-      const res = await request("PATCH", `${resourcePath(object, plural)}/status`, { status }, { contentType: "application/merge-patch+json" });
+    async patchStatus(object, status) {
+      const target = resourcePath(object, await pluralOf(object.apiVersion, object.kind));
+      const res = await request("PATCH", `${target}/status`, { status }, { contentType: "application/merge-patch+json" });
       return expectOk(`status of ${object.kind} ${object.metadata.name}`, res) as KubeObject;
+    },
+    async delete(object) {
+      const res = await request("DELETE", resourcePath(object, await pluralOf(object.apiVersion, object.kind)));
+      if (res.status !== 404) expectOk(`delete ${object.kind} ${object.metadata.name}`, res);
     },
     async installCrds(files) {
       const crds: KubeObject[] = [];
