@@ -1,10 +1,13 @@
 /**
  * The per-address connection bound (`http.maxConnectionsPerClient`, ADR 0013) against the clients
  * that meet it: Node's own fetch sending many requests at once from one process, straight at the
- * real broker (port 0, real remote over smart HTTP).
+ * real broker (port 0, real remote over smart HTTP), and through nginx configured as the
+ * ingress-nginx controller proxies (test/support/nginx-proxy.ts), whose upstream connections all
+ * come from one address as an ingress controller pod's do.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, CREDENTIALS, type Harness } from "../support/broker-harness.js";
+import { startNginxProxy } from "../support/nginx-proxy.js";
 import { provisionBody, samplePlans, type SamplePlans } from "./helpers.js";
 
 const BOUND = 128;
@@ -53,5 +56,21 @@ describe(`Node's fetch straight at the broker, 200 provisions at once, maxConnec
     expect(created.length).toBeLessThanOrEqual(BOUND);
     expect(failed.length).toBeGreaterThanOrEqual(200 - BOUND);
     expect(new Set(failed.map((f) => f.error))).toEqual(new Set(["fetch failed (ECONNRESET)"]));
+  });
+});
+
+describe(`through an ingress-like nginx (upstream connections from 127.0.0.3), 300 provisions at once, maxConnectionsPerClient ${BOUND}`, () => {
+  it("the proxy opens an upstream connection per request in flight; past the bound the broker resets them and the platform sees 502", async () => {
+    const proxy = await startNginxProxy({ upstream: h.broker.url, sourceAddress: "127.0.0.3" });
+    try {
+      const outcomes = await provisionAtOnce(proxy.url, "proxied", 300);
+      const statuses = outcomes.map((o) => ("status" in o ? o.status : o.error));
+      expect(statuses.filter((s) => s === 201).length).toBeLessThanOrEqual(BOUND);
+      expect(statuses.filter((s) => s === 502).length).toBeGreaterThanOrEqual(300 - BOUND);
+      expect(new Set(statuses)).toEqual(new Set([201, 502]));
+      expect(proxy.errorLog()).toMatch(/Connection reset by peer\) while reading response header from upstream/);
+    } finally {
+      await proxy.close();
+    }
   });
 });
