@@ -1,4 +1,4 @@
-import { NotFoundError, SchedulingError, UnprocessableEntityError } from "../errors/index.js";
+import { BaseError, NotFoundError, SchedulingError, UnprocessableEntityError } from "../errors/index.js";
 import { tappedDraft, type Draft, type GitWriter, type OperationOutcome } from "../gitwriter/index.js";
 import {
   brokerTrailers,
@@ -75,8 +75,12 @@ export interface MoveResult {
   written: string[];
 }
 
-/** Carries a dry run's result out of the queued operation, whose edits are dropped with it. */
-class DryRun extends Error {
+/**
+ * Not a failure: carries a dry run's result out of the queued operation, whose edits are dropped
+ * with it (an operation that throws commits nothing). Caught by moveInstance, never reported.
+ */
+class DryRun extends BaseError {
+  static override readonly code = "DryRun";
   constructor(readonly result: MoveResult) {
     super("dry run");
   }

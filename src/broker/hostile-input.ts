@@ -1,5 +1,6 @@
 import {
   BadRequestError,
+  BaseError,
   OsbError,
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
@@ -60,8 +61,12 @@ export function jsonDepthExceeds(text: Uint8Array | string, limit: number = MAX_
   return false;
 }
 
-/** The error thrown from body-parser's `verify` hook; mapped to a 400 by `bodyError`. */
-class TooDeepError extends Error {
+/**
+ * The error thrown from body-parser's `verify` hook, a signal inside this file: `requestError`
+ * maps it to a 400 (body-parser hands it on with its `type`).
+ */
+class TooDeepError extends BaseError {
+  static override readonly code = "TooDeep";
   readonly type = "entity.too.deep";
 }
 

@@ -5,7 +5,7 @@
  */
 export { chartFromPath, chartFromTree, isGzip } from "./chart-input.js";
 export type { ChartFile, ChartInput } from "./chart-input.js";
-export { ChartError, helmCheck, helmRender, helmSetFilePaths } from "./module.js";
+export { helmCheck, helmRender, helmSetFilePaths } from "./module.js";
 export type { ChartSummary, HelmDocument, HelmOptions, HelmRenderRequest, HelmRenderResult, ModuleCall } from "./module.js";
 export { adler32, releaseName } from "./release.js";
 export { CHART_CACHE_DIR, RemoteCharts, digestHex, fetchDownloader, sha256Hex } from "./remote.js";

@@ -1,3 +1,4 @@
+import { ChartError } from "../errors/index.js";
 import type { ChartInput } from "./chart-input.js";
 import { schemaViolations, type SchemaCheck } from "./schema.js";
 
@@ -63,17 +64,6 @@ export interface HelmRenderResult {
   namespace: string;
 }
 
-/** A chart that does not load or render; the message is Helm's. */
-export class ChartError extends Error {
-  /** Helm would add "Use --debug flag to render out invalid YAML". */
-  readonly debugHint: boolean;
-  constructor(message: string, debugHint = false) {
-    super(message);
-    this.name = "ChartError";
-    this.debugHint = debugHint;
-  }
-}
-
 function chartJson(chart: ChartInput): Record<string, unknown> {
   if ("archive" in chart) return { archive: Buffer.from(chart.archive).toString("base64") };
   return { files: chart.files.map((f) => ({ name: f.name, data: Buffer.from(f.data).toString("base64") })) };
@@ -89,7 +79,7 @@ export async function helmRender(call: ModuleCall, req: HelmRenderRequest): Prom
   const response = JSON.parse(decoder.decode(await call("helm.render", encoder.encode(JSON.stringify(body))))) as
     | (HelmRenderResult & { error?: undefined; schemas?: SchemaCheck[] })
     | { error: string; debugHint?: boolean };
-  if (response.error !== undefined) throw new ChartError(response.error, response.debugHint === true);
+  if (response.error !== undefined) throw new ChartError(response.error, { debugHint: response.debugHint === true });
   const { schemas, ...result } = response;
   const violations = req.options?.skipSchemaValidation === true ? undefined : schemaViolations(schemas ?? []);
   if (violations !== undefined) throw new ChartError(violations);

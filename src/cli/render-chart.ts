@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { Command, CommanderError, Option } from "commander";
-import { ChartError, chartFromPath, helmRender, helmSetFilePaths, type HelmOptions, type ModuleCall } from "../charts/index.js";
+import { chartFromPath, helmRender, helmSetFilePaths, type HelmOptions, type ModuleCall } from "../charts/index.js";
+import { ChartError } from "../errors/index.js";
 import { runCommand, type Done } from "./args.js";
 
 /**

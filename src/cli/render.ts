@@ -3,8 +3,8 @@ import path from "node:path";
 import { Command } from "commander";
 import type { Done } from "./args.js";
 import { DEFAULT_INSTANCE_NAMESPACE, loadCatalog, loadClusters } from "../catalog/index.js";
-import { ConfigError, RenderError } from "../errors/index.js";
-import { engineFor, hasTemplate, render, renderGoTemplateRequest, renderText, TemplateFailure, type RenderValues } from "../render/index.js";
+import { ConfigError, RenderError, TemplateFailure } from "../errors/index.js";
+import { engineFor, hasTemplate, render, renderGoTemplateRequest, renderText, type RenderValues } from "../render/index.js";
 import {
   dirTreeReader,
   keyOf,

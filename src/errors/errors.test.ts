@@ -1,5 +1,9 @@
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { ConflictError, DataDirLockedError, GitRemoteError, KubeApiError, NudgeError, ServiceUnavailableError } from "./index.js";
+import * as errors from "./index.js";
+import { BaseError, ConflictError, DataDirLockedError, GitRemoteError, KubeApiError, NudgeError, RenderPending, ServiceUnavailableError, WasmCallError } from "./index.js";
 
 /** What a log line of the error holds: pino serializes with toJSON. */
 const logged = (error: Error) => JSON.parse(JSON.stringify(error)) as Record<string, unknown>;
@@ -24,5 +28,165 @@ describe("toJSON keeps what a log reader needs", () => {
     expect(json.data).toEqual({ holderPid: 42, dataDir: "/data", role: "serve" });
     expect(json.cause).toEqual({ code: "KubeApiError", message: "list /p: HTTP 403", data: { status: 403 } });
     expect(Object.keys(logged(new KubeApiError("network down")).data as object)).toEqual([]);
+  });
+
+  it("the render classes keep their context, and a pending render's promise stays out", () => {
+    expect(logged(new WasmCallError("did not finish within 5 ms", "timeout"))).toEqual({ code: "WasmCallError", message: "did not finish within 5 ms", data: { reason: "timeout" } });
+    const pending = new RenderPending(Promise.resolve());
+    expect(logged(pending)).toEqual({ code: "RenderPending", message: "the template is being rendered", data: {} });
+    expect(pending.settled).toBeInstanceOf(Promise);
+  });
+});
+
+type ErrorClass = (abstract new (...args: never[]) => BaseError) & { readonly code: string };
+
+const isClass = (value: unknown): value is abstract new (...args: never[]) => unknown =>
+  typeof value === "function" && /^class\b/.test(Function.prototype.toString.call(value));
+
+/** The classes src/errors exports, by export name. */
+const exported = Object.entries(errors as Record<string, unknown>).filter((entry): entry is [string, ErrorClass] => isClass(entry[1]));
+
+/** Bases that are never thrown themselves. */
+const ABSTRACT = new Set<unknown>([errors.BaseError, errors.OsbError]);
+
+/**
+ * One instance of every concrete class src/errors exports. A class added there and not here fails
+ * the walk below: add it with the arguments it takes.
+ */
+const samples: Record<string, () => BaseError> = {
+  BadRequestError: () => new errors.BadRequestError("bad"),
+  RenderError: () => new errors.RenderError("bad template"),
+  UnauthorizedError: () => new errors.UnauthorizedError(),
+  PayloadTooLargeError: () => new errors.PayloadTooLargeError("too large"),
+  UnsupportedMediaTypeError: () => new errors.UnsupportedMediaTypeError("br"),
+  ForbiddenError: () => new errors.ForbiddenError("no quota"),
+  NotFoundError: () => new errors.NotFoundError("no such instance"),
+  ConflictError: () => new errors.ConflictError("exists"),
+  GoneError: () => new errors.GoneError("gone"),
+  PreconditionFailedError: () => new errors.PreconditionFailedError("version"),
+  AsyncRequiredError: () => new errors.AsyncRequiredError(),
+  ConcurrencyError: () => new errors.ConcurrencyError("in progress"),
+  MaintenanceInfoConflictError: () => new errors.MaintenanceInfoConflictError("version"),
+  RequiresAppError: () => new errors.RequiresAppError(),
+  UnprocessableEntityError: () => new errors.UnprocessableEntityError("not updateable"),
+  SchedulingError: () => new errors.SchedulingError("no cluster"),
+  ServiceUnavailableError: () => new errors.ServiceUnavailableError("remote"),
+  InternalError: () => new errors.InternalError("bug"),
+  ConfigError: () => new errors.ConfigError([{ file: "config", path: "git.branch", message: "is not a valid branch name" }]),
+  CatalogError: () => new errors.CatalogError([{ file: "catalog/a.yaml", path: "", message: "is not valid YAML" }]),
+  GitRemoteError: () => new errors.GitRemoteError("rejected", "non-fast-forward"),
+  DataDirLockedError: () => new errors.DataDirLockedError("/data", "serve", 1, "host"),
+  GitRepositoryError: () => new errors.GitRepositoryError("object missing"),
+  GitWriterClosedError: () => new errors.GitWriterClosedError("closed"),
+  NudgeError: () => new errors.NudgeError("east", "webhook answered 500", { status: 500 }),
+  KubeApiError: () => new errors.KubeApiError("list failed", { status: 403 }),
+  TemplateFailure: () => new errors.TemplateFailure("parse error"),
+  ChartError: () => new errors.ChartError("chart not found", { debugHint: true }),
+  WasmCallError: () => new errors.WasmCallError("exited", "exited"),
+  RenderPending: () => new errors.RenderPending(Promise.resolve()),
+};
+
+describe("every error class src/errors exports", () => {
+  it("extends BaseError and has a static code of its own, the code and name of its instances", () => {
+    expect(exported.map(([name]) => name)).toEqual(expect.arrayContaining(["BaseError", "OsbError", ...Object.keys(samples)]));
+    for (const [name, cls] of exported) {
+      expect(cls === BaseError || cls.prototype instanceof BaseError, `${name} extends BaseError`).toBe(true);
+      expect(Object.hasOwn(cls, "code"), `${name} has a static code of its own`).toBe(true);
+      expect(typeof cls.code, name).toBe("string");
+      if (ABSTRACT.has(cls)) continue;
+      const sample = samples[name];
+      expect(sample, `a sample of ${name} in this test`).toBeDefined();
+      const error = sample!();
+      expect(Object.getPrototypeOf(error), name).toBe(cls.prototype);
+      expect({ code: error.code, name: error.name }).toEqual({ code: cls.code, name: cls.code });
+      expect(JSON.parse(JSON.stringify(error))).toMatchObject({ code: cls.code });
+    }
+  });
+
+  it("no two share a code, and every sample is of an exported class", () => {
+    const codes = exported.map(([, cls]) => cls.code);
+    expect(codes.filter((code, i) => codes.indexOf(code) !== i)).toEqual([]);
+    expect(Object.keys(samples).filter((name) => !exported.some(([n]) => n === name))).toEqual([]);
+  });
+});
+
+/** A class declared in src/ outside src/errors that extends an error class, and the code it declares. */
+interface DeclaredErrorClass {
+  where: string;
+  name: string;
+  /** The class it extends. */
+  base: string;
+  code: string | undefined;
+}
+
+/**
+ * The error classes of a source text: classes extending one of `bases` (or a class of the same text
+ * that does), each with the string of its `static code` (undefined when it declares none).
+ */
+function errorClassesOf(file: string, text: string, bases: ReadonlySet<string>): DeclaredErrorClass[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const classes: { node: ts.ClassLikeDeclaration; name: string; base: string }[] = [];
+  const visit = (node: ts.Node): void => {
+    if ((ts.isClassDeclaration(node) || ts.isClassExpression(node)) && node.heritageClauses) {
+      const extended = node.heritageClauses.find((h) => h.token === ts.SyntaxKind.ExtendsKeyword)?.types[0]?.expression;
+      if (extended && ts.isIdentifier(extended)) classes.push({ node, name: node.name?.text ?? "(anonymous)", base: extended.text });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  const errorNames = new Set(bases);
+  for (let grown = true; grown; ) {
+    grown = false;
+    for (const c of classes) {
+      if (errorNames.has(c.base) && !errorNames.has(c.name)) {
+        errorNames.add(c.name);
+        grown = true;
+      }
+    }
+  }
+  return classes
+    .filter((c) => errorNames.has(c.base))
+    .map(({ node, name, base }) => {
+      const member = node.members.find(
+        (m): m is ts.PropertyDeclaration =>
+          ts.isPropertyDeclaration(m) && ts.isIdentifier(m.name) && m.name.text === "code" && (ts.getCombinedModifierFlags(m) & ts.ModifierFlags.Static) !== 0,
+      );
+      const init = member?.initializer;
+      const line = source.getLineAndCharacterOfPosition(node.getStart()).line + 1;
+      return { where: `${file}:${line}`, name, base, code: init && ts.isStringLiteral(init) ? init.text : undefined };
+    });
+}
+
+const SRC = path.resolve(import.meta.dirname, "..");
+const isSourceFile = (f: string) => f.endsWith(".ts") && !f.endsWith(".test.ts") && !f.endsWith(".d.ts") && !f.split(path.sep).includes("testdata");
+
+describe("error classes declared outside src/errors", () => {
+  const bases = new Set(["Error", ...exported.map(([name]) => name)]);
+
+  it("each extends BaseError (not Error) with a static code no other class has", async () => {
+    const files = (await readdir(SRC, { recursive: true })).filter((f) => isSourceFile(f) && !f.startsWith(`errors${path.sep}`)).sort();
+    const found: DeclaredErrorClass[] = [];
+    for (const f of files) {
+      const text = await readFile(path.join(SRC, f), "utf8");
+      if (/\bclass\b[^{]*\bextends\b/.test(text)) found.push(...errorClassesOf(`src/${f.split(path.sep).join("/")}`, text, bases));
+    }
+    expect(found.filter((c) => c.base === "Error" || c.code === undefined).map((c) => `${c.where} ${c.name}`)).toEqual([]);
+    const codes = [...exported.map(([, cls]) => cls.code), ...found.map((c) => c.code!)];
+    expect(codes.filter((code, i) => codes.indexOf(code) !== i)).toEqual([]);
+  });
+
+  it("the walk finds such a class, one that extends Error directly, and one without a code", () => {
+    const text = `
+      class Refusal extends BaseError { static override readonly code = "ConflictError"; }
+      class Deeper extends Refusal { static readonly code = "Deeper"; }
+      export class Plain extends Error {}
+      const Anonymous = class extends NotFoundError {};
+      class Unrelated extends Map {}`;
+    expect(errorClassesOf("x.ts", text, bases)).toEqual([
+      { where: "x.ts:2", name: "Refusal", base: "BaseError", code: "ConflictError" },
+      { where: "x.ts:3", name: "Deeper", base: "Refusal", code: "Deeper" },
+      { where: "x.ts:4", name: "Plain", base: "Error", code: undefined },
+      { where: "x.ts:5", name: "(anonymous)", base: "NotFoundError", code: undefined },
+    ]);
   });
 });

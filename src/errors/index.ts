@@ -1,10 +1,11 @@
 /**
  * The one error hierarchy of gitops-broker.
  *
- * Every failure is a BaseError subclass with `name === code`. Errors that reach an
- * OSB client carry their HTTP status and are turned into the OSB error body by the
- * single error middleware in src/broker (see `toOsbBody`). Nothing else writes error
- * bodies.
+ * Every failure is a BaseError subclass with a static `code` of its own, which is also the
+ * `code` and the `name` of its instances: a log reader or a test matches on `NotFoundError.code`
+ * without constructing one. Errors that reach an OSB client carry their HTTP status and are turned
+ * into the OSB error body by the single error middleware in src/broker (see `toOsbBody`). Nothing
+ * else writes error bodies. This folder imports no other folder of src/.
  */
 
 export interface ErrorOptions {
@@ -12,14 +13,17 @@ export interface ErrorOptions {
   data?: Record<string, unknown>;
 }
 
-export class BaseError extends Error {
+export abstract class BaseError extends Error {
+  /** The code (and `name`) of this class's instances; every class sets its own. */
+  static readonly code: string = "BaseError";
+  /** The class's static `code`. */
   readonly code: string;
   readonly data: Record<string, unknown>;
 
-  constructor(code: string, message: string, options: ErrorOptions = {}) {
+  constructor(message: string, options: ErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    this.name = code;
+    this.code = new.target.code;
+    this.name = this.code;
     this.data = options.data ?? {};
   }
 
@@ -60,7 +64,8 @@ export interface OsbErrorOptions extends ErrorOptions {
   retryAfter?: number;
 }
 
-export class OsbError extends BaseError {
+export abstract class OsbError extends BaseError {
+  static override readonly code: string = "OsbError";
   readonly status: number;
   /** The OSB `error` field (e.g. AsyncRequired); undefined for errors with only a description. */
   readonly osbCode: string | undefined;
@@ -68,14 +73,8 @@ export class OsbError extends BaseError {
   readonly updateRepeatable: boolean | undefined;
   readonly retryAfter: number | undefined;
 
-  constructor(
-    code: string,
-    status: number,
-    osbCode: string | undefined,
-    description: string,
-    options: OsbErrorOptions = {},
-  ) {
-    super(code, description, options);
+  constructor(status: number, osbCode: string | undefined, description: string, options: OsbErrorOptions = {}) {
+    super(description, options);
     this.status = status;
     this.osbCode = osbCode;
     this.instanceUsable = options.instanceUsable;
@@ -95,35 +94,40 @@ export function isNegativeAnswer(error: unknown): boolean {
 
 /** 400: malformed request, unknown ids, parameters failing the plan schema. */
 export class BadRequestError extends OsbError {
+  static override readonly code = "BadRequestError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("BadRequestError", 400, "BadRequest", description, options);
+    super(400, "BadRequest", description, options);
   }
 }
 
 /** 400 with a specific OSB-ish code: a template could not be rendered for this request. */
 export class RenderError extends OsbError {
+  static override readonly code = "RenderError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("RenderError", 400, "RenderFailed", description, options);
+    super(400, "RenderFailed", description, options);
   }
 }
 
 export class UnauthorizedError extends OsbError {
+  static override readonly code = "UnauthorizedError";
   constructor(description = "authentication required") {
-    super("UnauthorizedError", 401, undefined, description);
+    super(401, undefined, description);
   }
 }
 
 /** 413: a request body over the limit of its endpoint. */
 export class PayloadTooLargeError extends OsbError {
+  static override readonly code = "PayloadTooLargeError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("PayloadTooLargeError", 413, undefined, description, options);
+    super(413, undefined, description, options);
   }
 }
 
 /** 415: a Content-Encoding or charset the broker does not read. */
 export class UnsupportedMediaTypeError extends OsbError {
+  static override readonly code = "UnsupportedMediaTypeError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("UnsupportedMediaTypeError", 415, undefined, description, options);
+    super(415, undefined, description, options);
   }
 }
 
@@ -132,84 +136,100 @@ export class UnsupportedMediaTypeError extends OsbError {
  * left). `error` is Service Fabrik's `Forbidden`, as its broker answered.
  */
 export class ForbiddenError extends OsbError {
+  static override readonly code = "ForbiddenError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("ForbiddenError", 403, "Forbidden", description, options);
+    super(403, "Forbidden", description, options);
   }
 }
 
 export class NotFoundError extends OsbError {
+  static override readonly code = "NotFoundError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("NotFoundError", 404, undefined, description, options);
+    super(404, undefined, description, options);
   }
 }
 
 export class ConflictError extends OsbError {
+  static override readonly code = "ConflictError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("ConflictError", 409, undefined, description, options);
+    super(409, undefined, description, options);
   }
 }
 
 export class GoneError extends OsbError {
+  static override readonly code = "GoneError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("GoneError", 410, undefined, description, options);
+    super(410, undefined, description, options);
   }
 }
 
 export class PreconditionFailedError extends OsbError {
+  static override readonly code = "PreconditionFailedError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("PreconditionFailedError", 412, undefined, description, options);
+    super(412, undefined, description, options);
   }
 }
 
 export class AsyncRequiredError extends OsbError {
+  static override readonly code = "AsyncRequiredError";
   constructor(description = "This service plan requires client support for asynchronous service operations.") {
-    super("AsyncRequiredError", 422, "AsyncRequired", description);
+    super(422, "AsyncRequired", description);
   }
 }
 
 export class ConcurrencyError extends OsbError {
+  static override readonly code = "ConcurrencyError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("ConcurrencyError", 422, "ConcurrencyError", description, options);
+    super(422, "ConcurrencyError", description, options);
   }
 }
 
 export class MaintenanceInfoConflictError extends OsbError {
+  static override readonly code = "MaintenanceInfoConflictError";
   constructor(description: string) {
-    super("MaintenanceInfoConflictError", 422, "MaintenanceInfoConflict", description);
+    super(422, "MaintenanceInfoConflict", description);
   }
 }
 
 export class RequiresAppError extends OsbError {
+  static override readonly code = "RequiresAppError";
   constructor(description = "This service supports generation of credentials through binding an application only.") {
-    super("RequiresAppError", 422, "RequiresApp", description);
+    super(422, "RequiresApp", description);
   }
 }
 
 /** 422 without a spec code: the request is well-formed but cannot be carried out (e.g. plan not updateable). */
 export class UnprocessableEntityError extends OsbError {
+  static override readonly code = "UnprocessableEntityError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("UnprocessableEntityError", 422, undefined, description, options);
+    super(422, undefined, description, options);
   }
 }
 
 /** 422: no cluster can take a new instance (none registered, all drained, all full, no selector match). */
 export class SchedulingError extends OsbError {
+  static override readonly code = "SchedulingError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("SchedulingError", 422, undefined, description, options);
+    super(422, undefined, description, options);
   }
 }
 
 /** 503: the Git remote did not accept the change in time; nothing was acknowledged. */
 export class ServiceUnavailableError extends OsbError {
+  static override readonly code = "ServiceUnavailableError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("ServiceUnavailableError", 503, undefined, description, { retryAfter: 5, ...options });
+    super(503, undefined, description, { retryAfter: 5, ...options });
   }
 }
 
-/** 500: a broker bug. The description never leaks internals beyond the message. */
+/**
+ * 500: a broker bug. The description never leaks internals beyond the message. Also the one class
+ * for an internal invariant that cannot fail ("cannot happen"): its message says which.
+ */
 export class InternalError extends OsbError {
+  static override readonly code = "InternalError";
   constructor(description: string, options?: OsbErrorOptions) {
-    super("InternalError", 500, undefined, description, options);
+    super(500, undefined, description, options);
   }
 }
 
@@ -231,29 +251,32 @@ export function formatProblem(p: Problem): string {
 }
 
 export class ConfigError extends BaseError {
+  static override readonly code = "ConfigError";
   readonly problems: Problem[];
   constructor(problems: Problem[], options?: ErrorOptions) {
-    super("ConfigError", `invalid configuration:\n${problems.map(formatProblem).join("\n")}`, options);
+    super(`invalid configuration:\n${problems.map(formatProblem).join("\n")}`, options);
     this.problems = problems;
   }
 }
 
 export class CatalogError extends BaseError {
+  static override readonly code = "CatalogError";
   readonly problems: Problem[];
   constructor(problems: Problem[], options?: ErrorOptions) {
-    super("CatalogError", `invalid catalog:\n${problems.map(formatProblem).join("\n")}`, options);
+    super(`invalid catalog:\n${problems.map(formatProblem).join("\n")}`, options);
     this.problems = problems;
   }
 }
 
 /** A Git remote refused a push (non-fast-forward, hook) or could not be reached. */
 export class GitRemoteError extends BaseError {
+  static override readonly code = "GitRemoteError";
   /** `rejected`: non-fast-forward (someone else pushed); `hook`: refused by a server hook; `unreachable`. */
   readonly kind: "rejected" | "hook" | "unreachable";
   /** What the remote said (stderr of git, `remote:` lines), for logs and OSB descriptions. */
   readonly remoteMessage: string;
   constructor(kind: "rejected" | "hook" | "unreachable", remoteMessage: string, options?: ErrorOptions) {
-    super("GitRemoteError", `git remote ${kind}: ${remoteMessage}`, options);
+    super(`git remote ${kind}: ${remoteMessage}`, options);
     this.kind = kind;
     this.remoteMessage = remoteMessage;
   }
@@ -261,11 +284,12 @@ export class GitRemoteError extends BaseError {
 
 /** Another process holds the data directory (see lockDataDir). */
 export class DataDirLockedError extends BaseError {
+  static override readonly code = "DataDirLocked";
   readonly holderPid: number | undefined;
   constructor(dataDir: string, role: string, holderPid: number | undefined, holderHost: string | undefined, options?: ErrorOptions) {
     const holder = holderPid === undefined ? "another process (PID unknown)" : `PID ${holderPid}${holderHost ? ` on ${holderHost}` : ""}`;
     const who = role === "serve" ? "gitops-broker serve" : "a gitops-broker command";
-    super("DataDirLocked", `data directory ${dataDir} is in use by ${who}: ${holder}`, {
+    super(`data directory ${dataDir} is in use by ${who}: ${holder}`, {
       ...options,
       data: { dataDir, role, holderPid, holderHost },
     });
@@ -279,16 +303,12 @@ export class DataDirLockedError extends BaseError {
  * OSB answer of its own: the operation fails as an internal error.
  */
 export class GitRepositoryError extends BaseError {
-  constructor(message: string, options?: ErrorOptions) {
-    super("GitRepositoryError", message, options);
-  }
+  static override readonly code = "GitRepositoryError";
 }
 
 /** The git writer takes no operations: not started yet, or closed for shutdown. */
 export class GitWriterClosedError extends BaseError {
-  constructor(message: string, options?: ErrorOptions) {
-    super("GitWriterClosed", message, options);
-  }
+  static override readonly code = "GitWriterClosed";
 }
 
 /**
@@ -296,11 +316,12 @@ export class GitWriterClosedError extends BaseError {
  * Logged and counted only: it never fails an OSB request (polling stays the fallback).
  */
 export class NudgeError extends BaseError {
+  static override readonly code = "NudgeError";
   readonly clusterId: string;
   /** HTTP status of the webhook or Kubernetes API answer, when there was one. */
   readonly status: number | undefined;
   constructor(clusterId: string, message: string, details: { status?: number } = {}, options: ErrorOptions = {}) {
-    super("NudgeError", `cluster ${clusterId}: ${message}`, options);
+    super(`cluster ${clusterId}: ${message}`, options);
     this.clusterId = clusterId;
     this.status = details.status;
   }
@@ -308,6 +329,7 @@ export class NudgeError extends BaseError {
 
 /** A Kubernetes API request failed (HTTP error with a Status, or no answer). */
 export class KubeApiError extends BaseError {
+  static override readonly code = "KubeApiError";
   /** HTTP status or Status code; undefined for network failures. */
   readonly status: number | undefined;
   /** Status `reason` (e.g. `Expired`, `TooManyRequests`) when the server sent one. */
@@ -319,10 +341,62 @@ export class KubeApiError extends BaseError {
     details: { status?: number; reason?: string; retryAfterMs?: number } = {},
     options: ErrorOptions = {},
   ) {
-    super("KubeApiError", message, options);
+    super(message, options);
     this.status = details.status;
     this.reason = details.reason;
     this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Rendering: templates, Helm charts and the WebAssembly module that runs Go's engines.
+// ---------------------------------------------------------------------------
+
+/**
+ * A template engine's failure, already described for the user; the renderer turns it into a
+ * RenderError naming the plan and the template. `data` says which limit stopped it, if one did.
+ */
+export class TemplateFailure extends BaseError {
+  static override readonly code = "TemplateFailure";
+}
+
+/**
+ * A chart that does not load, download or render: the message is Helm's where Helm has one.
+ * `debugHint`: Helm would add "Use --debug flag to render out invalid YAML".
+ */
+export class ChartError extends BaseError {
+  static override readonly code = "ChartError";
+  readonly debugHint: boolean;
+  constructor(message: string, options: ErrorOptions & { debugHint?: boolean } = {}) {
+    const { debugHint = false, ...rest } = options;
+    super(message, rest);
+    this.debugHint = debugHint;
+  }
+}
+
+/** A call that the WebAssembly module answered with an error (its text), or that could not complete. */
+export class WasmCallError extends BaseError {
+  static override readonly code = "WasmCallError";
+  readonly reason: "error" | "timeout" | "exited";
+  constructor(message: string, reason: "error" | "timeout" | "exited", options?: ErrorOptions) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+/**
+ * Not a failure: a synchronous render (`renderTextNow`) that the caller must come back for once
+ * `settled` resolves. The promise is no context for a log line, so it stays out of `toJSON()`.
+ */
+export class RenderPending extends BaseError {
+  static override readonly code = "RenderPending";
+  readonly #settled: Promise<void>;
+  constructor(settled: Promise<void>) {
+    super("the template is being rendered");
+    this.#settled = settled;
+  }
+  get settled(): Promise<void> {
+    return this.#settled;
   }
 }
 

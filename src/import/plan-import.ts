@@ -119,9 +119,7 @@ export interface PlanImportInputs {
 
 /** A reason an instance is refused, carried through the render. */
 class Refusal extends BaseError {
-  constructor(message: string, options: { cause?: unknown } = {}) {
-    super("ImportRefused", message, options);
-  }
+  static override readonly code = "ImportRefused";
 }
 
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));

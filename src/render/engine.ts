@@ -1,4 +1,5 @@
 import type { PlanTemplate } from "../catalog/index.js";
+import { InternalError } from "../errors/index.js";
 import type { RenderCapabilities, RenderValues } from "./types.js";
 
 /**
@@ -34,23 +35,12 @@ export interface TemplateContext {
   capabilities?: RenderCapabilities;
 }
 
-/** An engine's failure, already described for the user. */
-export class TemplateFailure extends Error {
-  constructor(
-    message: string,
-    readonly data: Record<string, unknown> = {},
-  ) {
-    super(message);
-    this.name = "TemplateFailure";
-  }
-}
-
 const engines = new Map<string, TemplateEngine>();
 const primary: TemplateEngine[] = [];
 
 export function registerEngine(engine: TemplateEngine): void {
   for (const type of [engine.type, ...(engine.aliases ?? [])]) {
-    if (engines.has(type)) throw new Error(`template engine ${JSON.stringify(type)} registered twice`);
+    if (engines.has(type)) throw new InternalError(`template engine ${JSON.stringify(type)} registered twice`);
     engines.set(type, engine);
   }
   primary.push(engine);

@@ -1,8 +1,9 @@
 import type { PlanTemplate } from "../catalog/index.js";
-import { TemplateFailure, type TemplateContext, type TemplateEngine } from "./engine.js";
+import { TemplateFailure, WasmCallError } from "../errors/index.js";
+import type { TemplateContext, TemplateEngine } from "./engine.js";
 import { serviceFabrikValues } from "./service-fabrik.js";
 import type { RenderValues } from "./types.js";
-import { WasmCallError, wasmHost } from "./wasm-module.js";
+import { wasmHost } from "./wasm-module.js";
 
 /**
  * Service Fabrik's `gotemplate`: Go's text/template with sprig and SF's nine functions, run by
@@ -58,9 +59,9 @@ export async function renderGoTemplateRequest(requestJson: string, name: string)
 function failure(e: unknown, name: string): Error {
   if (!(e instanceof WasmCallError)) return e instanceof Error ? e : new Error(String(e));
   if (e.reason === "timeout") {
-    return new TemplateFailure(`gotemplate renderer - can't render template for ${name}. stopped after ${limits.timeoutMs} ms (time limit)`, { limit: "time" });
+    return new TemplateFailure(`gotemplate renderer - can't render template for ${name}. stopped after ${limits.timeoutMs} ms (time limit)`, { data: { limit: "time" } });
   }
-  if (e.reason === "exited") return new TemplateFailure(`gotemplate renderer - can't render template for ${name}. ${e.message}`, { limit: "memory" });
+  if (e.reason === "exited") return new TemplateFailure(`gotemplate renderer - can't render template for ${name}. ${e.message}`, { data: { limit: "memory" } });
   return new TemplateFailure(e.message);
 }
 

@@ -1,8 +1,8 @@
 import Handlebars from "handlebars";
 import type { PlanTemplate } from "../catalog/index.js";
-import { RenderError } from "../errors/index.js";
+import { RenderError, TemplateFailure } from "../errors/index.js";
 import { HELPERS } from "./helpers.js";
-import { TemplateFailure, type TemplateEngine } from "./engine.js";
+import type { TemplateEngine } from "./engine.js";
 import type { RenderValues } from "./types.js";
 
 /**

@@ -1,10 +1,11 @@
-import { ChartError, helmCheck, helmRender, releaseName, type ModuleCall } from "../charts/index.js";
+import { helmCheck, helmRender, releaseName, type ModuleCall } from "../charts/index.js";
 import type { PlanTemplate } from "../catalog/index.js";
-import { TemplateFailure, type TemplateContext, type TemplateEngine } from "./engine.js";
+import { ChartError, TemplateFailure, WasmCallError } from "../errors/index.js";
+import type { TemplateContext, TemplateEngine } from "./engine.js";
 import { renderGoTemplateJson } from "./gotemplate.js";
 import { field, serviceFabrikName, serviceFabrikValues, str } from "./service-fabrik.js";
 import type { RenderValues } from "./types.js";
-import { WasmCallError, wasmHost } from "./wasm-module.js";
+import { wasmHost } from "./wasm-module.js";
 
 /**
  * Service Fabrik's `helm`: the plan's chart (`url`, resolved by the catalog from the repository

@@ -4,8 +4,8 @@
  * docs/templates.md.
  */
 import type { PlanTemplate } from "../catalog/index.js";
-import { formatProblem, RenderError, type Problem } from "../errors/index.js";
-import { engineFor, engineProblem, TemplateFailure, type TemplateContext } from "./engine.js";
+import { formatProblem, RenderError, RenderPending, TemplateFailure, type Problem } from "../errors/index.js";
+import { engineFor, engineProblem, type TemplateContext } from "./engine.js";
 import "./engines.js";
 import { isDns1123Label, isLabelValue, qualifiedNameProblem } from "./kubernetes.js";
 import { splitDocuments, toManifests } from "./manifests.js";
@@ -13,7 +13,7 @@ import { field, str } from "./service-fabrik.js";
 import type { Manifest, RenderCapabilities, RenderRequest, RenderValues } from "./types.js";
 
 export type { RenderCapabilities, RenderRequest, RenderValues, Manifest } from "./types.js";
-export { engineFor, engineProblem, engineTypes, TemplateFailure, type TemplateEngine } from "./engine.js";
+export { engineFor, engineProblem, engineTypes, type TemplateEngine } from "./engine.js";
 export { DEFAULT_GOTEMPLATE_LIMITS, renderGoTemplateJson, renderGoTemplateRequest, setGotemplateLimits, type GotemplateLimits } from "./gotemplate.js";
 export { serviceFabrikValues, sfServiceBinding, sfServiceInstance } from "./service-fabrik.js";
 export { helmModuleCall, helmReleaseName } from "./helm.js";
@@ -50,14 +50,6 @@ export async function renderTemplateText(
   } catch (e) {
     if (e instanceof TemplateFailure) throw new RenderError(`${where}: ${e.message}`, { cause: e, data: { ...data, ...e.data } });
     throw e;
-  }
-}
-
-/** A render the caller must come back for: `settled` resolves once `renderTextNow` knows the text. */
-export class RenderPending extends Error {
-  constructor(readonly settled: Promise<void>) {
-    super("the template is being rendered");
-    this.name = "RenderPending";
   }
 }
 

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { WasmCallError, WasmHost } from "./wasm-module.js";
+import { WasmCallError } from "../errors/index.js";
+import { WasmHost } from "./wasm-module.js";
 
 // The time limit of a module call is CPU time (see wasm-module.ts): a render that waits for a
 // core on a loaded machine is not a runaway. The CPU clock is injected to play the machine.

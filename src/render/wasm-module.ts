@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { gunzipSync } from "node:zlib";
+import { WasmCallError } from "../errors/index.js";
 
 /**
  * The WebAssembly module built from the Go module in go/ (Go's text/template and sprig, ADR 0011), run in a
@@ -27,17 +28,6 @@ const WASM_DIR = new URL("../../wasm/", import.meta.url);
 export interface WasmCallOptions {
   /** Milliseconds before the call fails and its worker is replaced. */
   timeoutMs: number;
-}
-
-/** A call that the module answered with an error (its text), or that could not complete. */
-export class WasmCallError extends Error {
-  constructor(
-    message: string,
-    readonly reason: "error" | "timeout" | "exited",
-  ) {
-    super(message);
-    this.name = "WasmCallError";
-  }
 }
 
 interface Pending {

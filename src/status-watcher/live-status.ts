@@ -1,5 +1,6 @@
 import type { Plan, Service } from "../catalog/index.js";
-import { hasTemplate, RenderPending, renderNow, type RenderValues } from "../render/index.js";
+import { RenderPending } from "../errors/index.js";
+import { hasTemplate, renderNow, type RenderValues } from "../render/index.js";
 import { keyOf, LABEL_INSTANCE, type BindingRecord, type InstanceRecord, type OperationEntry } from "../repo/index.js";
 import type { AppliedIndex } from "./applied-index.js";
 import { blocked, gathering, isNotReady, type KindRef, type LiveCluster, type NotReady } from "./live-cluster.js";

@@ -1,10 +1,10 @@
 import type { ClusterEntry, Plan } from "../catalog/index.js";
+import { RenderPending } from "../errors/index.js";
 import type { BindingRecord, InstanceRecord, OperationEntry } from "../repo/index.js";
 import { createAppliedIndex } from "./applied-index.js";
 import { createCommitStatusWatcher } from "./commit-mode.js";
 import { createKubeConfigResolver } from "./kubeconfig.js";
 import { isNotReady, startLiveCluster, type LiveCluster } from "./live-cluster.js";
-import { RenderPending } from "../render/index.js";
 import { bindResponse, evaluate, isRendering, prepare, sourceKinds, type Prepared, type Subject } from "./live-status.js";
 import type { BindingOutcome, BindingResult, OperationStatus, StatusWatcher, StatusWatcherOptions } from "./types.js";
 
