@@ -179,6 +179,30 @@ describe("deploy/chart", () => {
     expect(setRules[1]!.expr).toMatch(/ > 900$/);
   });
 
+  it("with the Grafana dashboard: a ConfigMap for the sidecar holding dashboards/gitops-broker.json as it is; off by default and without metrics", async () => {
+    const dashboardFile = JSON.parse(await readFile(path.join(CHART, "dashboards/gitops-broker.json"), "utf8")) as unknown;
+    type ConfigMap = Obj & { metadata: { namespace?: string; labels: Record<string, string>; annotations?: Record<string, string> }; data: Record<string, string> };
+    const dashboards = (objects: Obj[]) => objects.filter((o): o is ConfigMap => o.kind === "ConfigMap" && o.metadata.name.endsWith("-dashboard"));
+
+    const [configMap, ...more] = dashboards(await render({ ...REMOTE, metrics: { enabled: true, serviceMonitor: { enabled: true }, dashboard: { enabled: true } } }));
+    expect(more).toEqual([]);
+    expect(validateManifest(configMap!)).toBe(true);
+    expect(configMap!.metadata).toMatchObject({ name: "prod-gitops-broker-dashboard", namespace: "default", labels: { grafana_dashboard: "1", "app.kubernetes.io/instance": "prod" } });
+    expect(configMap!.metadata.annotations).toBeUndefined();
+    expect(Object.keys(configMap!.data)).toEqual(["gitops-broker.json"]);
+    expect(JSON.parse(configMap!.data["gitops-broker.json"]!)).toEqual(dashboardFile);
+
+    // The sidecar's own label, namespace and folder annotation.
+    const [custom] = dashboards(
+      await render({ ...REMOTE, metrics: { enabled: true, dashboard: { enabled: true, namespace: "monitoring", label: "dashboards", labelValue: "gitops", annotations: { grafana_folder: "GitOps" } } } }),
+    );
+    expect(custom!.metadata).toMatchObject({ namespace: "monitoring", labels: { dashboards: "gitops" }, annotations: { grafana_folder: "GitOps" } });
+    expect(custom!.metadata.labels.grafana_dashboard).toBeUndefined();
+
+    expect(dashboards(await render({ ...REMOTE, metrics: { enabled: true } }))).toEqual([]);
+    expect(dashboards(await render({ ...REMOTE, metrics: { enabled: false, dashboard: { enabled: true } } }))).toEqual([]);
+  });
+
   it("with TLS and client certificates: HTTPS probes, the Secrets mounted, a configuration the broker loads with auth.mode both", async () => {
     const subject = "/C=DE/O=SAP SE/OU=SAP Cloud Platform Clients/OU=Staging/L=service-manager/CN=service-manager";
     const objects = await render({
