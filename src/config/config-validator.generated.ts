@@ -6,10 +6,11 @@ import { createRequire } from "node:module";
 import type { ValidateFunction } from "ajv";
 const require = createRequire(import.meta.url);
 const config = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/config.schema.json","title":"gitops-broker configuration","$comment":"Validates the merged configuration (defaults < config file < environment < flags), so every key is required here; the config file itself may be partial. Documented for operators in docs/configuration.md.","type":"object","additionalProperties":false,"required":["listen","http","dataDir","git","auth","tls","log","status","scheduler","webhook","reconcile","records","metrics","leaderElection"],"properties":{"listen":{"description":"Address of the OSB HTTP(S) server. Default 127.0.0.1:8080. The config file may also give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_LISTEN, flag --listen.","type":"object","additionalProperties":false,"required":["host","port"],"properties":{"host":{"description":"Interface to bind, e.g. 127.0.0.1, 0.0.0.0 or ::.","type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}},"http":{"description":"Bounds of the OSB server's sockets: a slow or silent client is answered 408 and disconnected, and one client address holds a bounded number of connections.","type":"object","additionalProperties":false,"required":["headersTimeoutSeconds","requestTimeoutSeconds","idleTimeoutSeconds","maxConnectionsPerClient"],"properties":{"headersTimeoutSeconds":{"description":"Time to receive a request's headers. Default 10. Env GITOPS_BROKER_HTTP_HEADERS_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"requestTimeoutSeconds":{"description":"Time to receive a whole request, headers and body (a body trickling in, or shorter than its Content-Length, is cut off). Not the time to answer. Default 30. Env GITOPS_BROKER_HTTP_REQUEST_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"idleTimeoutSeconds":{"description":"A keep-alive connection idle this long between two requests is closed. Default 5. Env GITOPS_BROKER_HTTP_IDLE_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"maxConnectionsPerClient":{"description":"Open connections per client address at most; further ones are closed at once. 0: no bound. Default 256. Behind a proxy every client has the proxy's address. Env GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_CLIENT.","type":"integer","minimum":0}}},"dataDir":{"description":"Directory for the broker's state (local Git clone, generated password, embedded remote). Default <cwd>/.gitops-broker; made absolute at load (a relative path in the config file is relative to that file). Created with mode 0700. Env GITOPS_BROKER_DATA_DIR, flag --data-dir.","type":"string","minLength":1},"git":{"type":"object","additionalProperties":false,"required":["remote","branch","author","pushTimeoutSeconds","activityTimeoutSeconds","pollIntervalSeconds"],"properties":{"remote":{"description":"URL or path of the GitOps repository. null (default): the embedded remote <dataDir>/remote.git, seeded with a sample catalog. Env GITOPS_BROKER_GIT_REMOTE.","type":["string","null"],"minLength":1},"branch":{"description":"Branch the broker commits to. Default main. Env GITOPS_BROKER_GIT_BRANCH.","type":"string","minLength":1},"author":{"description":"Author and committer of the broker's commits. Default gitops-broker <gitops-broker@localhost>. Env GITOPS_BROKER_GIT_AUTHOR_NAME, GITOPS_BROKER_GIT_AUTHOR_EMAIL.","type":"object","additionalProperties":false,"required":["name","email"],"properties":{"name":{"type":"string","minLength":1},"email":{"type":"string","minLength":1}}},"pushTimeoutSeconds":{"description":"How long a request waits for an unreachable remote before it fails with 503. Default 30. Env GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"activityTimeoutSeconds":{"description":"A fetch or push that has had no answer from the remote for this long makes /readyz answer 503 (the remote is not answering) while it goes on; it is given up after pushTimeoutSeconds. Default 5. Env GITOPS_BROKER_GIT_ACTIVITY_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"pollIntervalSeconds":{"description":"Interval of fetching the remote to notice commits made by others (catalog edits included). Default 30. Env GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS.","type":"number","exclusiveMinimum":0},"sshCommand":{"description":"GIT_SSH_COMMAND for ssh remotes, e.g. \"ssh -i /keys/deploy -o IdentitiesOnly=yes\". Env GITOPS_BROKER_GIT_SSH_COMMAND.","type":"string","minLength":1},"tokenFile":{"description":"File holding the token for https remotes (the token itself never goes into the config). Env GITOPS_BROKER_GIT_TOKEN_FILE.","type":"string","minLength":1}}},"auth":{"description":"HTTP basic auth of the OSB API. With neither password nor passwordFile, a password is generated on first start and stored in <dataDir>/password.","type":"object","additionalProperties":false,"required":["mode","username","password","passwordFile"],"properties":{"mode":{"description":"basic (default): HTTP basic auth. With tls.clientCa: certificate (a client certificate alone, as Service Fabrik's secureIncomingConnections), both (a client certificate and basic auth), either (one of the two). Env GITOPS_BROKER_AUTH_MODE.","enum":["basic","certificate","both","either"]},"username":{"description":"Default broker. Env GITOPS_BROKER_USERNAME.","type":"string","minLength":1},"password":{"description":"Env GITOPS_BROKER_PASSWORD. Exclusive with passwordFile.","type":["string","null"],"minLength":1},"passwordFile":{"description":"File holding the password (trimmed); refused when readable by group or others. Env GITOPS_BROKER_PASSWORD_FILE. Exclusive with password.","type":["string","null"],"minLength":1}}},"tls":{"description":"Serve HTTPS with these PEM files; null (default) serves plain HTTP. The files must be readable at start. Env GITOPS_BROKER_TLS_CERT and GITOPS_BROKER_TLS_KEY (both or neither).","type":["object","null"],"additionalProperties":false,"required":["cert","key"],"properties":{"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"clientCa":{"description":"PEM file of the CAs whose client certificates are accepted; the server then asks every client for a certificate (auth.mode says whether it must have one). Default null. Env GITOPS_BROKER_TLS_CLIENT_CA.","type":["string","null"],"minLength":1},"clientSubjects":{"description":"Allowed client-certificate subjects, each /C=DE/O=SAP SE/.../CN=service-manager (Service Fabrik's sm_certificate_subject_pattern) or CN=service-manager,...,C=DE; the same attributes in any order, a value * matches any. Empty (default): any certificate of tls.clientCa. Env GITOPS_BROKER_TLS_CLIENT_SUBJECT (one subject).","type":"array","items":{"type":"string","minLength":1}}}},"log":{"type":"object","additionalProperties":false,"required":["level"],"properties":{"level":{"description":"Default info. Env GITOPS_BROKER_LOG_LEVEL.","enum":["fatal","error","warn","info","debug","trace"]}}},"status":{"type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"description":"Default status mode of clusters that do not set spec.status.mode. commit: an operation succeeds once its commit is on the remote. live: last_operation reads the live objects of the cluster and the Argo CD / Flux sync state.","enum":["commit","live"]},"syncTimeoutSeconds":{"description":"Live mode: how long a synchronous provision, update or deprovision waits for the cluster to say succeeded before answering 202 (if the platform accepts it) or 503. Default 60 (Cloud Foundry's default broker timeout; Service Fabrik held them up to 175 s).","type":"number","exclusiveMinimum":0,"maximum":600},"bindTimeoutSeconds":{"description":"Live mode: how long a synchronous bind waits for its credentials to appear in the cluster before answering 202 (if the platform accepts it) or 503. Default 10.","type":"number","exclusiveMinimum":0,"maximum":120}}},"scheduler":{"type":"object","additionalProperties":false,"required":["type"],"properties":{"type":{"description":"single: the one schedulable cluster; round-robin: the next cluster after the one of the newest provision in the repo; least-utilized: fewest live instances; label-selector: clusters matching the plan's clusterSelector template, then least-utilized. Every scheduler respects capacity and drain (schedulable: false).","enum":["single","round-robin","least-utilized","label-selector"]}}},"webhook":{"description":"POST /admin/webhook: GitHub (X-Hub-Signature-256) and GitLab (X-Gitlab-Token) push events make the broker fetch the remote at once instead of at the next poll. With neither secret nor secretFile the endpoint does not exist (404).","type":"object","additionalProperties":false,"required":["secret","secretFile"],"properties":{"secret":{"description":"The webhook's shared secret. Env GITOPS_BROKER_WEBHOOK_SECRET. Exclusive with secretFile.","type":["string","null"],"minLength":1},"secretFile":{"description":"File holding the secret (trimmed); refused when readable by group or others. Env GITOPS_BROKER_WEBHOOK_SECRET_FILE. Exclusive with secret.","type":["string","null"],"minLength":1}}},"reconcile":{"description":"Re-rendering of instances when their plan (autoUpdateInstances: true) or their overrides change, or on request (POST /admin/rerender, gitops-broker update).","type":"object","additionalProperties":false,"required":["maxPerSecond","batchSize","retrySeconds"],"properties":{"maxPerSecond":{"description":"Re-render commits per second at most. Default 10. Env GITOPS_BROKER_RECONCILE_MAX_PER_SECOND.","type":"number","exclusiveMinimum":0},"batchSize":{"description":"Re-renders waiting in the write queue at once (pushed together); an OSB request waits behind at most this many. Default 4. Env GITOPS_BROKER_RECONCILE_BATCH_SIZE.","type":"integer","minimum":1},"retrySeconds":{"description":"Wait before re-trying an instance that had an operation in progress. Default 30.","type":"number","exclusiveMinimum":0}}},"records":{"description":"Records of deprovisioned instances (ADR 0018): an instance record whose newest operation is a completed deprovision older than retentionDays is removed from the tip with its binding records, in rate-limited commits; Git history keeps it (gitops-broker history).","type":"object","additionalProperties":false,"required":["retentionDays","gcIntervalSeconds","gcBatchSize"],"properties":{"retentionDays":{"description":"Days a deprovisioned instance's record stays on the tip after its deprovision. 0 keeps records forever (no GC). Default 90. Env GITOPS_BROKER_RECORDS_RETENTION_DAYS.","type":"integer","minimum":0},"gcIntervalSeconds":{"description":"Time between two GC passes; each pass makes at most one commit. Default 60.","type":"number","exclusiveMinimum":0},"gcBatchSize":{"description":"Records removed by one GC commit at most. Default 100.","type":"integer","minimum":1}}},"leaderElection":{"description":"Several replicas (ADR 0024): with enabled, only the holder of a coordination.k8s.io/v1 Lease in the broker's own cluster does the background work (re-renders after plan and override changes, records GC, the catch-up after a start); every replica serves OSB. The others take over within leaseDurationSeconds when it dies. Off (default): this process does it all, as a single broker must. The identity reaching the API server (in a pod: its ServiceAccount; else $KUBECONFIG or ~/.kube/config) needs get, create and update on the Lease (deploy/chart grants them).","type":"object","additionalProperties":false,"required":["enabled","leaseName","namespace","identity","leaseDurationSeconds","renewDeadlineSeconds","retryPeriodSeconds"],"properties":{"enabled":{"description":"Take part in the election. Default false. Env GITOPS_BROKER_LEADER_ELECTION (true or false).","type":"boolean"},"leaseName":{"description":"The Lease's name; every replica of one broker must use the same. Default gitops-broker. Env GITOPS_BROKER_LEADER_ELECTION_LEASE_NAME.","type":"string","pattern":"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},"namespace":{"description":"The Lease's namespace. null (default): the pod's own (its ServiceAccount's), else the kubeconfig context's, else default. Env GITOPS_BROKER_LEADER_ELECTION_NAMESPACE.","type":["string","null"],"minLength":1},"identity":{"description":"This replica's name in the Lease (holderIdentity); unique per replica. null (default): the host name (a pod's name) and a random suffix. Env GITOPS_BROKER_LEADER_ELECTION_IDENTITY.","type":["string","null"],"minLength":1},"leaseDurationSeconds":{"description":"How long the others wait, from the last change they saw of the Lease, before they take it over: the longest a dead leader's work waits. Default 15. Larger than renewDeadlineSeconds.","type":"number","exclusiveMinimum":0},"renewDeadlineSeconds":{"description":"A leader that could not renew the Lease for this long stops its background work (before the others may take it over). Default 10. Larger than retryPeriodSeconds.","type":"number","exclusiveMinimum":0},"retryPeriodSeconds":{"description":"How often the leader renews and the others look at the Lease. Default 2.","type":"number","exclusiveMinimum":0}}},"metrics":{"description":"Prometheus metrics (GET /metrics, text format, no authentication) on a port of their own, never on the OSB port: a scraper needs no broker credentials and the OSB port needs no extra route. Keep the metrics port off public networks (bind 127.0.0.1 or a pod IP reached only by Prometheus).","type":"object","additionalProperties":false,"required":["listen"],"properties":{"listen":{"description":"Address of the metrics server, e.g. 0.0.0.0:9090 in a pod. null (default): no metrics server. The config file may give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_METRICS_LISTEN.","type":["object","null"],"additionalProperties":false,"required":["host","port"],"properties":{"host":{"type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/config.schema.json","title":"gitops-broker configuration","$comment":"Validates the merged configuration (defaults < config file < environment < flags), so every key is required here; the config file itself may be partial. Documented for operators in docs/configuration.md.","type":"object","additionalProperties":false,"required":["listen","http","dataDir","git","auth","tls","log","status","scheduler","webhook","reconcile","records","metrics","leaderElection","stores"],"properties":{"listen":{"description":"Address of the OSB HTTP(S) server. Default 127.0.0.1:8080. The config file may also give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_LISTEN, flag --listen.","type":"object","additionalProperties":false,"required":["host","port"],"properties":{"host":{"description":"Interface to bind, e.g. 127.0.0.1, 0.0.0.0 or ::.","type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}},"http":{"description":"Bounds of the OSB server's sockets: a slow or silent client is answered 408 and disconnected, and one client address holds a bounded number of connections (a proxy in front, trustedProxies, a larger number).","type":"object","additionalProperties":false,"required":["headersTimeoutSeconds","requestTimeoutSeconds","idleTimeoutSeconds","maxConnectionsPerClient","trustedProxies","maxConnectionsPerProxy"],"properties":{"headersTimeoutSeconds":{"description":"Time to receive a request's headers. Default 10. Env GITOPS_BROKER_HTTP_HEADERS_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"requestTimeoutSeconds":{"description":"Time to receive a whole request, headers and body (a body trickling in, or shorter than its Content-Length, is cut off). Not the time to answer. Default 30. Env GITOPS_BROKER_HTTP_REQUEST_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"idleTimeoutSeconds":{"description":"A keep-alive connection idle this long between two requests is closed. Default 5. Env GITOPS_BROKER_HTTP_IDLE_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0,"maximum":3600},"maxConnectionsPerClient":{"description":"Open connections per client address at most. As many again are answered 503 with Retry-After and closed; any further ones are closed at once. 0: no bound. Default 256. Addresses in trustedProxies are bounded by maxConnectionsPerProxy instead. Env GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_CLIENT.","type":"integer","minimum":0},"trustedProxies":{"description":"Addresses (192.168.1.7, fd00::7) or CIDR blocks (10.0.0.0/8, fd00::/8) of the proxies in front of the broker, e.g. the pods of an ingress controller. Every client behind a proxy has its address, and a proxy opens one connection per request in flight: their connections are bounded by maxConnectionsPerProxy instead of maxConnectionsPerClient. Nothing else is trusted (X-Forwarded-For is not read). Default [] (none). Env GITOPS_BROKER_HTTP_TRUSTED_PROXIES (comma-separated).","type":"array","items":{"type":"string","minLength":1}},"maxConnectionsPerProxy":{"description":"Open connections per address in trustedProxies at most; past it as past maxConnectionsPerClient (503 with Retry-After, then closed at once). 0: no bound. Default 4096. Env GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_PROXY.","type":"integer","minimum":0}}},"dataDir":{"description":"Directory for the broker's state (local Git clone, generated password, embedded remote). Default <cwd>/.gitops-broker; made absolute at load (a relative path in the config file is relative to that file). Created with mode 0700. Env GITOPS_BROKER_DATA_DIR, flag --data-dir.","type":"string","minLength":1},"git":{"type":"object","additionalProperties":false,"required":["remote","branch","author","pushTimeoutSeconds","activityTimeoutSeconds","pollIntervalSeconds","minPushIntervalSeconds"],"properties":{"remote":{"description":"URL or path of the GitOps repository. null (default): the embedded remote <dataDir>/remote.git, seeded with a sample catalog. Env GITOPS_BROKER_GIT_REMOTE.","type":["string","null"],"minLength":1},"branch":{"description":"Branch the broker commits to. Default main. Env GITOPS_BROKER_GIT_BRANCH.","type":"string","minLength":1},"author":{"description":"Author and committer of the broker's commits. Default gitops-broker <gitops-broker@localhost>. Env GITOPS_BROKER_GIT_AUTHOR_NAME, GITOPS_BROKER_GIT_AUTHOR_EMAIL.","type":"object","additionalProperties":false,"required":["name","email"],"properties":{"name":{"type":"string","minLength":1},"email":{"type":"string","minLength":1}}},"pushTimeoutSeconds":{"description":"How long a request waits for an unreachable remote before it fails with 503. Default 30. Env GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"activityTimeoutSeconds":{"description":"A fetch or push that has had no answer from the remote for this long makes /readyz answer 503 (the remote is not answering) while it goes on; it is given up after pushTimeoutSeconds. Default 5. Env GITOPS_BROKER_GIT_ACTIVITY_TIMEOUT_SECONDS.","type":"number","exclusiveMinimum":0},"pollIntervalSeconds":{"description":"Interval of fetching the remote to notice commits made by others (catalog edits included). Default 30. Env GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS.","type":"number","exclusiveMinimum":0},"minPushIntervalSeconds":{"description":"Push pacing for hosted Git (rate limits): a push starts at least this long after the start of the last one; operations that arrive meanwhile go out together in the next push, each acknowledged only once that push is accepted. 0 (default): push as soon as a commit is ready. GitHub: 10. Env GITOPS_BROKER_GIT_MIN_PUSH_INTERVAL_SECONDS.","type":"number","minimum":0,"maximum":3600},"sshCommand":{"description":"GIT_SSH_COMMAND for ssh remotes, e.g. \"ssh -i /keys/deploy -o IdentitiesOnly=yes\". Env GITOPS_BROKER_GIT_SSH_COMMAND.","type":"string","minLength":1},"tokenFile":{"description":"File holding the token for https remotes (the token itself never goes into the config). Env GITOPS_BROKER_GIT_TOKEN_FILE.","type":"string","minLength":1}}},"auth":{"description":"HTTP basic auth of the OSB API. With neither password nor passwordFile, a password is generated on first start and stored in <dataDir>/password.","type":"object","additionalProperties":false,"required":["mode","username","password","passwordFile"],"properties":{"mode":{"description":"basic (default): HTTP basic auth. With tls.clientCa: certificate (a client certificate alone, as Service Fabrik's secureIncomingConnections), both (a client certificate and basic auth), either (one of the two). Env GITOPS_BROKER_AUTH_MODE.","enum":["basic","certificate","both","either"]},"username":{"description":"Default broker. Env GITOPS_BROKER_USERNAME.","type":"string","minLength":1},"password":{"description":"Env GITOPS_BROKER_PASSWORD. Exclusive with passwordFile.","type":["string","null"],"minLength":1},"passwordFile":{"description":"File holding the password (trimmed); refused when readable by group or others. Env GITOPS_BROKER_PASSWORD_FILE. Exclusive with password.","type":["string","null"],"minLength":1}}},"tls":{"description":"Serve HTTPS with these PEM files; null (default) serves plain HTTP. The files must be readable at start. Env GITOPS_BROKER_TLS_CERT and GITOPS_BROKER_TLS_KEY (both or neither).","type":["object","null"],"additionalProperties":false,"required":["cert","key"],"properties":{"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"clientCa":{"description":"PEM file of the CAs whose client certificates are accepted; the server then asks every client for a certificate (auth.mode says whether it must have one). Default null. Env GITOPS_BROKER_TLS_CLIENT_CA.","type":["string","null"],"minLength":1},"clientSubjects":{"description":"Allowed client-certificate subjects, each /C=DE/O=SAP SE/.../CN=service-manager (Service Fabrik's sm_certificate_subject_pattern) or CN=service-manager,...,C=DE; the same attributes in any order, a value * matches any. Empty (default): any certificate of tls.clientCa. Env GITOPS_BROKER_TLS_CLIENT_SUBJECT (one subject).","type":"array","items":{"type":"string","minLength":1}}}},"log":{"type":"object","additionalProperties":false,"required":["level"],"properties":{"level":{"description":"Default info. Env GITOPS_BROKER_LOG_LEVEL.","enum":["fatal","error","warn","info","debug","trace"]}}},"status":{"type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"description":"Default status mode of clusters that do not set spec.status.mode. commit: an operation succeeds once its commit is on the remote. live: last_operation reads the live objects of the cluster and the Argo CD / Flux sync state.","enum":["commit","live"]},"syncTimeoutSeconds":{"description":"Live mode: how long a synchronous provision, update or deprovision waits for the cluster to say succeeded before answering 202 (if the platform accepts it) or 503. Default 60 (Cloud Foundry's default broker timeout; Service Fabrik held them up to 175 s).","type":"number","exclusiveMinimum":0,"maximum":600},"bindTimeoutSeconds":{"description":"Live mode: how long a synchronous bind waits for its credentials to appear in the cluster before answering 202 (if the platform accepts it) or 503. Default 10.","type":"number","exclusiveMinimum":0,"maximum":120}}},"scheduler":{"type":"object","additionalProperties":false,"required":["type"],"properties":{"type":{"description":"single: the one schedulable cluster; round-robin: the next cluster after the one of the newest provision in the repo; least-utilized: fewest live instances; label-selector: clusters matching the plan's clusterSelector template, then least-utilized. Every scheduler respects capacity and drain (schedulable: false).","enum":["single","round-robin","least-utilized","label-selector"]}}},"webhook":{"description":"POST /admin/webhook: GitHub (X-Hub-Signature-256) and GitLab (X-Gitlab-Token) push events make the broker fetch the remote at once instead of at the next poll. With neither secret nor secretFile the endpoint does not exist (404).","type":"object","additionalProperties":false,"required":["secret","secretFile"],"properties":{"secret":{"description":"The webhook's shared secret. Env GITOPS_BROKER_WEBHOOK_SECRET. Exclusive with secretFile.","type":["string","null"],"minLength":1},"secretFile":{"description":"File holding the secret (trimmed); refused when readable by group or others. Env GITOPS_BROKER_WEBHOOK_SECRET_FILE. Exclusive with secret.","type":["string","null"],"minLength":1}}},"reconcile":{"description":"Re-rendering of instances when their plan (autoUpdateInstances: true) or their overrides change, or on request (POST /admin/rerender, gitops-broker update).","type":"object","additionalProperties":false,"required":["maxPerSecond","batchSize","retrySeconds"],"properties":{"maxPerSecond":{"description":"Re-render commits per second at most. Default 10. Env GITOPS_BROKER_RECONCILE_MAX_PER_SECOND.","type":"number","exclusiveMinimum":0},"batchSize":{"description":"Re-renders waiting in the write queue at once (pushed together); an OSB request waits behind at most this many. Default 4. Env GITOPS_BROKER_RECONCILE_BATCH_SIZE.","type":"integer","minimum":1},"retrySeconds":{"description":"Wait before re-trying an instance that had an operation in progress. Default 30.","type":"number","exclusiveMinimum":0}}},"records":{"description":"Records of deprovisioned instances (ADR 0018): an instance record whose newest operation is a completed deprovision older than retentionDays is removed from the tip with its binding records, in rate-limited commits; Git history keeps it (gitops-broker history).","type":"object","additionalProperties":false,"required":["retentionDays","gcIntervalSeconds","gcBatchSize"],"properties":{"retentionDays":{"description":"Days a deprovisioned instance's record stays on the tip after its deprovision. 0 keeps records forever (no GC). Default 90. Env GITOPS_BROKER_RECORDS_RETENTION_DAYS.","type":"integer","minimum":0},"gcIntervalSeconds":{"description":"Time between two GC passes; each pass makes at most one commit. Default 60.","type":"number","exclusiveMinimum":0},"gcBatchSize":{"description":"Records removed by one GC commit at most. Default 100.","type":"integer","minimum":1}}},"leaderElection":{"description":"Several replicas (ADR 0024): with enabled, only the holder of a coordination.k8s.io/v1 Lease in the broker's own cluster does the background work (re-renders after plan and override changes, records GC, the catch-up after a start); every replica serves OSB. The others take over within leaseDurationSeconds when it dies. Off (default): this process does it all, as a single broker must. The identity reaching the API server (in a pod: its ServiceAccount; else $KUBECONFIG or ~/.kube/config) needs get, create and update on the Lease (deploy/chart grants them).","type":"object","additionalProperties":false,"required":["enabled","leaseName","namespace","identity","leaseDurationSeconds","renewDeadlineSeconds","retryPeriodSeconds"],"properties":{"enabled":{"description":"Take part in the election. Default false. Env GITOPS_BROKER_LEADER_ELECTION (true or false).","type":"boolean"},"leaseName":{"description":"The Lease's name; every replica of one broker must use the same. Default gitops-broker. Env GITOPS_BROKER_LEADER_ELECTION_LEASE_NAME.","type":"string","pattern":"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},"namespace":{"description":"The Lease's namespace. null (default): the pod's own (its ServiceAccount's), else the kubeconfig context's, else default. Env GITOPS_BROKER_LEADER_ELECTION_NAMESPACE.","type":["string","null"],"minLength":1},"identity":{"description":"This replica's name in the Lease (holderIdentity); unique per replica. null (default): the host name (a pod's name) and a random suffix. Env GITOPS_BROKER_LEADER_ELECTION_IDENTITY.","type":["string","null"],"minLength":1},"leaseDurationSeconds":{"description":"How long the others wait, from the last change they saw of the Lease, before they take it over: the longest a dead leader's work waits. Default 15. Larger than renewDeadlineSeconds.","type":"number","exclusiveMinimum":0},"renewDeadlineSeconds":{"description":"A leader that could not renew the Lease for this long stops its background work (before the others may take it over). Default 10. Larger than retryPeriodSeconds.","type":"number","exclusiveMinimum":0},"retryPeriodSeconds":{"description":"How often the leader renews and the others look at the Lease. Default 2.","type":"number","exclusiveMinimum":0}}},"stores":{"description":"Git repositories that hold the instances of the clusters whose registry entry names them (spec.store: <name>), besides the control repository (git.remote, which keeps the catalog, registry, overrides and quotas, and the instances of clusters without a store). Same layout in every store; one operation is one commit in one repository (ADR 0027). Default {} (no stores). Config file only.","type":"object","propertyNames":{"pattern":"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"},"additionalProperties":{"type":"object","additionalProperties":false,"required":["remote"],"properties":{"remote":{"description":"URL or path of the store's Git repository.","type":"string","minLength":1},"branch":{"description":"Branch the broker commits to. Default: git.branch.","type":"string","minLength":1},"sshCommand":{"description":"GIT_SSH_COMMAND for an ssh remote (its own deploy key). Default: git.sshCommand.","type":"string","minLength":1},"tokenFile":{"description":"File holding the token for an https remote. Default: git.tokenFile.","type":"string","minLength":1},"minPushIntervalSeconds":{"description":"Push pacing of this store (see git.minPushIntervalSeconds). Default 0.","type":"number","minimum":0,"maximum":3600},"pollIntervalSeconds":{"description":"Interval of fetching this store. Default: git.pollIntervalSeconds.","type":"number","exclusiveMinimum":0}}}},"metrics":{"description":"Prometheus metrics (GET /metrics, text format, no authentication) on a port of their own, never on the OSB port: a scraper needs no broker credentials and the OSB port needs no extra route. Keep the metrics port off public networks (bind 127.0.0.1 or a pod IP reached only by Prometheus).","type":"object","additionalProperties":false,"required":["listen"],"properties":{"listen":{"description":"Address of the metrics server, e.g. 0.0.0.0:9090 in a pod. null (default): no metrics server. The config file may give it as a \"HOST:PORT\" string. Env GITOPS_BROKER_METRICS_LISTEN.","type":["object","null"],"additionalProperties":false,"required":["host","port"],"properties":{"host":{"type":"string","minLength":1},"port":{"description":"TCP port; 0 picks a free port.","type":"integer","minimum":0,"maximum":65535}}}}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = require("ajv/dist/runtime/ucs2length").default;
 const pattern0 = new RegExp("^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "u");
+const pattern1 = new RegExp("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", "u");
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://gitops-broker.io/schemas/config.schema.json" */;
@@ -156,9 +157,8 @@ vErrors.push(err13);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func2.call(schema11.properties, key0))){
-const err14 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.stores === undefined){
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "stores"},message:"must have required property '"+"stores"+"'"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -167,12 +167,9 @@ vErrors.push(err14);
 }
 errors++;
 }
-}
-if(data.listen !== undefined){
-let data0 = data.listen;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.host === undefined){
-const err15 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
+for(const key0 in data){
+if(!(func2.call(schema11.properties, key0))){
+const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -181,8 +178,12 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(data0.port === undefined){
-const err16 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
+}
+if(data.listen !== undefined){
+let data0 = data.listen;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.host === undefined){
+const err16 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -191,9 +192,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-for(const key1 in data0){
-if(!((key1 === "host") || (key1 === "port"))){
-const err17 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data0.port === undefined){
+const err17 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -202,12 +202,9 @@ vErrors.push(err17);
 }
 errors++;
 }
-}
-if(data0.host !== undefined){
-let data1 = data0.host;
-if(typeof data1 === "string"){
-if(func3(data1) < 1){
-const err18 = {instancePath:instancePath+"/listen/host",schemaPath:"#/properties/listen/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key1 in data0){
+if(!((key1 === "host") || (key1 === "port"))){
+const err18 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -217,8 +214,11 @@ vErrors.push(err18);
 errors++;
 }
 }
-else {
-const err19 = {instancePath:instancePath+"/listen/host",schemaPath:"#/properties/listen/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data0.host !== undefined){
+let data1 = data0.host;
+if(typeof data1 === "string"){
+if(func3(data1) < 1){
+const err19 = {instancePath:instancePath+"/listen/host",schemaPath:"#/properties/listen/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -228,10 +228,8 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data0.port !== undefined){
-let data2 = data0.port;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err20 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err20 = {instancePath:instancePath+"/listen/host",schemaPath:"#/properties/listen/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -240,9 +238,11 @@ vErrors.push(err20);
 }
 errors++;
 }
-if((typeof data2 == "number") && (isFinite(data2))){
-if(data2 > 65535 || isNaN(data2)){
-const err21 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data0.port !== undefined){
+let data2 = data0.port;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err21 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -251,8 +251,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(data2 < 0 || isNaN(data2)){
-const err22 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 65535 || isNaN(data2)){
+const err22 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -261,11 +262,8 @@ vErrors.push(err22);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err23 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data2 < 0 || isNaN(data2)){
+const err23 = {instancePath:instancePath+"/listen/port",schemaPath:"#/properties/listen/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -275,11 +273,10 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data.http !== undefined){
-let data3 = data.http;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-if(data3.headersTimeoutSeconds === undefined){
-const err24 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "headersTimeoutSeconds"},message:"must have required property '"+"headersTimeoutSeconds"+"'"};
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/listen",schemaPath:"#/properties/listen/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -288,8 +285,12 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data3.requestTimeoutSeconds === undefined){
-const err25 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "requestTimeoutSeconds"},message:"must have required property '"+"requestTimeoutSeconds"+"'"};
+}
+if(data.http !== undefined){
+let data3 = data.http;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3.headersTimeoutSeconds === undefined){
+const err25 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "headersTimeoutSeconds"},message:"must have required property '"+"headersTimeoutSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -298,8 +299,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data3.idleTimeoutSeconds === undefined){
-const err26 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "idleTimeoutSeconds"},message:"must have required property '"+"idleTimeoutSeconds"+"'"};
+if(data3.requestTimeoutSeconds === undefined){
+const err26 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "requestTimeoutSeconds"},message:"must have required property '"+"requestTimeoutSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -308,8 +309,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data3.maxConnectionsPerClient === undefined){
-const err27 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "maxConnectionsPerClient"},message:"must have required property '"+"maxConnectionsPerClient"+"'"};
+if(data3.idleTimeoutSeconds === undefined){
+const err27 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "idleTimeoutSeconds"},message:"must have required property '"+"idleTimeoutSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -318,9 +319,8 @@ vErrors.push(err27);
 }
 errors++;
 }
-for(const key2 in data3){
-if(!((((key2 === "headersTimeoutSeconds") || (key2 === "requestTimeoutSeconds")) || (key2 === "idleTimeoutSeconds")) || (key2 === "maxConnectionsPerClient"))){
-const err28 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data3.maxConnectionsPerClient === undefined){
+const err28 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "maxConnectionsPerClient"},message:"must have required property '"+"maxConnectionsPerClient"+"'"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -329,12 +329,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-if(data3.headersTimeoutSeconds !== undefined){
-let data4 = data3.headersTimeoutSeconds;
-if((typeof data4 == "number") && (isFinite(data4))){
-if(data4 > 3600 || isNaN(data4)){
-const err29 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
+if(data3.trustedProxies === undefined){
+const err29 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "trustedProxies"},message:"must have required property '"+"trustedProxies"+"'"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -343,8 +339,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(data4 <= 0 || isNaN(data4)){
-const err30 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data3.maxConnectionsPerProxy === undefined){
+const err30 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/required",keyword:"required",params:{missingProperty: "maxConnectionsPerProxy"},message:"must have required property '"+"maxConnectionsPerProxy"+"'"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -353,9 +349,9 @@ vErrors.push(err30);
 }
 errors++;
 }
-}
-else {
-const err31 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key2 in data3){
+if(!((((((key2 === "headersTimeoutSeconds") || (key2 === "requestTimeoutSeconds")) || (key2 === "idleTimeoutSeconds")) || (key2 === "maxConnectionsPerClient")) || (key2 === "trustedProxies")) || (key2 === "maxConnectionsPerProxy"))){
+const err31 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -365,11 +361,11 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data3.requestTimeoutSeconds !== undefined){
-let data5 = data3.requestTimeoutSeconds;
-if((typeof data5 == "number") && (isFinite(data5))){
-if(data5 > 3600 || isNaN(data5)){
-const err32 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
+if(data3.headersTimeoutSeconds !== undefined){
+let data4 = data3.headersTimeoutSeconds;
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 > 3600 || isNaN(data4)){
+const err32 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -378,8 +374,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(data5 <= 0 || isNaN(data5)){
-const err33 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data4 <= 0 || isNaN(data4)){
+const err33 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -390,7 +386,7 @@ errors++;
 }
 }
 else {
-const err34 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err34 = {instancePath:instancePath+"/http/headersTimeoutSeconds",schemaPath:"#/properties/http/properties/headersTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -400,11 +396,11 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data3.idleTimeoutSeconds !== undefined){
-let data6 = data3.idleTimeoutSeconds;
-if((typeof data6 == "number") && (isFinite(data6))){
-if(data6 > 3600 || isNaN(data6)){
-const err35 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
+if(data3.requestTimeoutSeconds !== undefined){
+let data5 = data3.requestTimeoutSeconds;
+if((typeof data5 == "number") && (isFinite(data5))){
+if(data5 > 3600 || isNaN(data5)){
+const err35 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -413,8 +409,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data6 <= 0 || isNaN(data6)){
-const err36 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data5 <= 0 || isNaN(data5)){
+const err36 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -425,7 +421,7 @@ errors++;
 }
 }
 else {
-const err37 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err37 = {instancePath:instancePath+"/http/requestTimeoutSeconds",schemaPath:"#/properties/http/properties/requestTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -435,10 +431,11 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data3.maxConnectionsPerClient !== undefined){
-let data7 = data3.maxConnectionsPerClient;
-if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err38 = {instancePath:instancePath+"/http/maxConnectionsPerClient",schemaPath:"#/properties/http/properties/maxConnectionsPerClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data3.idleTimeoutSeconds !== undefined){
+let data6 = data3.idleTimeoutSeconds;
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 > 3600 || isNaN(data6)){
+const err38 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -447,9 +444,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-if((typeof data7 == "number") && (isFinite(data7))){
-if(data7 < 0 || isNaN(data7)){
-const err39 = {instancePath:instancePath+"/http/maxConnectionsPerClient",schemaPath:"#/properties/http/properties/maxConnectionsPerClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data6 <= 0 || isNaN(data6)){
+const err39 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -459,10 +455,8 @@ vErrors.push(err39);
 errors++;
 }
 }
-}
-}
 else {
-const err40 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err40 = {instancePath:instancePath+"/http/idleTimeoutSeconds",schemaPath:"#/properties/http/properties/idleTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -472,11 +466,10 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data.dataDir !== undefined){
-let data8 = data.dataDir;
-if(typeof data8 === "string"){
-if(func3(data8) < 1){
-const err41 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data3.maxConnectionsPerClient !== undefined){
+let data7 = data3.maxConnectionsPerClient;
+if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
+const err41 = {instancePath:instancePath+"/http/maxConnectionsPerClient",schemaPath:"#/properties/http/properties/maxConnectionsPerClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -485,9 +478,9 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-else {
-const err42 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data7 == "number") && (isFinite(data7))){
+if(data7 < 0 || isNaN(data7)){
+const err42 = {instancePath:instancePath+"/http/maxConnectionsPerClient",schemaPath:"#/properties/http/properties/maxConnectionsPerClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -497,11 +490,16 @@ vErrors.push(err42);
 errors++;
 }
 }
-if(data.git !== undefined){
-let data9 = data.git;
-if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
-if(data9.remote === undefined){
-const err43 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "remote"},message:"must have required property '"+"remote"+"'"};
+}
+if(data3.trustedProxies !== undefined){
+let data8 = data3.trustedProxies;
+if(Array.isArray(data8)){
+const len0 = data8.length;
+for(let i0=0; i0<len0; i0++){
+let data9 = data8[i0];
+if(typeof data9 === "string"){
+if(func3(data9) < 1){
+const err43 = {instancePath:instancePath+"/http/trustedProxies/" + i0,schemaPath:"#/properties/http/properties/trustedProxies/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -510,8 +508,9 @@ vErrors.push(err43);
 }
 errors++;
 }
-if(data9.branch === undefined){
-const err44 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "branch"},message:"must have required property '"+"branch"+"'"};
+}
+else {
+const err44 = {instancePath:instancePath+"/http/trustedProxies/" + i0,schemaPath:"#/properties/http/properties/trustedProxies/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -520,8 +519,10 @@ vErrors.push(err44);
 }
 errors++;
 }
-if(data9.author === undefined){
-const err45 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "author"},message:"must have required property '"+"author"+"'"};
+}
+}
+else {
+const err45 = {instancePath:instancePath+"/http/trustedProxies",schemaPath:"#/properties/http/properties/trustedProxies/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -530,8 +531,11 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data9.pushTimeoutSeconds === undefined){
-const err46 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "pushTimeoutSeconds"},message:"must have required property '"+"pushTimeoutSeconds"+"'"};
+}
+if(data3.maxConnectionsPerProxy !== undefined){
+let data10 = data3.maxConnectionsPerProxy;
+if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
+const err46 = {instancePath:instancePath+"/http/maxConnectionsPerProxy",schemaPath:"#/properties/http/properties/maxConnectionsPerProxy/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -540,8 +544,9 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(data9.activityTimeoutSeconds === undefined){
-const err47 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "activityTimeoutSeconds"},message:"must have required property '"+"activityTimeoutSeconds"+"'"};
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 < 0 || isNaN(data10)){
+const err47 = {instancePath:instancePath+"/http/maxConnectionsPerProxy",schemaPath:"#/properties/http/properties/maxConnectionsPerProxy/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -550,8 +555,11 @@ vErrors.push(err47);
 }
 errors++;
 }
-if(data9.pollIntervalSeconds === undefined){
-const err48 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "pollIntervalSeconds"},message:"must have required property '"+"pollIntervalSeconds"+"'"};
+}
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -560,9 +568,12 @@ vErrors.push(err48);
 }
 errors++;
 }
-for(const key3 in data9){
-if(!((((((((key3 === "remote") || (key3 === "branch")) || (key3 === "author")) || (key3 === "pushTimeoutSeconds")) || (key3 === "activityTimeoutSeconds")) || (key3 === "pollIntervalSeconds")) || (key3 === "sshCommand")) || (key3 === "tokenFile"))){
-const err49 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+}
+if(data.dataDir !== undefined){
+let data11 = data.dataDir;
+if(typeof data11 === "string"){
+if(func3(data11) < 1){
+const err49 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -572,10 +583,8 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data9.remote !== undefined){
-let data10 = data9.remote;
-if((typeof data10 !== "string") && (data10 !== null)){
-const err50 = {instancePath:instancePath+"/git/remote",schemaPath:"#/properties/git/properties/remote/type",keyword:"type",params:{type: schema11.properties.git.properties.remote.type},message:"must be string,null"};
+else {
+const err50 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -584,9 +593,12 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(typeof data10 === "string"){
-if(func3(data10) < 1){
-const err51 = {instancePath:instancePath+"/git/remote",schemaPath:"#/properties/git/properties/remote/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.git !== undefined){
+let data12 = data.git;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.remote === undefined){
+const err51 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "remote"},message:"must have required property '"+"remote"+"'"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -595,13 +607,8 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-}
-if(data9.branch !== undefined){
-let data11 = data9.branch;
-if(typeof data11 === "string"){
-if(func3(data11) < 1){
-const err52 = {instancePath:instancePath+"/git/branch",schemaPath:"#/properties/git/properties/branch/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data12.branch === undefined){
+const err52 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "branch"},message:"must have required property '"+"branch"+"'"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -610,9 +617,8 @@ vErrors.push(err52);
 }
 errors++;
 }
-}
-else {
-const err53 = {instancePath:instancePath+"/git/branch",schemaPath:"#/properties/git/properties/branch/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data12.author === undefined){
+const err53 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "author"},message:"must have required property '"+"author"+"'"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -621,12 +627,8 @@ vErrors.push(err53);
 }
 errors++;
 }
-}
-if(data9.author !== undefined){
-let data12 = data9.author;
-if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
-if(data12.name === undefined){
-const err54 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data12.pushTimeoutSeconds === undefined){
+const err54 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "pushTimeoutSeconds"},message:"must have required property '"+"pushTimeoutSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -635,8 +637,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data12.email === undefined){
-const err55 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+if(data12.activityTimeoutSeconds === undefined){
+const err55 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "activityTimeoutSeconds"},message:"must have required property '"+"activityTimeoutSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -645,9 +647,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-for(const key4 in data12){
-if(!((key4 === "name") || (key4 === "email"))){
-const err56 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data12.pollIntervalSeconds === undefined){
+const err56 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "pollIntervalSeconds"},message:"must have required property '"+"pollIntervalSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -656,12 +657,8 @@ vErrors.push(err56);
 }
 errors++;
 }
-}
-if(data12.name !== undefined){
-let data13 = data12.name;
-if(typeof data13 === "string"){
-if(func3(data13) < 1){
-const err57 = {instancePath:instancePath+"/git/author/name",schemaPath:"#/properties/git/properties/author/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data12.minPushIntervalSeconds === undefined){
+const err57 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/required",keyword:"required",params:{missingProperty: "minPushIntervalSeconds"},message:"must have required property '"+"minPushIntervalSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -670,9 +667,9 @@ vErrors.push(err57);
 }
 errors++;
 }
-}
-else {
-const err58 = {instancePath:instancePath+"/git/author/name",schemaPath:"#/properties/git/properties/author/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key3 in data12){
+if(!(func2.call(schema11.properties.git.properties, key3))){
+const err58 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -682,11 +679,10 @@ vErrors.push(err58);
 errors++;
 }
 }
-if(data12.email !== undefined){
-let data14 = data12.email;
-if(typeof data14 === "string"){
-if(func3(data14) < 1){
-const err59 = {instancePath:instancePath+"/git/author/email",schemaPath:"#/properties/git/properties/author/properties/email/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data12.remote !== undefined){
+let data13 = data12.remote;
+if((typeof data13 !== "string") && (data13 !== null)){
+const err59 = {instancePath:instancePath+"/git/remote",schemaPath:"#/properties/git/properties/remote/type",keyword:"type",params:{type: schema11.properties.git.properties.remote.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -695,9 +691,9 @@ vErrors.push(err59);
 }
 errors++;
 }
-}
-else {
-const err60 = {instancePath:instancePath+"/git/author/email",schemaPath:"#/properties/git/properties/author/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data13 === "string"){
+if(func3(data13) < 1){
+const err60 = {instancePath:instancePath+"/git/remote",schemaPath:"#/properties/git/properties/remote/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -708,8 +704,11 @@ errors++;
 }
 }
 }
-else {
-const err61 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data12.branch !== undefined){
+let data14 = data12.branch;
+if(typeof data14 === "string"){
+if(func3(data14) < 1){
+const err61 = {instancePath:instancePath+"/git/branch",schemaPath:"#/properties/git/properties/branch/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -719,11 +718,8 @@ vErrors.push(err61);
 errors++;
 }
 }
-if(data9.pushTimeoutSeconds !== undefined){
-let data15 = data9.pushTimeoutSeconds;
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 <= 0 || isNaN(data15)){
-const err62 = {instancePath:instancePath+"/git/pushTimeoutSeconds",schemaPath:"#/properties/git/properties/pushTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+else {
+const err62 = {instancePath:instancePath+"/git/branch",schemaPath:"#/properties/git/properties/branch/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -733,8 +729,11 @@ vErrors.push(err62);
 errors++;
 }
 }
-else {
-const err63 = {instancePath:instancePath+"/git/pushTimeoutSeconds",schemaPath:"#/properties/git/properties/pushTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data12.author !== undefined){
+let data15 = data12.author;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+if(data15.name === undefined){
+const err63 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -743,12 +742,8 @@ vErrors.push(err63);
 }
 errors++;
 }
-}
-if(data9.activityTimeoutSeconds !== undefined){
-let data16 = data9.activityTimeoutSeconds;
-if((typeof data16 == "number") && (isFinite(data16))){
-if(data16 <= 0 || isNaN(data16)){
-const err64 = {instancePath:instancePath+"/git/activityTimeoutSeconds",schemaPath:"#/properties/git/properties/activityTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data15.email === undefined){
+const err64 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -757,9 +752,9 @@ vErrors.push(err64);
 }
 errors++;
 }
-}
-else {
-const err65 = {instancePath:instancePath+"/git/activityTimeoutSeconds",schemaPath:"#/properties/git/properties/activityTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key4 in data15){
+if(!((key4 === "name") || (key4 === "email"))){
+const err65 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -769,11 +764,11 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data9.pollIntervalSeconds !== undefined){
-let data17 = data9.pollIntervalSeconds;
-if((typeof data17 == "number") && (isFinite(data17))){
-if(data17 <= 0 || isNaN(data17)){
-const err66 = {instancePath:instancePath+"/git/pollIntervalSeconds",schemaPath:"#/properties/git/properties/pollIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data15.name !== undefined){
+let data16 = data15.name;
+if(typeof data16 === "string"){
+if(func3(data16) < 1){
+const err66 = {instancePath:instancePath+"/git/author/name",schemaPath:"#/properties/git/properties/author/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -784,7 +779,7 @@ errors++;
 }
 }
 else {
-const err67 = {instancePath:instancePath+"/git/pollIntervalSeconds",schemaPath:"#/properties/git/properties/pollIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err67 = {instancePath:instancePath+"/git/author/name",schemaPath:"#/properties/git/properties/author/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -794,11 +789,11 @@ vErrors.push(err67);
 errors++;
 }
 }
-if(data9.sshCommand !== undefined){
-let data18 = data9.sshCommand;
-if(typeof data18 === "string"){
-if(func3(data18) < 1){
-const err68 = {instancePath:instancePath+"/git/sshCommand",schemaPath:"#/properties/git/properties/sshCommand/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data15.email !== undefined){
+let data17 = data15.email;
+if(typeof data17 === "string"){
+if(func3(data17) < 1){
+const err68 = {instancePath:instancePath+"/git/author/email",schemaPath:"#/properties/git/properties/author/properties/email/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -809,7 +804,7 @@ errors++;
 }
 }
 else {
-const err69 = {instancePath:instancePath+"/git/sshCommand",schemaPath:"#/properties/git/properties/sshCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err69 = {instancePath:instancePath+"/git/author/email",schemaPath:"#/properties/git/properties/author/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -819,11 +814,9 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data9.tokenFile !== undefined){
-let data19 = data9.tokenFile;
-if(typeof data19 === "string"){
-if(func3(data19) < 1){
-const err70 = {instancePath:instancePath+"/git/tokenFile",schemaPath:"#/properties/git/properties/tokenFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err70 = {instancePath:instancePath+"/git/author",schemaPath:"#/properties/git/properties/author/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -833,8 +826,11 @@ vErrors.push(err70);
 errors++;
 }
 }
-else {
-const err71 = {instancePath:instancePath+"/git/tokenFile",schemaPath:"#/properties/git/properties/tokenFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data12.pushTimeoutSeconds !== undefined){
+let data18 = data12.pushTimeoutSeconds;
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 <= 0 || isNaN(data18)){
+const err71 = {instancePath:instancePath+"/git/pushTimeoutSeconds",schemaPath:"#/properties/git/properties/pushTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -844,9 +840,8 @@ vErrors.push(err71);
 errors++;
 }
 }
-}
 else {
-const err72 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err72 = {instancePath:instancePath+"/git/pushTimeoutSeconds",schemaPath:"#/properties/git/properties/pushTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -856,11 +851,11 @@ vErrors.push(err72);
 errors++;
 }
 }
-if(data.auth !== undefined){
-let data20 = data.auth;
-if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
-if(data20.mode === undefined){
-const err73 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
+if(data12.activityTimeoutSeconds !== undefined){
+let data19 = data12.activityTimeoutSeconds;
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 <= 0 || isNaN(data19)){
+const err73 = {instancePath:instancePath+"/git/activityTimeoutSeconds",schemaPath:"#/properties/git/properties/activityTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -869,8 +864,9 @@ vErrors.push(err73);
 }
 errors++;
 }
-if(data20.username === undefined){
-const err74 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "username"},message:"must have required property '"+"username"+"'"};
+}
+else {
+const err74 = {instancePath:instancePath+"/git/activityTimeoutSeconds",schemaPath:"#/properties/git/properties/activityTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -879,8 +875,12 @@ vErrors.push(err74);
 }
 errors++;
 }
-if(data20.password === undefined){
-const err75 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "password"},message:"must have required property '"+"password"+"'"};
+}
+if(data12.pollIntervalSeconds !== undefined){
+let data20 = data12.pollIntervalSeconds;
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 <= 0 || isNaN(data20)){
+const err75 = {instancePath:instancePath+"/git/pollIntervalSeconds",schemaPath:"#/properties/git/properties/pollIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -889,8 +889,9 @@ vErrors.push(err75);
 }
 errors++;
 }
-if(data20.passwordFile === undefined){
-const err76 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "passwordFile"},message:"must have required property '"+"passwordFile"+"'"};
+}
+else {
+const err76 = {instancePath:instancePath+"/git/pollIntervalSeconds",schemaPath:"#/properties/git/properties/pollIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -899,9 +900,12 @@ vErrors.push(err76);
 }
 errors++;
 }
-for(const key5 in data20){
-if(!((((key5 === "mode") || (key5 === "username")) || (key5 === "password")) || (key5 === "passwordFile"))){
-const err77 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+}
+if(data12.minPushIntervalSeconds !== undefined){
+let data21 = data12.minPushIntervalSeconds;
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 3600 || isNaN(data21)){
+const err77 = {instancePath:instancePath+"/git/minPushIntervalSeconds",schemaPath:"#/properties/git/properties/minPushIntervalSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -910,11 +914,8 @@ vErrors.push(err77);
 }
 errors++;
 }
-}
-if(data20.mode !== undefined){
-let data21 = data20.mode;
-if(!((((data21 === "basic") || (data21 === "certificate")) || (data21 === "both")) || (data21 === "either"))){
-const err78 = {instancePath:instancePath+"/auth/mode",schemaPath:"#/properties/auth/properties/mode/enum",keyword:"enum",params:{allowedValues: schema11.properties.auth.properties.mode.enum},message:"must be equal to one of the allowed values"};
+if(data21 < 0 || isNaN(data21)){
+const err78 = {instancePath:instancePath+"/git/minPushIntervalSeconds",schemaPath:"#/properties/git/properties/minPushIntervalSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -924,11 +925,8 @@ vErrors.push(err78);
 errors++;
 }
 }
-if(data20.username !== undefined){
-let data22 = data20.username;
-if(typeof data22 === "string"){
-if(func3(data22) < 1){
-const err79 = {instancePath:instancePath+"/auth/username",schemaPath:"#/properties/auth/properties/username/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err79 = {instancePath:instancePath+"/git/minPushIntervalSeconds",schemaPath:"#/properties/git/properties/minPushIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -938,8 +936,11 @@ vErrors.push(err79);
 errors++;
 }
 }
-else {
-const err80 = {instancePath:instancePath+"/auth/username",schemaPath:"#/properties/auth/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data12.sshCommand !== undefined){
+let data22 = data12.sshCommand;
+if(typeof data22 === "string"){
+if(func3(data22) < 1){
+const err80 = {instancePath:instancePath+"/git/sshCommand",schemaPath:"#/properties/git/properties/sshCommand/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -949,10 +950,8 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data20.password !== undefined){
-let data23 = data20.password;
-if((typeof data23 !== "string") && (data23 !== null)){
-const err81 = {instancePath:instancePath+"/auth/password",schemaPath:"#/properties/auth/properties/password/type",keyword:"type",params:{type: schema11.properties.auth.properties.password.type},message:"must be string,null"};
+else {
+const err81 = {instancePath:instancePath+"/git/sshCommand",schemaPath:"#/properties/git/properties/sshCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -961,9 +960,12 @@ vErrors.push(err81);
 }
 errors++;
 }
+}
+if(data12.tokenFile !== undefined){
+let data23 = data12.tokenFile;
 if(typeof data23 === "string"){
 if(func3(data23) < 1){
-const err82 = {instancePath:instancePath+"/auth/password",schemaPath:"#/properties/auth/properties/password/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err82 = {instancePath:instancePath+"/git/tokenFile",schemaPath:"#/properties/git/properties/tokenFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -973,11 +975,8 @@ vErrors.push(err82);
 errors++;
 }
 }
-}
-if(data20.passwordFile !== undefined){
-let data24 = data20.passwordFile;
-if((typeof data24 !== "string") && (data24 !== null)){
-const err83 = {instancePath:instancePath+"/auth/passwordFile",schemaPath:"#/properties/auth/properties/passwordFile/type",keyword:"type",params:{type: schema11.properties.auth.properties.passwordFile.type},message:"must be string,null"};
+else {
+const err83 = {instancePath:instancePath+"/git/tokenFile",schemaPath:"#/properties/git/properties/tokenFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -986,9 +985,10 @@ vErrors.push(err83);
 }
 errors++;
 }
-if(typeof data24 === "string"){
-if(func3(data24) < 1){
-const err84 = {instancePath:instancePath+"/auth/passwordFile",schemaPath:"#/properties/auth/properties/passwordFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+else {
+const err84 = {instancePath:instancePath+"/git",schemaPath:"#/properties/git/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -998,10 +998,11 @@ vErrors.push(err84);
 errors++;
 }
 }
-}
-}
-else {
-const err85 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.auth !== undefined){
+let data24 = data.auth;
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+if(data24.mode === undefined){
+const err85 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1010,11 +1011,8 @@ vErrors.push(err85);
 }
 errors++;
 }
-}
-if(data.tls !== undefined){
-let data25 = data.tls;
-if((!(data25 && typeof data25 == "object" && !Array.isArray(data25))) && (data25 !== null)){
-const err86 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/type",keyword:"type",params:{type: schema11.properties.tls.type},message:"must be object,null"};
+if(data24.username === undefined){
+const err86 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "username"},message:"must have required property '"+"username"+"'"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1023,9 +1021,8 @@ vErrors.push(err86);
 }
 errors++;
 }
-if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
-if(data25.cert === undefined){
-const err87 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'"};
+if(data24.password === undefined){
+const err87 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "password"},message:"must have required property '"+"password"+"'"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1034,8 +1031,8 @@ vErrors.push(err87);
 }
 errors++;
 }
-if(data25.key === undefined){
-const err88 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+if(data24.passwordFile === undefined){
+const err88 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/required",keyword:"required",params:{missingProperty: "passwordFile"},message:"must have required property '"+"passwordFile"+"'"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1044,9 +1041,9 @@ vErrors.push(err88);
 }
 errors++;
 }
-for(const key6 in data25){
-if(!((((key6 === "cert") || (key6 === "key")) || (key6 === "clientCa")) || (key6 === "clientSubjects"))){
-const err89 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+for(const key5 in data24){
+if(!((((key5 === "mode") || (key5 === "username")) || (key5 === "password")) || (key5 === "passwordFile"))){
+const err89 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1056,11 +1053,10 @@ vErrors.push(err89);
 errors++;
 }
 }
-if(data25.cert !== undefined){
-let data26 = data25.cert;
-if(typeof data26 === "string"){
-if(func3(data26) < 1){
-const err90 = {instancePath:instancePath+"/tls/cert",schemaPath:"#/properties/tls/properties/cert/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data24.mode !== undefined){
+let data25 = data24.mode;
+if(!((((data25 === "basic") || (data25 === "certificate")) || (data25 === "both")) || (data25 === "either"))){
+const err90 = {instancePath:instancePath+"/auth/mode",schemaPath:"#/properties/auth/properties/mode/enum",keyword:"enum",params:{allowedValues: schema11.properties.auth.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1070,8 +1066,11 @@ vErrors.push(err90);
 errors++;
 }
 }
-else {
-const err91 = {instancePath:instancePath+"/tls/cert",schemaPath:"#/properties/tls/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data24.username !== undefined){
+let data26 = data24.username;
+if(typeof data26 === "string"){
+if(func3(data26) < 1){
+const err91 = {instancePath:instancePath+"/auth/username",schemaPath:"#/properties/auth/properties/username/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1081,11 +1080,8 @@ vErrors.push(err91);
 errors++;
 }
 }
-if(data25.key !== undefined){
-let data27 = data25.key;
-if(typeof data27 === "string"){
-if(func3(data27) < 1){
-const err92 = {instancePath:instancePath+"/tls/key",schemaPath:"#/properties/tls/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err92 = {instancePath:instancePath+"/auth/username",schemaPath:"#/properties/auth/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1095,8 +1091,10 @@ vErrors.push(err92);
 errors++;
 }
 }
-else {
-const err93 = {instancePath:instancePath+"/tls/key",schemaPath:"#/properties/tls/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data24.password !== undefined){
+let data27 = data24.password;
+if((typeof data27 !== "string") && (data27 !== null)){
+const err93 = {instancePath:instancePath+"/auth/password",schemaPath:"#/properties/auth/properties/password/type",keyword:"type",params:{type: schema11.properties.auth.properties.password.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1105,11 +1103,9 @@ vErrors.push(err93);
 }
 errors++;
 }
-}
-if(data25.clientCa !== undefined){
-let data28 = data25.clientCa;
-if((typeof data28 !== "string") && (data28 !== null)){
-const err94 = {instancePath:instancePath+"/tls/clientCa",schemaPath:"#/properties/tls/properties/clientCa/type",keyword:"type",params:{type: schema11.properties.tls.properties.clientCa.type},message:"must be string,null"};
+if(typeof data27 === "string"){
+if(func3(data27) < 1){
+const err94 = {instancePath:instancePath+"/auth/password",schemaPath:"#/properties/auth/properties/password/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1118,9 +1114,12 @@ vErrors.push(err94);
 }
 errors++;
 }
-if(typeof data28 === "string"){
-if(func3(data28) < 1){
-const err95 = {instancePath:instancePath+"/tls/clientCa",schemaPath:"#/properties/tls/properties/clientCa/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+if(data24.passwordFile !== undefined){
+let data28 = data24.passwordFile;
+if((typeof data28 !== "string") && (data28 !== null)){
+const err95 = {instancePath:instancePath+"/auth/passwordFile",schemaPath:"#/properties/auth/properties/passwordFile/type",keyword:"type",params:{type: schema11.properties.auth.properties.passwordFile.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1129,17 +1128,9 @@ vErrors.push(err95);
 }
 errors++;
 }
-}
-}
-if(data25.clientSubjects !== undefined){
-let data29 = data25.clientSubjects;
-if(Array.isArray(data29)){
-const len0 = data29.length;
-for(let i0=0; i0<len0; i0++){
-let data30 = data29[i0];
-if(typeof data30 === "string"){
-if(func3(data30) < 1){
-const err96 = {instancePath:instancePath+"/tls/clientSubjects/" + i0,schemaPath:"#/properties/tls/properties/clientSubjects/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(typeof data28 === "string"){
+if(func3(data28) < 1){
+const err96 = {instancePath:instancePath+"/auth/passwordFile",schemaPath:"#/properties/auth/properties/passwordFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1149,8 +1140,10 @@ vErrors.push(err96);
 errors++;
 }
 }
+}
+}
 else {
-const err97 = {instancePath:instancePath+"/tls/clientSubjects/" + i0,schemaPath:"#/properties/tls/properties/clientSubjects/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err97 = {instancePath:instancePath+"/auth",schemaPath:"#/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1160,9 +1153,10 @@ vErrors.push(err97);
 errors++;
 }
 }
-}
-else {
-const err98 = {instancePath:instancePath+"/tls/clientSubjects",schemaPath:"#/properties/tls/properties/clientSubjects/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.tls !== undefined){
+let data29 = data.tls;
+if((!(data29 && typeof data29 == "object" && !Array.isArray(data29))) && (data29 !== null)){
+const err98 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/type",keyword:"type",params:{type: schema11.properties.tls.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1171,14 +1165,9 @@ vErrors.push(err98);
 }
 errors++;
 }
-}
-}
-}
-if(data.log !== undefined){
-let data31 = data.log;
-if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
-if(data31.level === undefined){
-const err99 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/required",keyword:"required",params:{missingProperty: "level"},message:"must have required property '"+"level"+"'"};
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(data29.cert === undefined){
+const err99 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1187,9 +1176,8 @@ vErrors.push(err99);
 }
 errors++;
 }
-for(const key7 in data31){
-if(!(key7 === "level")){
-const err100 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(data29.key === undefined){
+const err100 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1198,11 +1186,9 @@ vErrors.push(err100);
 }
 errors++;
 }
-}
-if(data31.level !== undefined){
-let data32 = data31.level;
-if(!((((((data32 === "fatal") || (data32 === "error")) || (data32 === "warn")) || (data32 === "info")) || (data32 === "debug")) || (data32 === "trace"))){
-const err101 = {instancePath:instancePath+"/log/level",schemaPath:"#/properties/log/properties/level/enum",keyword:"enum",params:{allowedValues: schema11.properties.log.properties.level.enum},message:"must be equal to one of the allowed values"};
+for(const key6 in data29){
+if(!((((key6 === "cert") || (key6 === "key")) || (key6 === "clientCa")) || (key6 === "clientSubjects"))){
+const err101 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1212,9 +1198,11 @@ vErrors.push(err101);
 errors++;
 }
 }
-}
-else {
-const err102 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data29.cert !== undefined){
+let data30 = data29.cert;
+if(typeof data30 === "string"){
+if(func3(data30) < 1){
+const err102 = {instancePath:instancePath+"/tls/cert",schemaPath:"#/properties/tls/properties/cert/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1224,11 +1212,8 @@ vErrors.push(err102);
 errors++;
 }
 }
-if(data.status !== undefined){
-let data33 = data.status;
-if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
-if(data33.mode === undefined){
-const err103 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
+else {
+const err103 = {instancePath:instancePath+"/tls/cert",schemaPath:"#/properties/tls/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1237,9 +1222,12 @@ vErrors.push(err103);
 }
 errors++;
 }
-for(const key8 in data33){
-if(!(((key8 === "mode") || (key8 === "syncTimeoutSeconds")) || (key8 === "bindTimeoutSeconds"))){
-const err104 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+}
+if(data29.key !== undefined){
+let data31 = data29.key;
+if(typeof data31 === "string"){
+if(func3(data31) < 1){
+const err104 = {instancePath:instancePath+"/tls/key",schemaPath:"#/properties/tls/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1249,10 +1237,8 @@ vErrors.push(err104);
 errors++;
 }
 }
-if(data33.mode !== undefined){
-let data34 = data33.mode;
-if(!((data34 === "commit") || (data34 === "live"))){
-const err105 = {instancePath:instancePath+"/status/mode",schemaPath:"#/properties/status/properties/mode/enum",keyword:"enum",params:{allowedValues: schema11.properties.status.properties.mode.enum},message:"must be equal to one of the allowed values"};
+else {
+const err105 = {instancePath:instancePath+"/tls/key",schemaPath:"#/properties/tls/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1262,11 +1248,10 @@ vErrors.push(err105);
 errors++;
 }
 }
-if(data33.syncTimeoutSeconds !== undefined){
-let data35 = data33.syncTimeoutSeconds;
-if((typeof data35 == "number") && (isFinite(data35))){
-if(data35 > 600 || isNaN(data35)){
-const err106 = {instancePath:instancePath+"/status/syncTimeoutSeconds",schemaPath:"#/properties/status/properties/syncTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
+if(data29.clientCa !== undefined){
+let data32 = data29.clientCa;
+if((typeof data32 !== "string") && (data32 !== null)){
+const err106 = {instancePath:instancePath+"/tls/clientCa",schemaPath:"#/properties/tls/properties/clientCa/type",keyword:"type",params:{type: schema11.properties.tls.properties.clientCa.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1275,8 +1260,9 @@ vErrors.push(err106);
 }
 errors++;
 }
-if(data35 <= 0 || isNaN(data35)){
-const err107 = {instancePath:instancePath+"/status/syncTimeoutSeconds",schemaPath:"#/properties/status/properties/syncTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(typeof data32 === "string"){
+if(func3(data32) < 1){
+const err107 = {instancePath:instancePath+"/tls/clientCa",schemaPath:"#/properties/tls/properties/clientCa/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1286,8 +1272,16 @@ vErrors.push(err107);
 errors++;
 }
 }
-else {
-const err108 = {instancePath:instancePath+"/status/syncTimeoutSeconds",schemaPath:"#/properties/status/properties/syncTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if(data29.clientSubjects !== undefined){
+let data33 = data29.clientSubjects;
+if(Array.isArray(data33)){
+const len1 = data33.length;
+for(let i1=0; i1<len1; i1++){
+let data34 = data33[i1];
+if(typeof data34 === "string"){
+if(func3(data34) < 1){
+const err108 = {instancePath:instancePath+"/tls/clientSubjects/" + i1,schemaPath:"#/properties/tls/properties/clientSubjects/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1297,11 +1291,8 @@ vErrors.push(err108);
 errors++;
 }
 }
-if(data33.bindTimeoutSeconds !== undefined){
-let data36 = data33.bindTimeoutSeconds;
-if((typeof data36 == "number") && (isFinite(data36))){
-if(data36 > 120 || isNaN(data36)){
-const err109 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 120},message:"must be <= 120"};
+else {
+const err109 = {instancePath:instancePath+"/tls/clientSubjects/" + i1,schemaPath:"#/properties/tls/properties/clientSubjects/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1310,8 +1301,10 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(data36 <= 0 || isNaN(data36)){
-const err110 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+}
+else {
+const err110 = {instancePath:instancePath+"/tls/clientSubjects",schemaPath:"#/properties/tls/properties/clientSubjects/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1321,8 +1314,13 @@ vErrors.push(err110);
 errors++;
 }
 }
-else {
-const err111 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if(data.log !== undefined){
+let data35 = data.log;
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+if(data35.level === undefined){
+const err111 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/required",keyword:"required",params:{missingProperty: "level"},message:"must have required property '"+"level"+"'"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1331,10 +1329,9 @@ vErrors.push(err111);
 }
 errors++;
 }
-}
-}
-else {
-const err112 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key7 in data35){
+if(!(key7 === "level")){
+const err112 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1344,11 +1341,10 @@ vErrors.push(err112);
 errors++;
 }
 }
-if(data.scheduler !== undefined){
-let data37 = data.scheduler;
-if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
-if(data37.type === undefined){
-const err113 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(data35.level !== undefined){
+let data36 = data35.level;
+if(!((((((data36 === "fatal") || (data36 === "error")) || (data36 === "warn")) || (data36 === "info")) || (data36 === "debug")) || (data36 === "trace"))){
+const err113 = {instancePath:instancePath+"/log/level",schemaPath:"#/properties/log/properties/level/enum",keyword:"enum",params:{allowedValues: schema11.properties.log.properties.level.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1357,9 +1353,10 @@ vErrors.push(err113);
 }
 errors++;
 }
-for(const key9 in data37){
-if(!(key9 === "type")){
-const err114 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+}
+}
+else {
+const err114 = {instancePath:instancePath+"/log",schemaPath:"#/properties/log/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1369,10 +1366,11 @@ vErrors.push(err114);
 errors++;
 }
 }
-if(data37.type !== undefined){
-let data38 = data37.type;
-if(!((((data38 === "single") || (data38 === "round-robin")) || (data38 === "least-utilized")) || (data38 === "label-selector"))){
-const err115 = {instancePath:instancePath+"/scheduler/type",schemaPath:"#/properties/scheduler/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.scheduler.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(data.status !== undefined){
+let data37 = data.status;
+if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
+if(data37.mode === undefined){
+const err115 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1381,10 +1379,9 @@ vErrors.push(err115);
 }
 errors++;
 }
-}
-}
-else {
-const err116 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key8 in data37){
+if(!(((key8 === "mode") || (key8 === "syncTimeoutSeconds")) || (key8 === "bindTimeoutSeconds"))){
+const err116 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1394,11 +1391,10 @@ vErrors.push(err116);
 errors++;
 }
 }
-if(data.webhook !== undefined){
-let data39 = data.webhook;
-if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
-if(data39.secret === undefined){
-const err117 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secret"},message:"must have required property '"+"secret"+"'"};
+if(data37.mode !== undefined){
+let data38 = data37.mode;
+if(!((data38 === "commit") || (data38 === "live"))){
+const err117 = {instancePath:instancePath+"/status/mode",schemaPath:"#/properties/status/properties/mode/enum",keyword:"enum",params:{allowedValues: schema11.properties.status.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1407,8 +1403,12 @@ vErrors.push(err117);
 }
 errors++;
 }
-if(data39.secretFile === undefined){
-const err118 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secretFile"},message:"must have required property '"+"secretFile"+"'"};
+}
+if(data37.syncTimeoutSeconds !== undefined){
+let data39 = data37.syncTimeoutSeconds;
+if((typeof data39 == "number") && (isFinite(data39))){
+if(data39 > 600 || isNaN(data39)){
+const err118 = {instancePath:instancePath+"/status/syncTimeoutSeconds",schemaPath:"#/properties/status/properties/syncTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1417,9 +1417,8 @@ vErrors.push(err118);
 }
 errors++;
 }
-for(const key10 in data39){
-if(!((key10 === "secret") || (key10 === "secretFile"))){
-const err119 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+if(data39 <= 0 || isNaN(data39)){
+const err119 = {instancePath:instancePath+"/status/syncTimeoutSeconds",schemaPath:"#/properties/status/properties/syncTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1429,10 +1428,8 @@ vErrors.push(err119);
 errors++;
 }
 }
-if(data39.secret !== undefined){
-let data40 = data39.secret;
-if((typeof data40 !== "string") && (data40 !== null)){
-const err120 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secret.type},message:"must be string,null"};
+else {
+const err120 = {instancePath:instancePath+"/status/syncTimeoutSeconds",schemaPath:"#/properties/status/properties/syncTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1441,9 +1438,12 @@ vErrors.push(err120);
 }
 errors++;
 }
-if(typeof data40 === "string"){
-if(func3(data40) < 1){
-const err121 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data37.bindTimeoutSeconds !== undefined){
+let data40 = data37.bindTimeoutSeconds;
+if((typeof data40 == "number") && (isFinite(data40))){
+if(data40 > 120 || isNaN(data40)){
+const err121 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 120},message:"must be <= 120"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1452,12 +1452,8 @@ vErrors.push(err121);
 }
 errors++;
 }
-}
-}
-if(data39.secretFile !== undefined){
-let data41 = data39.secretFile;
-if((typeof data41 !== "string") && (data41 !== null)){
-const err122 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secretFile.type},message:"must be string,null"};
+if(data40 <= 0 || isNaN(data40)){
+const err122 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1466,9 +1462,9 @@ vErrors.push(err122);
 }
 errors++;
 }
-if(typeof data41 === "string"){
-if(func3(data41) < 1){
-const err123 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err123 = {instancePath:instancePath+"/status/bindTimeoutSeconds",schemaPath:"#/properties/status/properties/bindTimeoutSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1479,9 +1475,8 @@ errors++;
 }
 }
 }
-}
 else {
-const err124 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err124 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1491,11 +1486,11 @@ vErrors.push(err124);
 errors++;
 }
 }
-if(data.reconcile !== undefined){
-let data42 = data.reconcile;
-if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
-if(data42.maxPerSecond === undefined){
-const err125 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "maxPerSecond"},message:"must have required property '"+"maxPerSecond"+"'"};
+if(data.scheduler !== undefined){
+let data41 = data.scheduler;
+if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
+if(data41.type === undefined){
+const err125 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1504,8 +1499,9 @@ vErrors.push(err125);
 }
 errors++;
 }
-if(data42.batchSize === undefined){
-const err126 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "batchSize"},message:"must have required property '"+"batchSize"+"'"};
+for(const key9 in data41){
+if(!(key9 === "type")){
+const err126 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1514,8 +1510,11 @@ vErrors.push(err126);
 }
 errors++;
 }
-if(data42.retrySeconds === undefined){
-const err127 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "retrySeconds"},message:"must have required property '"+"retrySeconds"+"'"};
+}
+if(data41.type !== undefined){
+let data42 = data41.type;
+if(!((((data42 === "single") || (data42 === "round-robin")) || (data42 === "least-utilized")) || (data42 === "label-selector"))){
+const err127 = {instancePath:instancePath+"/scheduler/type",schemaPath:"#/properties/scheduler/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.scheduler.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1524,9 +1523,10 @@ vErrors.push(err127);
 }
 errors++;
 }
-for(const key11 in data42){
-if(!(((key11 === "maxPerSecond") || (key11 === "batchSize")) || (key11 === "retrySeconds"))){
-const err128 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+}
+}
+else {
+const err128 = {instancePath:instancePath+"/scheduler",schemaPath:"#/properties/scheduler/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1536,11 +1536,11 @@ vErrors.push(err128);
 errors++;
 }
 }
-if(data42.maxPerSecond !== undefined){
-let data43 = data42.maxPerSecond;
-if((typeof data43 == "number") && (isFinite(data43))){
-if(data43 <= 0 || isNaN(data43)){
-const err129 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data.webhook !== undefined){
+let data43 = data.webhook;
+if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
+if(data43.secret === undefined){
+const err129 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secret"},message:"must have required property '"+"secret"+"'"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1549,9 +1549,8 @@ vErrors.push(err129);
 }
 errors++;
 }
-}
-else {
-const err130 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data43.secretFile === undefined){
+const err130 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/required",keyword:"required",params:{missingProperty: "secretFile"},message:"must have required property '"+"secretFile"+"'"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1560,11 +1559,9 @@ vErrors.push(err130);
 }
 errors++;
 }
-}
-if(data42.batchSize !== undefined){
-let data44 = data42.batchSize;
-if(!(((typeof data44 == "number") && (!(data44 % 1) && !isNaN(data44))) && (isFinite(data44)))){
-const err131 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key10 in data43){
+if(!((key10 === "secret") || (key10 === "secretFile"))){
+const err131 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1573,9 +1570,11 @@ vErrors.push(err131);
 }
 errors++;
 }
-if((typeof data44 == "number") && (isFinite(data44))){
-if(data44 < 1 || isNaN(data44)){
-const err132 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data43.secret !== undefined){
+let data44 = data43.secret;
+if((typeof data44 !== "string") && (data44 !== null)){
+const err132 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secret.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1584,13 +1583,9 @@ vErrors.push(err132);
 }
 errors++;
 }
-}
-}
-if(data42.retrySeconds !== undefined){
-let data45 = data42.retrySeconds;
-if((typeof data45 == "number") && (isFinite(data45))){
-if(data45 <= 0 || isNaN(data45)){
-const err133 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(typeof data44 === "string"){
+if(func3(data44) < 1){
+const err133 = {instancePath:instancePath+"/webhook/secret",schemaPath:"#/properties/webhook/properties/secret/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1600,8 +1595,11 @@ vErrors.push(err133);
 errors++;
 }
 }
-else {
-const err134 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if(data43.secretFile !== undefined){
+let data45 = data43.secretFile;
+if((typeof data45 !== "string") && (data45 !== null)){
+const err134 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/type",keyword:"type",params:{type: schema11.properties.webhook.properties.secretFile.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1610,10 +1608,9 @@ vErrors.push(err134);
 }
 errors++;
 }
-}
-}
-else {
-const err135 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data45 === "string"){
+if(func3(data45) < 1){
+const err135 = {instancePath:instancePath+"/webhook/secretFile",schemaPath:"#/properties/webhook/properties/secretFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1623,11 +1620,10 @@ vErrors.push(err135);
 errors++;
 }
 }
-if(data.records !== undefined){
-let data46 = data.records;
-if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
-if(data46.retentionDays === undefined){
-const err136 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "retentionDays"},message:"must have required property '"+"retentionDays"+"'"};
+}
+}
+else {
+const err136 = {instancePath:instancePath+"/webhook",schemaPath:"#/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1636,8 +1632,12 @@ vErrors.push(err136);
 }
 errors++;
 }
-if(data46.gcIntervalSeconds === undefined){
-const err137 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcIntervalSeconds"},message:"must have required property '"+"gcIntervalSeconds"+"'"};
+}
+if(data.reconcile !== undefined){
+let data46 = data.reconcile;
+if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
+if(data46.maxPerSecond === undefined){
+const err137 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "maxPerSecond"},message:"must have required property '"+"maxPerSecond"+"'"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1646,8 +1646,8 @@ vErrors.push(err137);
 }
 errors++;
 }
-if(data46.gcBatchSize === undefined){
-const err138 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcBatchSize"},message:"must have required property '"+"gcBatchSize"+"'"};
+if(data46.batchSize === undefined){
+const err138 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "batchSize"},message:"must have required property '"+"batchSize"+"'"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1656,9 +1656,8 @@ vErrors.push(err138);
 }
 errors++;
 }
-for(const key12 in data46){
-if(!(((key12 === "retentionDays") || (key12 === "gcIntervalSeconds")) || (key12 === "gcBatchSize"))){
-const err139 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+if(data46.retrySeconds === undefined){
+const err139 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/required",keyword:"required",params:{missingProperty: "retrySeconds"},message:"must have required property '"+"retrySeconds"+"'"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1667,11 +1666,9 @@ vErrors.push(err139);
 }
 errors++;
 }
-}
-if(data46.retentionDays !== undefined){
-let data47 = data46.retentionDays;
-if(!(((typeof data47 == "number") && (!(data47 % 1) && !isNaN(data47))) && (isFinite(data47)))){
-const err140 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key11 in data46){
+if(!(((key11 === "maxPerSecond") || (key11 === "batchSize")) || (key11 === "retrySeconds"))){
+const err140 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1680,9 +1677,12 @@ vErrors.push(err140);
 }
 errors++;
 }
+}
+if(data46.maxPerSecond !== undefined){
+let data47 = data46.maxPerSecond;
 if((typeof data47 == "number") && (isFinite(data47))){
-if(data47 < 0 || isNaN(data47)){
-const err141 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data47 <= 0 || isNaN(data47)){
+const err141 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1692,12 +1692,8 @@ vErrors.push(err141);
 errors++;
 }
 }
-}
-if(data46.gcIntervalSeconds !== undefined){
-let data48 = data46.gcIntervalSeconds;
-if((typeof data48 == "number") && (isFinite(data48))){
-if(data48 <= 0 || isNaN(data48)){
-const err142 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+else {
+const err142 = {instancePath:instancePath+"/reconcile/maxPerSecond",schemaPath:"#/properties/reconcile/properties/maxPerSecond/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1707,8 +1703,10 @@ vErrors.push(err142);
 errors++;
 }
 }
-else {
-const err143 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data46.batchSize !== undefined){
+let data48 = data46.batchSize;
+if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
+const err143 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1717,11 +1715,9 @@ vErrors.push(err143);
 }
 errors++;
 }
-}
-if(data46.gcBatchSize !== undefined){
-let data49 = data46.gcBatchSize;
-if(!(((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49))) && (isFinite(data49)))){
-const err144 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data48 == "number") && (isFinite(data48))){
+if(data48 < 1 || isNaN(data48)){
+const err144 = {instancePath:instancePath+"/reconcile/batchSize",schemaPath:"#/properties/reconcile/properties/batchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1730,9 +1726,13 @@ vErrors.push(err144);
 }
 errors++;
 }
+}
+}
+if(data46.retrySeconds !== undefined){
+let data49 = data46.retrySeconds;
 if((typeof data49 == "number") && (isFinite(data49))){
-if(data49 < 1 || isNaN(data49)){
-const err145 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data49 <= 0 || isNaN(data49)){
+const err145 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1742,10 +1742,8 @@ vErrors.push(err145);
 errors++;
 }
 }
-}
-}
 else {
-const err146 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err146 = {instancePath:instancePath+"/reconcile/retrySeconds",schemaPath:"#/properties/reconcile/properties/retrySeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1755,11 +1753,9 @@ vErrors.push(err146);
 errors++;
 }
 }
-if(data.leaderElection !== undefined){
-let data50 = data.leaderElection;
-if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
-if(data50.enabled === undefined){
-const err147 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+}
+else {
+const err147 = {instancePath:instancePath+"/reconcile",schemaPath:"#/properties/reconcile/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1768,8 +1764,12 @@ vErrors.push(err147);
 }
 errors++;
 }
-if(data50.leaseName === undefined){
-const err148 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "leaseName"},message:"must have required property '"+"leaseName"+"'"};
+}
+if(data.records !== undefined){
+let data50 = data.records;
+if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
+if(data50.retentionDays === undefined){
+const err148 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "retentionDays"},message:"must have required property '"+"retentionDays"+"'"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1778,8 +1778,8 @@ vErrors.push(err148);
 }
 errors++;
 }
-if(data50.namespace === undefined){
-const err149 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
+if(data50.gcIntervalSeconds === undefined){
+const err149 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcIntervalSeconds"},message:"must have required property '"+"gcIntervalSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -1788,8 +1788,8 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(data50.identity === undefined){
-const err150 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "identity"},message:"must have required property '"+"identity"+"'"};
+if(data50.gcBatchSize === undefined){
+const err150 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/required",keyword:"required",params:{missingProperty: "gcBatchSize"},message:"must have required property '"+"gcBatchSize"+"'"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -1798,8 +1798,9 @@ vErrors.push(err150);
 }
 errors++;
 }
-if(data50.leaseDurationSeconds === undefined){
-const err151 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "leaseDurationSeconds"},message:"must have required property '"+"leaseDurationSeconds"+"'"};
+for(const key12 in data50){
+if(!(((key12 === "retentionDays") || (key12 === "gcIntervalSeconds")) || (key12 === "gcBatchSize"))){
+const err151 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -1808,8 +1809,11 @@ vErrors.push(err151);
 }
 errors++;
 }
-if(data50.renewDeadlineSeconds === undefined){
-const err152 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "renewDeadlineSeconds"},message:"must have required property '"+"renewDeadlineSeconds"+"'"};
+}
+if(data50.retentionDays !== undefined){
+let data51 = data50.retentionDays;
+if(!(((typeof data51 == "number") && (!(data51 % 1) && !isNaN(data51))) && (isFinite(data51)))){
+const err152 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -1818,8 +1822,9 @@ vErrors.push(err152);
 }
 errors++;
 }
-if(data50.retryPeriodSeconds === undefined){
-const err153 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "retryPeriodSeconds"},message:"must have required property '"+"retryPeriodSeconds"+"'"};
+if((typeof data51 == "number") && (isFinite(data51))){
+if(data51 < 0 || isNaN(data51)){
+const err153 = {instancePath:instancePath+"/records/retentionDays",schemaPath:"#/properties/records/properties/retentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -1828,9 +1833,13 @@ vErrors.push(err153);
 }
 errors++;
 }
-for(const key13 in data50){
-if(!(((((((key13 === "enabled") || (key13 === "leaseName")) || (key13 === "namespace")) || (key13 === "identity")) || (key13 === "leaseDurationSeconds")) || (key13 === "renewDeadlineSeconds")) || (key13 === "retryPeriodSeconds"))){
-const err154 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
+}
+}
+if(data50.gcIntervalSeconds !== undefined){
+let data52 = data50.gcIntervalSeconds;
+if((typeof data52 == "number") && (isFinite(data52))){
+if(data52 <= 0 || isNaN(data52)){
+const err154 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -1840,9 +1849,8 @@ vErrors.push(err154);
 errors++;
 }
 }
-if(data50.enabled !== undefined){
-if(typeof data50.enabled !== "boolean"){
-const err155 = {instancePath:instancePath+"/leaderElection/enabled",schemaPath:"#/properties/leaderElection/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+else {
+const err155 = {instancePath:instancePath+"/records/gcIntervalSeconds",schemaPath:"#/properties/records/properties/gcIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -1852,11 +1860,10 @@ vErrors.push(err155);
 errors++;
 }
 }
-if(data50.leaseName !== undefined){
-let data52 = data50.leaseName;
-if(typeof data52 === "string"){
-if(!pattern0.test(data52)){
-const err156 = {instancePath:instancePath+"/leaderElection/leaseName",schemaPath:"#/properties/leaderElection/properties/leaseName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"+"\""};
+if(data50.gcBatchSize !== undefined){
+let data53 = data50.gcBatchSize;
+if(!(((typeof data53 == "number") && (!(data53 % 1) && !isNaN(data53))) && (isFinite(data53)))){
+const err156 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -1865,9 +1872,9 @@ vErrors.push(err156);
 }
 errors++;
 }
-}
-else {
-const err157 = {instancePath:instancePath+"/leaderElection/leaseName",schemaPath:"#/properties/leaderElection/properties/leaseName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data53 == "number") && (isFinite(data53))){
+if(data53 < 1 || isNaN(data53)){
+const err157 = {instancePath:instancePath+"/records/gcBatchSize",schemaPath:"#/properties/records/properties/gcBatchSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -1877,10 +1884,10 @@ vErrors.push(err157);
 errors++;
 }
 }
-if(data50.namespace !== undefined){
-let data53 = data50.namespace;
-if((typeof data53 !== "string") && (data53 !== null)){
-const err158 = {instancePath:instancePath+"/leaderElection/namespace",schemaPath:"#/properties/leaderElection/properties/namespace/type",keyword:"type",params:{type: schema11.properties.leaderElection.properties.namespace.type},message:"must be string,null"};
+}
+}
+else {
+const err158 = {instancePath:instancePath+"/records",schemaPath:"#/properties/records/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -1889,9 +1896,12 @@ vErrors.push(err158);
 }
 errors++;
 }
-if(typeof data53 === "string"){
-if(func3(data53) < 1){
-const err159 = {instancePath:instancePath+"/leaderElection/namespace",schemaPath:"#/properties/leaderElection/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.leaderElection !== undefined){
+let data54 = data.leaderElection;
+if(data54 && typeof data54 == "object" && !Array.isArray(data54)){
+if(data54.enabled === undefined){
+const err159 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -1900,12 +1910,8 @@ vErrors.push(err159);
 }
 errors++;
 }
-}
-}
-if(data50.identity !== undefined){
-let data54 = data50.identity;
-if((typeof data54 !== "string") && (data54 !== null)){
-const err160 = {instancePath:instancePath+"/leaderElection/identity",schemaPath:"#/properties/leaderElection/properties/identity/type",keyword:"type",params:{type: schema11.properties.leaderElection.properties.identity.type},message:"must be string,null"};
+if(data54.leaseName === undefined){
+const err160 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "leaseName"},message:"must have required property '"+"leaseName"+"'"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -1914,9 +1920,8 @@ vErrors.push(err160);
 }
 errors++;
 }
-if(typeof data54 === "string"){
-if(func3(data54) < 1){
-const err161 = {instancePath:instancePath+"/leaderElection/identity",schemaPath:"#/properties/leaderElection/properties/identity/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data54.namespace === undefined){
+const err161 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -1925,13 +1930,8 @@ vErrors.push(err161);
 }
 errors++;
 }
-}
-}
-if(data50.leaseDurationSeconds !== undefined){
-let data55 = data50.leaseDurationSeconds;
-if((typeof data55 == "number") && (isFinite(data55))){
-if(data55 <= 0 || isNaN(data55)){
-const err162 = {instancePath:instancePath+"/leaderElection/leaseDurationSeconds",schemaPath:"#/properties/leaderElection/properties/leaseDurationSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data54.identity === undefined){
+const err162 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "identity"},message:"must have required property '"+"identity"+"'"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -1940,9 +1940,8 @@ vErrors.push(err162);
 }
 errors++;
 }
-}
-else {
-const err163 = {instancePath:instancePath+"/leaderElection/leaseDurationSeconds",schemaPath:"#/properties/leaderElection/properties/leaseDurationSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data54.leaseDurationSeconds === undefined){
+const err163 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "leaseDurationSeconds"},message:"must have required property '"+"leaseDurationSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -1951,12 +1950,8 @@ vErrors.push(err163);
 }
 errors++;
 }
-}
-if(data50.renewDeadlineSeconds !== undefined){
-let data56 = data50.renewDeadlineSeconds;
-if((typeof data56 == "number") && (isFinite(data56))){
-if(data56 <= 0 || isNaN(data56)){
-const err164 = {instancePath:instancePath+"/leaderElection/renewDeadlineSeconds",schemaPath:"#/properties/leaderElection/properties/renewDeadlineSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data54.renewDeadlineSeconds === undefined){
+const err164 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "renewDeadlineSeconds"},message:"must have required property '"+"renewDeadlineSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -1965,9 +1960,8 @@ vErrors.push(err164);
 }
 errors++;
 }
-}
-else {
-const err165 = {instancePath:instancePath+"/leaderElection/renewDeadlineSeconds",schemaPath:"#/properties/leaderElection/properties/renewDeadlineSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data54.retryPeriodSeconds === undefined){
+const err165 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/required",keyword:"required",params:{missingProperty: "retryPeriodSeconds"},message:"must have required property '"+"retryPeriodSeconds"+"'"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -1976,12 +1970,9 @@ vErrors.push(err165);
 }
 errors++;
 }
-}
-if(data50.retryPeriodSeconds !== undefined){
-let data57 = data50.retryPeriodSeconds;
-if((typeof data57 == "number") && (isFinite(data57))){
-if(data57 <= 0 || isNaN(data57)){
-const err166 = {instancePath:instancePath+"/leaderElection/retryPeriodSeconds",schemaPath:"#/properties/leaderElection/properties/retryPeriodSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+for(const key13 in data54){
+if(!(((((((key13 === "enabled") || (key13 === "leaseName")) || (key13 === "namespace")) || (key13 === "identity")) || (key13 === "leaseDurationSeconds")) || (key13 === "renewDeadlineSeconds")) || (key13 === "retryPeriodSeconds"))){
+const err166 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -1991,8 +1982,9 @@ vErrors.push(err166);
 errors++;
 }
 }
-else {
-const err167 = {instancePath:instancePath+"/leaderElection/retryPeriodSeconds",schemaPath:"#/properties/leaderElection/properties/retryPeriodSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data54.enabled !== undefined){
+if(typeof data54.enabled !== "boolean"){
+const err167 = {instancePath:instancePath+"/leaderElection/enabled",schemaPath:"#/properties/leaderElection/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -2002,9 +1994,11 @@ vErrors.push(err167);
 errors++;
 }
 }
-}
-else {
-const err168 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data54.leaseName !== undefined){
+let data56 = data54.leaseName;
+if(typeof data56 === "string"){
+if(!pattern0.test(data56)){
+const err168 = {instancePath:instancePath+"/leaderElection/leaseName",schemaPath:"#/properties/leaderElection/properties/leaseName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"+"\""};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -2014,11 +2008,8 @@ vErrors.push(err168);
 errors++;
 }
 }
-if(data.metrics !== undefined){
-let data58 = data.metrics;
-if(data58 && typeof data58 == "object" && !Array.isArray(data58)){
-if(data58.listen === undefined){
-const err169 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/required",keyword:"required",params:{missingProperty: "listen"},message:"must have required property '"+"listen"+"'"};
+else {
+const err169 = {instancePath:instancePath+"/leaderElection/leaseName",schemaPath:"#/properties/leaderElection/properties/leaseName/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -2027,9 +2018,11 @@ vErrors.push(err169);
 }
 errors++;
 }
-for(const key14 in data58){
-if(!(key14 === "listen")){
-const err170 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties"};
+}
+if(data54.namespace !== undefined){
+let data57 = data54.namespace;
+if((typeof data57 !== "string") && (data57 !== null)){
+const err170 = {instancePath:instancePath+"/leaderElection/namespace",schemaPath:"#/properties/leaderElection/properties/namespace/type",keyword:"type",params:{type: schema11.properties.leaderElection.properties.namespace.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -2038,11 +2031,9 @@ vErrors.push(err170);
 }
 errors++;
 }
-}
-if(data58.listen !== undefined){
-let data59 = data58.listen;
-if((!(data59 && typeof data59 == "object" && !Array.isArray(data59))) && (data59 !== null)){
-const err171 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/type",keyword:"type",params:{type: schema11.properties.metrics.properties.listen.type},message:"must be object,null"};
+if(typeof data57 === "string"){
+if(func3(data57) < 1){
+const err171 = {instancePath:instancePath+"/leaderElection/namespace",schemaPath:"#/properties/leaderElection/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -2051,9 +2042,12 @@ vErrors.push(err171);
 }
 errors++;
 }
-if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
-if(data59.host === undefined){
-const err172 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
+}
+}
+if(data54.identity !== undefined){
+let data58 = data54.identity;
+if((typeof data58 !== "string") && (data58 !== null)){
+const err172 = {instancePath:instancePath+"/leaderElection/identity",schemaPath:"#/properties/leaderElection/properties/identity/type",keyword:"type",params:{type: schema11.properties.leaderElection.properties.identity.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -2062,8 +2056,9 @@ vErrors.push(err172);
 }
 errors++;
 }
-if(data59.port === undefined){
-const err173 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
+if(typeof data58 === "string"){
+if(func3(data58) < 1){
+const err173 = {instancePath:instancePath+"/leaderElection/identity",schemaPath:"#/properties/leaderElection/properties/identity/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -2072,9 +2067,13 @@ vErrors.push(err173);
 }
 errors++;
 }
-for(const key15 in data59){
-if(!((key15 === "host") || (key15 === "port"))){
-const err174 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
+}
+}
+if(data54.leaseDurationSeconds !== undefined){
+let data59 = data54.leaseDurationSeconds;
+if((typeof data59 == "number") && (isFinite(data59))){
+if(data59 <= 0 || isNaN(data59)){
+const err174 = {instancePath:instancePath+"/leaderElection/leaseDurationSeconds",schemaPath:"#/properties/leaderElection/properties/leaseDurationSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -2084,11 +2083,8 @@ vErrors.push(err174);
 errors++;
 }
 }
-if(data59.host !== undefined){
-let data60 = data59.host;
-if(typeof data60 === "string"){
-if(func3(data60) < 1){
-const err175 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err175 = {instancePath:instancePath+"/leaderElection/leaseDurationSeconds",schemaPath:"#/properties/leaderElection/properties/leaseDurationSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -2098,8 +2094,11 @@ vErrors.push(err175);
 errors++;
 }
 }
-else {
-const err176 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data54.renewDeadlineSeconds !== undefined){
+let data60 = data54.renewDeadlineSeconds;
+if((typeof data60 == "number") && (isFinite(data60))){
+if(data60 <= 0 || isNaN(data60)){
+const err176 = {instancePath:instancePath+"/leaderElection/renewDeadlineSeconds",schemaPath:"#/properties/leaderElection/properties/renewDeadlineSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -2109,10 +2108,8 @@ vErrors.push(err176);
 errors++;
 }
 }
-if(data59.port !== undefined){
-let data61 = data59.port;
-if(!(((typeof data61 == "number") && (!(data61 % 1) && !isNaN(data61))) && (isFinite(data61)))){
-const err177 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err177 = {instancePath:instancePath+"/leaderElection/renewDeadlineSeconds",schemaPath:"#/properties/leaderElection/properties/renewDeadlineSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -2121,9 +2118,12 @@ vErrors.push(err177);
 }
 errors++;
 }
+}
+if(data54.retryPeriodSeconds !== undefined){
+let data61 = data54.retryPeriodSeconds;
 if((typeof data61 == "number") && (isFinite(data61))){
-if(data61 > 65535 || isNaN(data61)){
-const err178 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(data61 <= 0 || isNaN(data61)){
+const err178 = {instancePath:instancePath+"/leaderElection/retryPeriodSeconds",schemaPath:"#/properties/leaderElection/properties/retryPeriodSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -2132,8 +2132,9 @@ vErrors.push(err178);
 }
 errors++;
 }
-if(data61 < 0 || isNaN(data61)){
-const err179 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+else {
+const err179 = {instancePath:instancePath+"/leaderElection/retryPeriodSeconds",schemaPath:"#/properties/leaderElection/properties/retryPeriodSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -2144,11 +2145,8 @@ errors++;
 }
 }
 }
-}
-}
-}
 else {
-const err180 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err180 = {instancePath:instancePath+"/leaderElection",schemaPath:"#/properties/leaderElection/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -2158,14 +2156,396 @@ vErrors.push(err180);
 errors++;
 }
 }
-}
-else {
-const err181 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.stores !== undefined){
+let data62 = data.stores;
+if(data62 && typeof data62 == "object" && !Array.isArray(data62)){
+for(const key14 in data62){
+const _errs138 = errors;
+if(typeof key14 === "string"){
+if(!pattern1.test(key14)){
+const err181 = {instancePath:instancePath+"/stores",schemaPath:"#/properties/stores/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"+"\"",propertyName:key14};
 if(vErrors === null){
 vErrors = [err181];
 }
 else {
 vErrors.push(err181);
+}
+errors++;
+}
+}
+var valid18 = _errs138 === errors;
+if(!valid18){
+const err182 = {instancePath:instancePath+"/stores",schemaPath:"#/properties/stores/propertyNames",keyword:"propertyNames",params:{propertyName: key14},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err182];
+}
+else {
+vErrors.push(err182);
+}
+errors++;
+}
+}
+for(const key15 in data62){
+let data63 = data62[key15];
+if(data63 && typeof data63 == "object" && !Array.isArray(data63)){
+if(data63.remote === undefined){
+const err183 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/stores/additionalProperties/required",keyword:"required",params:{missingProperty: "remote"},message:"must have required property '"+"remote"+"'"};
+if(vErrors === null){
+vErrors = [err183];
+}
+else {
+vErrors.push(err183);
+}
+errors++;
+}
+for(const key16 in data63){
+if(!((((((key16 === "remote") || (key16 === "branch")) || (key16 === "sshCommand")) || (key16 === "tokenFile")) || (key16 === "minPushIntervalSeconds")) || (key16 === "pollIntervalSeconds"))){
+const err184 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/stores/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err184];
+}
+else {
+vErrors.push(err184);
+}
+errors++;
+}
+}
+if(data63.remote !== undefined){
+let data64 = data63.remote;
+if(typeof data64 === "string"){
+if(func3(data64) < 1){
+const err185 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/remote",schemaPath:"#/properties/stores/additionalProperties/properties/remote/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err185];
+}
+else {
+vErrors.push(err185);
+}
+errors++;
+}
+}
+else {
+const err186 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/remote",schemaPath:"#/properties/stores/additionalProperties/properties/remote/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err186];
+}
+else {
+vErrors.push(err186);
+}
+errors++;
+}
+}
+if(data63.branch !== undefined){
+let data65 = data63.branch;
+if(typeof data65 === "string"){
+if(func3(data65) < 1){
+const err187 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/branch",schemaPath:"#/properties/stores/additionalProperties/properties/branch/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err187];
+}
+else {
+vErrors.push(err187);
+}
+errors++;
+}
+}
+else {
+const err188 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/branch",schemaPath:"#/properties/stores/additionalProperties/properties/branch/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err188];
+}
+else {
+vErrors.push(err188);
+}
+errors++;
+}
+}
+if(data63.sshCommand !== undefined){
+let data66 = data63.sshCommand;
+if(typeof data66 === "string"){
+if(func3(data66) < 1){
+const err189 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/sshCommand",schemaPath:"#/properties/stores/additionalProperties/properties/sshCommand/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err189];
+}
+else {
+vErrors.push(err189);
+}
+errors++;
+}
+}
+else {
+const err190 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/sshCommand",schemaPath:"#/properties/stores/additionalProperties/properties/sshCommand/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err190];
+}
+else {
+vErrors.push(err190);
+}
+errors++;
+}
+}
+if(data63.tokenFile !== undefined){
+let data67 = data63.tokenFile;
+if(typeof data67 === "string"){
+if(func3(data67) < 1){
+const err191 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/tokenFile",schemaPath:"#/properties/stores/additionalProperties/properties/tokenFile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err191];
+}
+else {
+vErrors.push(err191);
+}
+errors++;
+}
+}
+else {
+const err192 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/tokenFile",schemaPath:"#/properties/stores/additionalProperties/properties/tokenFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err192];
+}
+else {
+vErrors.push(err192);
+}
+errors++;
+}
+}
+if(data63.minPushIntervalSeconds !== undefined){
+let data68 = data63.minPushIntervalSeconds;
+if((typeof data68 == "number") && (isFinite(data68))){
+if(data68 > 3600 || isNaN(data68)){
+const err193 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/minPushIntervalSeconds",schemaPath:"#/properties/stores/additionalProperties/properties/minPushIntervalSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"};
+if(vErrors === null){
+vErrors = [err193];
+}
+else {
+vErrors.push(err193);
+}
+errors++;
+}
+if(data68 < 0 || isNaN(data68)){
+const err194 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/minPushIntervalSeconds",schemaPath:"#/properties/stores/additionalProperties/properties/minPushIntervalSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err194];
+}
+else {
+vErrors.push(err194);
+}
+errors++;
+}
+}
+else {
+const err195 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/minPushIntervalSeconds",schemaPath:"#/properties/stores/additionalProperties/properties/minPushIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err195];
+}
+else {
+vErrors.push(err195);
+}
+errors++;
+}
+}
+if(data63.pollIntervalSeconds !== undefined){
+let data69 = data63.pollIntervalSeconds;
+if((typeof data69 == "number") && (isFinite(data69))){
+if(data69 <= 0 || isNaN(data69)){
+const err196 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/pollIntervalSeconds",schemaPath:"#/properties/stores/additionalProperties/properties/pollIntervalSeconds/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err196];
+}
+else {
+vErrors.push(err196);
+}
+errors++;
+}
+}
+else {
+const err197 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1")+"/pollIntervalSeconds",schemaPath:"#/properties/stores/additionalProperties/properties/pollIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err197];
+}
+else {
+vErrors.push(err197);
+}
+errors++;
+}
+}
+}
+else {
+const err198 = {instancePath:instancePath+"/stores/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/stores/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err198];
+}
+else {
+vErrors.push(err198);
+}
+errors++;
+}
+}
+}
+else {
+const err199 = {instancePath:instancePath+"/stores",schemaPath:"#/properties/stores/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err199];
+}
+else {
+vErrors.push(err199);
+}
+errors++;
+}
+}
+if(data.metrics !== undefined){
+let data70 = data.metrics;
+if(data70 && typeof data70 == "object" && !Array.isArray(data70)){
+if(data70.listen === undefined){
+const err200 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/required",keyword:"required",params:{missingProperty: "listen"},message:"must have required property '"+"listen"+"'"};
+if(vErrors === null){
+vErrors = [err200];
+}
+else {
+vErrors.push(err200);
+}
+errors++;
+}
+for(const key17 in data70){
+if(!(key17 === "listen")){
+const err201 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err201];
+}
+else {
+vErrors.push(err201);
+}
+errors++;
+}
+}
+if(data70.listen !== undefined){
+let data71 = data70.listen;
+if((!(data71 && typeof data71 == "object" && !Array.isArray(data71))) && (data71 !== null)){
+const err202 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/type",keyword:"type",params:{type: schema11.properties.metrics.properties.listen.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err202];
+}
+else {
+vErrors.push(err202);
+}
+errors++;
+}
+if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
+if(data71.host === undefined){
+const err203 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
+if(vErrors === null){
+vErrors = [err203];
+}
+else {
+vErrors.push(err203);
+}
+errors++;
+}
+if(data71.port === undefined){
+const err204 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
+if(vErrors === null){
+vErrors = [err204];
+}
+else {
+vErrors.push(err204);
+}
+errors++;
+}
+for(const key18 in data71){
+if(!((key18 === "host") || (key18 === "port"))){
+const err205 = {instancePath:instancePath+"/metrics/listen",schemaPath:"#/properties/metrics/properties/listen/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err205];
+}
+else {
+vErrors.push(err205);
+}
+errors++;
+}
+}
+if(data71.host !== undefined){
+let data72 = data71.host;
+if(typeof data72 === "string"){
+if(func3(data72) < 1){
+const err206 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err206];
+}
+else {
+vErrors.push(err206);
+}
+errors++;
+}
+}
+else {
+const err207 = {instancePath:instancePath+"/metrics/listen/host",schemaPath:"#/properties/metrics/properties/listen/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err207];
+}
+else {
+vErrors.push(err207);
+}
+errors++;
+}
+}
+if(data71.port !== undefined){
+let data73 = data71.port;
+if(!(((typeof data73 == "number") && (!(data73 % 1) && !isNaN(data73))) && (isFinite(data73)))){
+const err208 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err208];
+}
+else {
+vErrors.push(err208);
+}
+errors++;
+}
+if((typeof data73 == "number") && (isFinite(data73))){
+if(data73 > 65535 || isNaN(data73)){
+const err209 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err209];
+}
+else {
+vErrors.push(err209);
+}
+errors++;
+}
+if(data73 < 0 || isNaN(data73)){
+const err210 = {instancePath:instancePath+"/metrics/listen/port",schemaPath:"#/properties/metrics/properties/listen/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err210];
+}
+else {
+vErrors.push(err210);
+}
+errors++;
+}
+}
+}
+}
+}
+}
+else {
+const err211 = {instancePath:instancePath+"/metrics",schemaPath:"#/properties/metrics/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err211];
+}
+else {
+vErrors.push(err211);
+}
+errors++;
+}
+}
+}
+else {
+const err212 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err212];
+}
+else {
+vErrors.push(err212);
 }
 errors++;
 }

@@ -7,6 +7,8 @@ export { EMBEDDED_REMOTE_DIR, SEED_MESSAGE, prepareEmbedded } from "./embedded.j
 export type { PrepareEmbeddedOptions } from "./embedded.js";
 export { GENERATED_PASSWORD_FILE, ensurePassword, readPassword, readStartSecrets, readWebhookSecret } from "./password.js";
 export type { Credentials, StartSecrets } from "./password.js";
+export { addressMatcher, parseAddressRange } from "./address-range.js";
+export type { AddressRange } from "./address-range.js";
 export { parseSubjectPattern, subjectMatcher } from "./subject-pattern.js";
 export type { CertificateSubject, SubjectPattern } from "./subject-pattern.js";
 export type {

@@ -34,7 +34,7 @@ describe("loadConfig", () => {
     const config = await loadConfig({ env: {}, argv: [], cwd: tmp });
     expect(config).toEqual<Config>({
       listen: { host: "127.0.0.1", port: 8080 },
-      http: { headersTimeoutSeconds: 10, requestTimeoutSeconds: 30, idleTimeoutSeconds: 5, maxConnectionsPerClient: 256 },
+      http: { headersTimeoutSeconds: 10, requestTimeoutSeconds: 30, idleTimeoutSeconds: 5, maxConnectionsPerClient: 256, trustedProxies: [], maxConnectionsPerProxy: 4096 },
       dataDir: path.join(tmp, ".gitops-broker"),
       git: {
         remote: null,
@@ -43,6 +43,7 @@ describe("loadConfig", () => {
         pushTimeoutSeconds: 30,
         activityTimeoutSeconds: 5,
         pollIntervalSeconds: 30,
+        minPushIntervalSeconds: 0,
       },
       auth: { mode: "basic", username: "broker", password: null, passwordFile: null },
       tls: null,
@@ -54,6 +55,7 @@ describe("loadConfig", () => {
       records: { retentionDays: 90, gcIntervalSeconds: 60, gcBatchSize: 100 },
       metrics: { listen: null },
       leaderElection: { enabled: false, leaseName: "gitops-broker", namespace: null, identity: null, leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 },
+      stores: {},
     });
   });
 
@@ -118,6 +120,7 @@ describe("loadConfig", () => {
         GITOPS_BROKER_LISTEN: "127.0.0.2:9001",
         GITOPS_BROKER_GIT_BRANCH: "from-env",
         GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS: "2.5",
+        GITOPS_BROKER_GIT_MIN_PUSH_INTERVAL_SECONDS: "10",
         GITOPS_BROKER_USERNAME: "osb",
         GITOPS_BROKER_LOG_LEVEL: "",
       },
@@ -133,6 +136,7 @@ describe("loadConfig", () => {
       pushTimeoutSeconds: 2.5,
       activityTimeoutSeconds: 5,
       pollIntervalSeconds: 5,
+      minPushIntervalSeconds: 10,
       tokenFile: path.join(tmp, "etc", "token"),
     });
     expect(config.auth).toEqual({ mode: "basic", username: "osb", password: null, passwordFile: path.join(tmp, "etc", "secrets", "password") });
@@ -168,6 +172,19 @@ describe("loadConfig", () => {
     ]);
     expect(await problemsOf(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_RECORDS_RETENTION_DAYS: "1.5" } }))).toEqual<Problem[]>([
       { file: "env", path: "GITOPS_BROKER_RECORDS_RETENTION_DAYS", message: "must be integer" },
+    ]);
+  });
+
+  it("takes the push window from file and env, and refuses one below 0 or above an hour", async () => {
+    await write("paced.yaml", "git:\n  minPushIntervalSeconds: 10\n");
+    expect((await loadConfig({ cwd: tmp, env: {}, argv: ["--config", "paced.yaml"] })).git.minPushIntervalSeconds).toBe(10);
+    expect((await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_GIT_MIN_PUSH_INTERVAL_SECONDS: "2.5" }, argv: ["--config", "paced.yaml"] })).git.minPushIntervalSeconds).toBe(2.5);
+    await write("negative-window.yaml", "git:\n  minPushIntervalSeconds: -1\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "negative-window.yaml"] }))).toEqual<Problem[]>([
+      { file: "negative-window.yaml", path: "git.minPushIntervalSeconds", message: "must be >= 0" },
+    ]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_GIT_MIN_PUSH_INTERVAL_SECONDS: "3601" } }))).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_GIT_MIN_PUSH_INTERVAL_SECONDS", message: "must be <= 3600" },
     ]);
   });
 

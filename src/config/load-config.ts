@@ -4,6 +4,7 @@ import type { ErrorObject, ValidateFunction } from "ajv";
 import { ConfigError, type Problem } from "../errors/index.js";
 import { isBranchName } from "../gitwriter/index.js";
 import { validators } from "./config-validator.generated.js";
+import { parseAddressRange } from "./address-range.js";
 import { parseSubjectPattern } from "./subject-pattern.js";
 import { envSource, fileSource, flagsSource, isPlainObject, type Assignment, type Origin, type SourceResult } from "./sources.js";
 import type { Config } from "./types.js";
@@ -23,7 +24,7 @@ const validate = validators.config as ValidateFunction<Config>;
 function defaults(cwd: string): Config {
   return {
     listen: { host: "127.0.0.1", port: 8080 },
-    http: { headersTimeoutSeconds: 10, requestTimeoutSeconds: 30, idleTimeoutSeconds: 5, maxConnectionsPerClient: 256 },
+    http: { headersTimeoutSeconds: 10, requestTimeoutSeconds: 30, idleTimeoutSeconds: 5, maxConnectionsPerClient: 256, trustedProxies: [], maxConnectionsPerProxy: 4096 },
     dataDir: path.join(cwd, ".gitops-broker"),
     git: {
       remote: null,
@@ -32,6 +33,7 @@ function defaults(cwd: string): Config {
       pushTimeoutSeconds: 30,
       activityTimeoutSeconds: 5,
       pollIntervalSeconds: 30,
+      minPushIntervalSeconds: 0,
     },
     auth: { mode: "basic", username: "broker", password: null, passwordFile: null },
     tls: null,
@@ -51,6 +53,7 @@ function defaults(cwd: string): Config {
       renewDeadlineSeconds: 10,
       retryPeriodSeconds: 2,
     },
+    stores: {},
   };
 }
 
@@ -78,7 +81,8 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
   if (!validate(merged)) {
     problems.push(...dedupe((validate.errors ?? []).map((e) => toProblem(e, origins))));
   } else {
-    problems.push(...exclusiveSecrets(merged, origins), ...gitProblems(merged, origins));
+    problems.push(...exclusiveSecrets(merged, origins), ...gitProblems(merged, origins), ...storeProblems(merged, origins));
+    fillStoreDefaults(merged);
   }
   const tls = merged.tls;
   if (isPlainObject(tls)) {
@@ -179,6 +183,10 @@ function exclusiveSecrets(config: Config, origins: Map<string, Origin>): Problem
   if (config.http.headersTimeoutSeconds > config.http.requestTimeoutSeconds) {
     problems.push(locate(["http", "headersTimeoutSeconds"], origins, "must not be larger than http.requestTimeoutSeconds (the headers are part of the request)"));
   }
+  config.http.trustedProxies.forEach((text, i) => {
+    const range = parseAddressRange(text);
+    if (typeof range === "string") problems.push(locate(["http", "trustedProxies", String(i)], origins, range));
+  });
   const election = config.leaderElection;
   if (election.renewDeadlineSeconds >= election.leaseDurationSeconds) {
     problems.push(locate(["leaderElection", "renewDeadlineSeconds"], origins, "must be smaller than leaderElection.leaseDurationSeconds (a leader stops before the others may take over)"));
@@ -208,6 +216,34 @@ function gitProblems(config: Config, origins: Map<string, Origin>): Problem[] {
     }
   }
   return problems;
+}
+
+/** What the store writers would refuse, and stores that would write where another writer does. */
+function storeProblems(config: Config, origins: Map<string, Origin>): Problem[] {
+  const problems: Problem[] = [];
+  const writes = new Map<string, string>([[`${config.git.remote ?? "(embedded)"} ${config.git.branch}`, "git.remote"]]);
+  for (const [name, store] of Object.entries(config.stores)) {
+    if (name === "control") problems.push(locate(["stores", name], origins, "\"control\" names the control repository (git.remote): choose another store name"));
+    const branch = store.branch ?? config.git.branch;
+    if (!isBranchName(branch)) problems.push(locate(["stores", name, "branch"], origins, `${JSON.stringify(branch)} is not a valid branch name (git check-ref-format --branch)`));
+    if (store.remote.startsWith("-")) problems.push(locate(["stores", name, "remote"], origins, "must not start with '-' (git would read it as an option)"));
+    const where = `${store.remote} ${branch}`;
+    const other = writes.get(where);
+    if (other) problems.push(locate(["stores", name, "remote"], origins, `the same repository and branch as ${other}: one branch has one writer`));
+    else writes.set(where, `stores.${name}`);
+  }
+  return problems;
+}
+
+/** Branch, credentials and poll interval default to the control repository's. */
+function fillStoreDefaults(config: Config): void {
+  for (const store of Object.values(config.stores)) {
+    store.branch ??= config.git.branch;
+    store.minPushIntervalSeconds ??= 0;
+    store.pollIntervalSeconds ??= config.git.pollIntervalSeconds;
+    if (store.sshCommand === undefined && config.git.sshCommand !== undefined) store.sshCommand = config.git.sshCommand;
+    if (store.tokenFile === undefined && config.git.tokenFile !== undefined) store.tokenFile = config.git.tokenFile;
+  }
 }
 
 /** Client certificates need TLS and a CA, and an auth.mode that uses them. */

@@ -120,20 +120,30 @@ export interface StartSecrets {
   webhookSecret: string | null;
   /** The content of `git.tokenFile`, trimmed; null without one. */
   gitToken: string | null;
+  /** Each store's token (`stores.<name>.tokenFile`), trimmed; null without one. */
+  storeTokens: Map<string, string | null>;
 }
 
 /**
  * Every secret `serve` needs, read at once: a problem with one file does not hide a problem with
  * the next, all are thrown as one ConfigError.
  */
-export async function readStartSecrets({ dataDir, config }: { dataDir: string; config: { auth: AuthConfig; webhook: WebhookConfig; git: { tokenFile?: string | null } } }): Promise<StartSecrets> {
-  const tokenFile = config.git.tokenFile ?? null;
-  const [credentials, webhookSecret, gitToken] = await Promise.allSettled([
+export async function readStartSecrets({
+  dataDir,
+  config,
+}: {
+  dataDir: string;
+  config: { auth: AuthConfig; webhook: WebhookConfig; git: { tokenFile?: string | null }; stores?: Record<string, { tokenFile?: string }> };
+}): Promise<StartSecrets> {
+  const token = (file: string | null | undefined) => (file === null || file === undefined ? Promise.resolve(null) : readTokenFile(file));
+  const stores = Object.entries(config.stores ?? {});
+  const [credentials, webhookSecret, gitToken, ...storeTokens] = await Promise.allSettled([
     ensurePassword({ dataDir, config }),
     readWebhookSecret(config),
-    tokenFile === null ? Promise.resolve(null) : readTokenFile(tokenFile),
+    token(config.git.tokenFile),
+    ...stores.map(([, store]) => token(store.tokenFile)),
   ]);
-  const failed = [credentials, webhookSecret, gitToken].flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
+  const failed = [credentials, webhookSecret, gitToken, ...storeTokens].flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
   if (failed.length > 0) {
     const other = failed.find((e) => !(e instanceof ConfigError));
     if (other !== undefined) throw other as Error;
@@ -144,6 +154,7 @@ export async function readStartSecrets({ dataDir, config }: { dataDir: string; c
     credentials: (credentials as PromiseFulfilledResult<Credentials>).value,
     webhookSecret: (webhookSecret as PromiseFulfilledResult<string | null>).value,
     gitToken: (gitToken as PromiseFulfilledResult<string | null>).value,
+    storeTokens: new Map(stores.map(([name], i) => [name, (storeTokens[i] as PromiseFulfilledResult<string | null>).value])),
   };
 }
 

@@ -31,7 +31,8 @@ export interface SourceResult {
 const PATH_KEYS = new Set(["dataDir", "git.tokenFile", "auth.passwordFile", "tls.cert", "tls.key", "tls.clientCa", "webhook.secretFile"]);
 
 function resolvePathKey(key: string[], value: unknown, base: string): unknown {
-  return PATH_KEYS.has(key.join(".")) && typeof value === "string" && value !== "" ? path.resolve(base, value) : value;
+  const isPath = PATH_KEYS.has(key.join(".")) || (key.length === 3 && key[0] === "stores" && key[2] === "tokenFile");
+  return isPath && typeof value === "string" && value !== "" ? path.resolve(base, value) : value;
 }
 
 /** `HOST:PORT` or `[IPv6]:PORT`; the port range is left to the schema. */
@@ -107,7 +108,7 @@ export function fileSource(label: string, absPath: string, text: string): Source
 // Environment
 // ---------------------------------------------------------------------------
 
-type EnvKind = "string" | "number" | "path" | "boolean";
+type EnvKind = "string" | "number" | "path" | "boolean" | "list";
 
 /** Variables that set one key each. An empty variable counts as unset. */
 const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
@@ -116,6 +117,8 @@ const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
   GITOPS_BROKER_HTTP_REQUEST_TIMEOUT_SECONDS: { key: ["http", "requestTimeoutSeconds"], kind: "number" },
   GITOPS_BROKER_HTTP_IDLE_TIMEOUT_SECONDS: { key: ["http", "idleTimeoutSeconds"], kind: "number" },
   GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_CLIENT: { key: ["http", "maxConnectionsPerClient"], kind: "number" },
+  GITOPS_BROKER_HTTP_TRUSTED_PROXIES: { key: ["http", "trustedProxies"], kind: "list" },
+  GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_PROXY: { key: ["http", "maxConnectionsPerProxy"], kind: "number" },
   GITOPS_BROKER_GIT_REMOTE: { key: ["git", "remote"], kind: "string" },
   GITOPS_BROKER_GIT_BRANCH: { key: ["git", "branch"], kind: "string" },
   GITOPS_BROKER_GIT_AUTHOR_NAME: { key: ["git", "author", "name"], kind: "string" },
@@ -123,6 +126,7 @@ const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
   GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS: { key: ["git", "pushTimeoutSeconds"], kind: "number" },
   GITOPS_BROKER_GIT_ACTIVITY_TIMEOUT_SECONDS: { key: ["git", "activityTimeoutSeconds"], kind: "number" },
   GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS: { key: ["git", "pollIntervalSeconds"], kind: "number" },
+  GITOPS_BROKER_GIT_MIN_PUSH_INTERVAL_SECONDS: { key: ["git", "minPushIntervalSeconds"], kind: "number" },
   GITOPS_BROKER_GIT_SSH_COMMAND: { key: ["git", "sshCommand"], kind: "string" },
   GITOPS_BROKER_GIT_TOKEN_FILE: { key: ["git", "tokenFile"], kind: "path" },
   GITOPS_BROKER_USERNAME: { key: ["auth", "username"], kind: "string" },
@@ -144,6 +148,8 @@ const ENV_KEYS: Record<string, { key: string[]; kind: EnvKind }> = {
 function envValue(raw: string, kind: EnvKind, cwd: string): unknown {
   if (kind === "number") return /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : raw;
   if (kind === "boolean") return raw === "true" ? true : raw === "false" ? false : raw;
+  // Comma-separated; blanks around an item are dropped, an empty item is kept for the checks to name.
+  if (kind === "list") return raw.split(",").map((item) => item.trim());
   if (kind === "path") return path.resolve(cwd, raw);
   return raw;
 }

@@ -21,6 +21,8 @@ export interface GitConfig {
   activityTimeoutSeconds: number;
   /** Interval of fetching the remote to notice others' commits. */
   pollIntervalSeconds: number;
+  /** Push pacing of the control repository: a push at most this often (0: as soon as a commit is ready). */
+  minPushIntervalSeconds: number;
   /** GIT_SSH_COMMAND for ssh deploy keys. */
   sshCommand?: string;
   /** Absolute path of a file holding the https token. */
@@ -92,8 +94,12 @@ export interface HttpConfig {
   requestTimeoutSeconds: number;
   /** A keep-alive connection idle this long between requests is closed. */
   idleTimeoutSeconds: number;
-  /** Open connections per client address at most; more are closed at once. 0: no bound. */
+  /** Open connections per client address at most; as many more are answered 503, any beyond closed at once. 0: no bound. */
   maxConnectionsPerClient: number;
+  /** Addresses or CIDR blocks of the proxies in front (ingress controller): bounded by maxConnectionsPerProxy instead (ADR 0028). */
+  trustedProxies: string[];
+  /** Open connections per trusted proxy address at most, as maxConnectionsPerClient. 0: no bound. */
+  maxConnectionsPerProxy: number;
 }
 
 /** Leader election among replicas (ADR 0024). */
@@ -108,6 +114,17 @@ export interface LeaderElectionConfig {
   leaseDurationSeconds: number;
   renewDeadlineSeconds: number;
   retryPeriodSeconds: number;
+}
+
+/** One store (ADR 0027): a Git repository holding the instances of the clusters that name it. Defaults filled by loadConfig. */
+export interface StoreConfig {
+  remote: string;
+  branch: string;
+  sshCommand?: string;
+  /** Absolute path of a file holding the https token. */
+  tokenFile?: string;
+  minPushIntervalSeconds: number;
+  pollIntervalSeconds: number;
 }
 
 export interface Config {
@@ -126,4 +143,6 @@ export interface Config {
   records: RecordsConfig;
   metrics: MetricsConfig;
   leaderElection: LeaderElectionConfig;
+  /** By store name; empty: the control repository holds every instance. */
+  stores: Record<string, StoreConfig>;
 }

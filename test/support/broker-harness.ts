@@ -39,7 +39,7 @@ export function testConfig(
 ): Config {
   return {
     listen: { host: "127.0.0.1", port: 0 },
-    http: { headersTimeoutSeconds: 10, requestTimeoutSeconds: 30, idleTimeoutSeconds: 5, maxConnectionsPerClient: 256 },
+    http: { headersTimeoutSeconds: 10, requestTimeoutSeconds: 30, idleTimeoutSeconds: 5, maxConnectionsPerClient: 256, trustedProxies: [], maxConnectionsPerProxy: 4096 },
     dataDir: path.join(root, name),
     git: {
       remote: remoteUrl,
@@ -48,6 +48,7 @@ export function testConfig(
       pushTimeoutSeconds: 10,
       activityTimeoutSeconds: 5,
       pollIntervalSeconds: 3600,
+      minPushIntervalSeconds: 0,
       ...overrides,
     },
     auth: { mode: "basic", username: CREDENTIALS.username, password: CREDENTIALS.password, passwordFile: null },
@@ -60,6 +61,7 @@ export function testConfig(
     records: { retentionDays: 90, gcIntervalSeconds: 60, gcBatchSize: 100 },
     metrics: { listen: null },
     leaderElection: { enabled: false, leaseName: "gitops-broker", namespace: null, identity: null, leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 },
+    stores: {},
   };
 }
 
