@@ -1,5 +1,6 @@
 import { lstat, readdir, readFile, realpath, stat } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
+import { ChartError } from "../errors/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
 
 /** A chart as the module takes it: the files of its directory, or the bytes of its .tgz. */
@@ -49,15 +50,15 @@ export async function chartFromTree(tree: TreeReader, path: string): Promise<Cha
  */
 export async function chartFromPath(path: string): Promise<ChartInput> {
   const info = await stat(path).catch((e: unknown) => {
-    throw new Error(`path "${path}" not found`, { cause: e });
+    throw new ChartError(`path "${path}" not found`, { cause: e });
   });
   if (!info.isDirectory()) {
     const data = new Uint8Array(await readFile(path));
     if (!isGzip(data)) {
       if (path.endsWith(".yml") || path.endsWith(".yaml")) {
-        throw new Error(`file '${path}' seems to be a YAML file, but expected a gzipped archive`);
+        throw new ChartError(`file '${path}' seems to be a YAML file, but expected a gzipped archive`);
       }
-      throw new Error(`file '${path}' does not appear to be a gzipped archive`);
+      throw new ChartError(`file '${path}' does not appear to be a gzipped archive`);
     }
     return { archive: data };
   }
@@ -71,7 +72,7 @@ export async function chartFromPath(path: string): Promise<ChartInput> {
       const s = l.isSymbolicLink() ? await stat(full) : l;
       if (s.isDirectory()) await walk(full);
       else if (s.isFile()) files.push({ name: relative(root, full).split(sep).join("/"), data: new Uint8Array(await readFile(full)) });
-      else throw new Error(`cannot load irregular file ${full} as it has file mode type bits set`);
+      else throw new ChartError(`cannot load irregular file ${full} as it has file mode type bits set`);
     }
   };
   await walk(root);

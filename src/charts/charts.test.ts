@@ -6,6 +6,7 @@ import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
 import { createTempDir } from "../../test/support/git-fixtures.js";
+import { ChartError } from "../errors/index.js";
 import { adler32, chartFromPath, chartFromTree, releaseName, RemoteCharts, sha256Hex } from "./index.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -67,6 +68,8 @@ describe("chartFromPath", () => {
     );
     await expect(chartFromPath(join(dir, "chart.tar"))).rejects.toThrow("does not appear to be a gzipped archive");
     await expect(chartFromPath(join(dir, "missing"))).rejects.toThrow(`path "${join(dir, "missing")}" not found`);
+    await expect(chartFromPath(join(dir, "chart.tar"))).rejects.toBeInstanceOf(ChartError);
+    await expect(chartFromPath(join(dir, "missing"))).rejects.toMatchObject({ code: ChartError.code, cause: { code: "ENOENT" } });
   });
 });
 
@@ -110,6 +113,9 @@ describe("RemoteCharts", () => {
     );
     await expect(charts.ensure(`${http.url}/chart.tgz`, "sha256:ABC")).rejects.toThrow('digest "sha256:ABC" is not sha256:<64 lowercase hex digits>');
     await expect(charts.ensure(`${http.url}/missing.tgz`, wrong)).rejects.toThrow(`cannot download chart ${http.url}/missing.tgz: GET ${http.url}/missing.tgz: HTTP 404`);
+    // The download's own failure is the cause, a ChartError too; a log line keeps both.
+    await expect(charts.ensure(`${http.url}/missing.tgz`, wrong)).rejects.toMatchObject({ code: ChartError.code, cause: { code: ChartError.code } });
+    await expect(charts.ensure(`${http.url}/chart.tgz`, wrong)).rejects.toBeInstanceOf(ChartError);
     expect(await readdir(dir).catch(() => [])).toEqual([]);
   });
 

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { ChartError } from "../errors/index.js";
 
 /** Downloads `url`; rejects on a transport error or a non-2xx answer. */
 export type ChartDownloader = (url: string, signal: AbortSignal) => Promise<Uint8Array>;
@@ -24,11 +25,11 @@ const MAX_DOWNLOAD = 100 * 1024 * 1024;
 
 export const fetchDownloader: ChartDownloader = async (url, signal) => {
   const res = await fetch(url, { signal, redirect: "follow" });
-  if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
+  if (!res.ok) throw new ChartError(`GET ${url}: HTTP ${res.status}`);
   const length = Number(res.headers.get("content-length") ?? "0");
-  if (length > MAX_DOWNLOAD) throw new Error(`GET ${url}: ${length} bytes is more than ${MAX_DOWNLOAD}`);
+  if (length > MAX_DOWNLOAD) throw new ChartError(`GET ${url}: ${length} bytes is more than ${MAX_DOWNLOAD}`);
   const data = new Uint8Array(await res.arrayBuffer());
-  if (data.length > MAX_DOWNLOAD) throw new Error(`GET ${url}: more than ${MAX_DOWNLOAD} bytes`);
+  if (data.length > MAX_DOWNLOAD) throw new ChartError(`GET ${url}: more than ${MAX_DOWNLOAD} bytes`);
   return data;
 };
 
@@ -69,21 +70,21 @@ export class RemoteCharts {
 
   /**
    * The archive of `digest`: from the cache, else downloaded from `url`, verified and stored.
-   * Throws an Error whose message says what is wrong (bad digest, download failed, mismatch).
+   * Throws a ChartError whose message says what is wrong (bad digest, download failed, mismatch).
    */
   async ensure(url: string, digest: string): Promise<Uint8Array> {
     const hex = digestHex(digest);
-    if (hex === undefined) throw new Error(`digest ${JSON.stringify(digest)} is not sha256:<64 lowercase hex digits>`);
+    if (hex === undefined) throw new ChartError(`digest ${JSON.stringify(digest)} is not sha256:<64 lowercase hex digits>`);
     const cached = await this.get(digest);
     if (cached !== null) return cached;
     let data: Uint8Array;
     try {
       data = await this.#download(url, AbortSignal.timeout(this.#timeoutMs));
     } catch (e) {
-      throw new Error(`cannot download chart ${url}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      throw new ChartError(`cannot download chart ${url}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
     }
     const got = sha256Hex(data);
-    if (got !== hex) throw new Error(`chart ${url} has digest sha256:${got}, the plan pins ${digest}`);
+    if (got !== hex) throw new ChartError(`chart ${url} has digest sha256:${got}, the plan pins ${digest}`);
     await mkdir(this.#dir, { recursive: true });
     const tmp = join(this.#dir, `.${hex}.${randomBytes(6).toString("hex")}.tmp`);
     try {

@@ -182,12 +182,12 @@ async function render(p: Parsed, deps: RenderChartDeps): Promise<number> {
   try {
     const [name, chartPath] = p.positional.length === 2 ? p.positional : [undefined, p.positional[0] as string];
     if (name !== undefined) {
-      if (p.options.nameTemplate !== undefined) throw new Error("cannot set --name-template and also specify a name");
+      if (p.options.nameTemplate !== undefined) throw new ChartError("cannot set --name-template and also specify a name");
       p.options.releaseName = name;
     }
     const read = async (f: string): Promise<string> => {
       if (f.trim() === "-") return deps.readStdin ? await deps.readStdin() : "";
-      return readFile(f, "utf8").catch((e: unknown) => Promise.reject(new Error(`open ${f}: no such file or directory`, { cause: e })));
+      return readFile(f, "utf8").catch((e: unknown) => Promise.reject(new ChartError(`open ${f}: no such file or directory`, { cause: e })));
     };
     const valueFiles: string[] = [];
     for (const f of p.valueFiles) valueFiles.push(await read(f));

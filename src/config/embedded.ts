@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { mkdtemp, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
-import { ConfigError } from "../errors/index.js";
+import { ConfigError, GitRepositoryError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
 import { CATALOG_DIR, clusterNamespacePath, clusterRegistryPath, isDns1123Label, namespaceManifest } from "../repo/index.js";
 import { ensureDataDir } from "./data-dir.js";
@@ -141,7 +141,7 @@ async function seed(gitDir: string, files: Map<string, Buffer>, options: Prepare
   await git(gitDir, args, { input: Buffer.concat(stream) });
   const commit = /^:1 ([0-9a-f]{40,64})$/m.exec(await readFile(marks, "utf8"))?.[1];
   await rm(marks);
-  if (commit === undefined) throw new Error("git fast-import did not report the seed commit");
+  if (commit === undefined) throw new GitRepositoryError("git fast-import did not report the seed commit");
   return commit;
 }
 

@@ -38,6 +38,17 @@ describe("toJSON keeps what a log reader needs", () => {
   });
 });
 
+describe("toError", () => {
+  it("keeps an Error as it is and makes anything else thrown an InternalError with its text", () => {
+    const error = new TypeError("x");
+    expect(errors.toError(error)).toBe(error);
+    const made = errors.toError("worker gone");
+    expect(made).toBeInstanceOf(errors.InternalError);
+    expect(made).toMatchObject({ code: errors.InternalError.code, message: "worker gone", cause: "worker gone" });
+    expect(errors.toError(undefined).message).toBe("undefined");
+  });
+});
+
 type ErrorClass = (abstract new (...args: never[]) => BaseError) & { readonly code: string };
 
 const isClass = (value: unknown): value is abstract new (...args: never[]) => unknown =>

@@ -298,9 +298,10 @@ export class DataDirLockedError extends BaseError {
 }
 
 /**
- * The writer's local repository is not what git wrote: an object missing or of another type, a
- * malformed object, pack, pack index or ref, a git command answering less than asked. Never an
- * OSB answer of its own: the operation fails as an internal error.
+ * A Git repository is not what it should be: in the writer's local repository an object missing
+ * or of another type, a malformed object, pack, pack index or ref, a git command answering less
+ * than asked; or a revision a record names that the remote does not have. Never an OSB answer of
+ * its own: the operation fails as an internal error.
  */
 export class GitRepositoryError extends BaseError {
   static override readonly code = "GitRepositoryError";
@@ -398,6 +399,14 @@ export class RenderPending extends BaseError {
   get settled(): Promise<void> {
     return this.#settled;
   }
+}
+
+/**
+ * What was thrown, as an Error: itself when it is one, else an InternalError whose message is its
+ * text (throwing a non-Error is a bug; STYLE: never throw non-Errors).
+ */
+export function toError(thrown: unknown): Error {
+  return thrown instanceof Error ? thrown : new InternalError(String(thrown), { cause: thrown });
 }
 
 export function isOsbError(e: unknown): e is OsbError {

@@ -25,7 +25,7 @@ function finished(child: ReturnType<typeof git>, what: string): Promise<void> {
     child.once("error", reject);
     child.once("close", (code) => {
       if (code === 0) resolve();
-      else reject(new Error(`${what} exited with ${String(code)}: ${stderr.trim()}`));
+      else reject(new GitRepositoryError(`${what} exited with ${String(code)}: ${stderr.trim()}`));
     });
   });
 }
@@ -82,7 +82,7 @@ export async function catFileBatch(
       // "<oid> SP <type> SP <size> LF <content> LF", or "<oid> missing LF"
       const [oid, type, size] = buffered.toString("latin1", at, newline).split(" ");
       if (type !== "blob") {
-        failure ??= { error: new Error(`object ${oid} is ${type === "missing" ? "missing" : `a ${type}, not a blob`}`) };
+        failure ??= { error: new GitRepositoryError(`object ${oid} is ${type === "missing" ? "missing" : `a ${type}, not a blob`}`) };
         at = newline + 1;
         continue;
       }

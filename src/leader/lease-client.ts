@@ -46,7 +46,7 @@ export interface KubeLeaseClientOptions {
 export function createKubeLeaseClient(options: KubeLeaseClientOptions): LeaseClient {
   const { kubeConfig, namespace, name } = options;
   const server = kubeConfig.getCurrentCluster()?.server;
-  if (server === undefined) throw new TypeError("the kubeconfig for leader election has no current cluster");
+  if (server === undefined) throw new KubeApiError("the kubeconfig for leader election has no current cluster");
   const load = options.clientNode ?? loadClientNode;
   const timeoutMs = options.timeoutMs ?? 10_000;
   const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;

@@ -1,5 +1,5 @@
 import type { PlanTemplate } from "../catalog/index.js";
-import { TemplateFailure, WasmCallError } from "../errors/index.js";
+import { TemplateFailure, toError, WasmCallError } from "../errors/index.js";
 import type { TemplateContext, TemplateEngine } from "./engine.js";
 import { serviceFabrikValues } from "./service-fabrik.js";
 import type { RenderValues } from "./types.js";
@@ -57,7 +57,7 @@ export async function renderGoTemplateRequest(requestJson: string, name: string)
 }
 
 function failure(e: unknown, name: string): Error {
-  if (!(e instanceof WasmCallError)) return e instanceof Error ? e : new Error(String(e));
+  if (!(e instanceof WasmCallError)) return toError(e);
   if (e.reason === "timeout") {
     return new TemplateFailure(`gotemplate renderer - can't render template for ${name}. stopped after ${limits.timeoutMs} ms (time limit)`, { data: { limit: "time" } });
   }

@@ -1,6 +1,6 @@
 import { helmCheck, helmRender, releaseName, type ModuleCall } from "../charts/index.js";
 import type { PlanTemplate } from "../catalog/index.js";
-import { ChartError, TemplateFailure, WasmCallError } from "../errors/index.js";
+import { ChartError, TemplateFailure, toError, WasmCallError } from "../errors/index.js";
 import type { TemplateContext, TemplateEngine } from "./engine.js";
 import { renderGoTemplateJson } from "./gotemplate.js";
 import { field, serviceFabrikName, serviceFabrikValues, str } from "./service-fabrik.js";
@@ -37,7 +37,7 @@ function describe(e: unknown): Error {
   if (e instanceof WasmCallError) {
     return new TemplateFailure(e.reason === "timeout" ? `helm: stopped after ${TIMEOUT_MS} ms (time limit)` : `helm: ${e.message}`);
   }
-  return e instanceof Error ? e : new Error(String(e));
+  return toError(e);
 }
 
 export const helmEngine: TemplateEngine = {

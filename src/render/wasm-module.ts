@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { gunzipSync } from "node:zlib";
-import { WasmCallError } from "../errors/index.js";
+import { toError, WasmCallError } from "../errors/index.js";
 
 /**
  * The WebAssembly module built from the Go module in go/ (Go's text/template and sprig, ADR 0011), run in a
@@ -138,7 +138,7 @@ export class WasmHost {
       },
       (e: unknown) => {
         this.dispatching = false;
-        call.reject(e instanceof Error ? e : new Error(String(e)));
+        call.reject(toError(e));
         this.pump();
       },
     );

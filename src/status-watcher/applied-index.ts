@@ -1,3 +1,4 @@
+import { GitRepositoryError } from "../errors/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import { parse } from "yaml";
@@ -66,7 +67,7 @@ export function createAppliedIndex(deps: { writer: StatusWriter; logger: Logger;
       }
       reader = await writer.readerAt(revision);
     }
-    if (reader === null) throw new Error(`revision ${revision.slice(0, 7)} is not on the Git remote`);
+    if (reader === null) throw new GitRepositoryError(`revision ${revision.slice(0, 7)} is not on the Git remote`);
     return reader;
   }
 

@@ -54,7 +54,7 @@ export interface ClientNodeListWatchOptions {
 export function clientNodeListWatch<T extends KubernetesObject = KubernetesObject>(options: ClientNodeListWatchOptions): ListWatchTransport<T> {
   const { kubeConfig, path, labelSelector } = options;
   const server = kubeConfig.getCurrentCluster()?.server;
-  if (server === undefined) throw new TypeError("watch cache kubeConfig has no current cluster");
+  if (server === undefined) throw new KubeApiError("watch cache kubeConfig has no current cluster");
   const watchTimeoutSeconds = options.watchTimeoutSeconds ?? 240;
   let client: { k8s: ClientNode; http: IsomorphicFetchHttpLibrary; watcher: Watch } | undefined;
   const clientNode = async () => {

@@ -1,5 +1,5 @@
 import type { Plan, Service } from "../catalog/index.js";
-import { RenderPending } from "../errors/index.js";
+import { RenderPending, toError } from "../errors/index.js";
 import { hasTemplate, renderNow, type RenderValues } from "../render/index.js";
 import { keyOf, LABEL_INSTANCE, type BindingRecord, type InstanceRecord, type OperationEntry } from "../repo/index.js";
 import type { AppliedIndex } from "./applied-index.js";
@@ -60,7 +60,7 @@ export function prepare(s: Omit<Subject, "cluster">): Prepared {
     if (s.operation.action === "unbind") collect("bind");
     sources = renderSources(s.plan, values(s));
   } catch (error) {
-    sources = error instanceof Error ? error : new Error(String(error));
+    sources = toError(error);
   }
   return { kinds: [...kinds.values()], sources };
 }
