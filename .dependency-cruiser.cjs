@@ -21,6 +21,13 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: "errors-import-no-other-folder",
+      severity: "error",
+      comment: "src/errors is the one error hierarchy every folder imports: it imports none of them (a cycle otherwise).",
+      from: { path: "^src/errors/" },
+      to: { path: "^src/", pathNot: "^src/errors/" },
+    },
+    {
       name: "enter-a-folder-through-its-index",
       severity: "error",
       comment: "Another folder's files are reached only through its index.ts, its one import surface.",
