@@ -3,9 +3,10 @@ import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import type { Logger } from "../log/index.js";
 import type { Labels, StatusWatcherInstruments } from "../metrics/index.js";
-import { LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY } from "../repo/index.js";
+import { LABEL_MANAGED_BY, MANAGED_BY } from "../repo/index.js";
 import { collectionPath, createDiscovery, type Discover, type ResourceInfo } from "./discovery.js";
-import { createWatchCache, type WatchCache, type WatchCacheEvent } from "./kube-cache.js";
+import { createWatchCache, type WatchCache, type WatchCacheEvent, type WatchCacheOptions } from "./kube-cache.js";
+import { createOwnerIndex } from "./owner-index.js";
 import { observeSync, syncCollectionPath, syncSubject, type SyncObservation } from "./sync-state.js";
 
 /**
@@ -78,7 +79,7 @@ export interface LiveCluster {
   stop(): Promise<void>;
 }
 
-interface KindWatch {
+export interface KindWatch {
   role: Role;
   kind: KindRef;
   info?: ResourceInfo;
@@ -97,37 +98,35 @@ interface Connection {
 let lastVersion = 0;
 
 const kindKey = (role: Role, k: KindRef) => `${role} ${k.apiVersion} ${k.kind} ${k.namespace}`;
-const objectKey = (o: KubernetesObject) => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
+const describeKind = (k: KindRef) => `${k.apiVersion} ${k.kind}${k.namespace ? ` in ${k.namespace}` : ""}`;
 
-export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): LiveCluster {
-  const log = deps.logger.child({ cluster: entry.id });
-  const stopping = new AbortController();
-  const watches = new Map<string, KindWatch>();
-  const listeners = new Set<() => void>();
-  /** label -> key -> objects (by kind watch and object key) of the owned caches. */
-  const index = { instance: new Map<string, Map<string, KubernetesObject>>(), binding: new Map<string, Map<string, KubernetesObject>>() };
-  /** The reverse: object -> the key it is indexed under, per label. */
-  const owners = { instance: new Map<string, string>(), binding: new Map<string, string>() };
-  let version = ++lastVersion;
-  let connection: Connection | undefined;
-  let connectFailure: string | undefined;
-  let lastSync: { object: KubernetesObject; observation: SyncObservation } | undefined;
+/**
+ * Why a kind's objects cannot be read yet: its discovery or watch failed (blocked), it is being
+ * discovered or listed for the first time (gathering); undefined once its cache holds them.
+ */
+export function kindWatchProblem(w: KindWatch): NotReady | undefined {
+  if (w.failure) return blocked(`cannot watch ${describeKind(w.kind)}: ${w.failure.message}`);
+  if (w.discovering || !w.cache) return gathering(`discovering ${describeKind(w.kind)}`);
+  const state = w.cache.state();
+  if (!state.synced) return gathering(`listing ${describeKind(w.kind)}${state.lastError ? `: ${state.lastError}` : ""}`);
+  return undefined;
+}
 
-  function touch(): void {
-    version = ++lastVersion;
-    for (const listener of listeners) listener();
-  }
-
-  // cluster_up: 1 after a list succeeded, 0 after a list or watch failed (until the next list).
+/**
+ * The options of a cluster's watch caches: its logger, the deps' delay, jitter and re-list period,
+ * and the metrics (cluster_up: 1 after a list succeeded, 0 after a list or watch failed, until the
+ * next list).
+ */
+function cacheOptionsFor(deps: LiveClusterDeps, log: Logger, clusterId: string) {
   const metrics = deps.metrics;
-  const labels = { cluster: entry.id };
+  const labels = { cluster: clusterId };
   const restartsDown = {
     inc(l?: Labels, value?: number): void {
       metrics?.watchRestarts.inc(l, value);
       metrics?.clusterUp.set(0, labels);
     },
   };
-  const cacheOptions = (kubeConfig: KubeConfig, path: string, labelSelector?: string) => ({
+  return (kubeConfig: KubeConfig, path: string, labelSelector?: string): WatchCacheOptions => ({
     kubeConfig,
     path,
     logger: log,
@@ -143,6 +142,70 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
     ...(deps.random ? { random: deps.random } : {}),
     ...(deps.relistIntervalMs ? { relistIntervalMs: deps.relistIntervalMs } : {}),
   });
+}
+
+interface Loaded {
+  discover: Discover;
+  kubeConfig: KubeConfig;
+  /** The sync object's cluster: `kubeConfig` unless the registry names another. */
+  syncKubeConfig: KubeConfig;
+}
+
+/**
+ * Loads the cluster's kubeconfig (and its sync object's, when that lives elsewhere) and discovery,
+ * and hands them to `use`; a failure of either is logged, told to `failed` and tried again after
+ * RETRY_MS, until `signal` aborts.
+ */
+async function connect(entry: ClusterEntry, deps: LiveClusterDeps, log: Logger, signal: AbortSignal, use: (loaded: Loaded) => void, failed: (message: string) => void): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      const kubeConfig = await deps.kubeConfigFor(entry.kubeconfig, entry);
+      const syncKubeConfig = entry.sync?.kubeconfig ? await deps.kubeConfigFor(entry.sync.kubeconfig, entry) : kubeConfig;
+      const discover = await createDiscovery(kubeConfig);
+      if (!signal.aborted) use({ discover, kubeConfig, syncKubeConfig });
+      return;
+    } catch (error) {
+      log.warn({ err: error }, "cannot load the cluster's kubeconfig, retrying");
+      failed(error instanceof Error ? error.message : String(error));
+      await sleep(RETRY_MS, undefined, { signal }).catch(() => undefined);
+    }
+  }
+}
+
+/**
+ * The state of the cluster's sync object as its cache holds it (undefined: not connected yet), or
+ * why it is not known; observed anew only when the object changed.
+ */
+export function syncReader(entry: ClusterEntry): (cache: Pick<WatchCache, "state" | "get"> | undefined) => SyncObservation | NotReady {
+  let last: { object: KubernetesObject; observation: SyncObservation } | undefined;
+  return (cache) => {
+    const ref = entry.sync;
+    if (!ref) return blocked(`cluster ${entry.id} has no spec.sync: live status needs the Argo CD Application or Flux Kustomization that syncs it`);
+    if (!cache) return gathering(`connecting to cluster ${entry.id}`);
+    if (!cache.state().synced) return gathering(`listing the ${syncSubject(ref)}`);
+    const object = cache.get(ref.namespace, ref.name);
+    if (!object) return blocked(`${syncSubject(ref)} not found in namespace ${ref.namespace}`);
+    if (last?.object !== object) last = { object, observation: observeSync(ref, object, last?.observation) };
+    return last.observation;
+  };
+}
+
+export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): LiveCluster {
+  const log = deps.logger.child({ cluster: entry.id });
+  const stopping = new AbortController();
+  const watches = new Map<string, KindWatch>();
+  const listeners = new Set<() => void>();
+  const owners = createOwnerIndex();
+  const cacheOptions = cacheOptionsFor(deps, log, entry.id);
+  let version = ++lastVersion;
+  let connection: Connection | undefined;
+  let connectFailure: string | undefined;
+  const readSync = syncReader(entry);
+
+  function touch(): void {
+    version = ++lastVersion;
+    for (const listener of listeners) listener();
+  }
 
   function startCache(cache: WatchCache, onEvent?: (event: WatchCacheEvent) => void): void {
     cache.onChange((event) => {
@@ -151,25 +214,6 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
     });
     // A failing list is retried by the cache and shown in its state(); stop() rejects start().
     cache.start().then(touch, () => undefined);
-  }
-
-  function indexEvent(watchKey: string, event: WatchCacheEvent): void {
-    const key = `${watchKey} ${objectKey(event.object)}`;
-    const labels = event.object.metadata?.labels ?? {};
-    for (const [label, name] of [["instance", LABEL_INSTANCE], ["binding", LABEL_BINDING]] as const) {
-      const previous = owners[label].get(key);
-      const was = previous === undefined ? undefined : index[label].get(previous);
-      if (was?.delete(key) && was.size === 0) index[label].delete(previous!);
-      const value = labels[name];
-      if (event.type === "DELETED" || value === undefined) {
-        owners[label].delete(key);
-        continue;
-      }
-      owners[label].set(key, value);
-      const objects = index[label].get(value) ?? new Map<string, KubernetesObject>();
-      objects.set(key, event.object);
-      index[label].set(value, objects);
-    }
   }
 
   function startWatch(w: KindWatch, c: Connection): void {
@@ -181,7 +225,7 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
         delete w.failure;
         w.cache = createWatchCache(cacheOptions(c.kubeConfig, collectionPath(w.kind.apiVersion, info, w.kind.namespace), SELECTORS[w.role]));
         const key = kindKey(w.role, w.kind);
-        startCache(w.cache, w.role === "owned" ? (event) => indexEvent(key, event) : undefined);
+        startCache(w.cache, w.role === "owned" ? (event) => owners.apply(key, event) : undefined);
       })
       .catch((error: unknown) => {
         w.failure = { message: error instanceof Error ? error.message : String(error), at: performance.now() };
@@ -193,44 +237,27 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
       });
   }
 
-  async function connect(): Promise<void> {
-    while (!stopping.signal.aborted) {
-      try {
-        const kubeConfig = await deps.kubeConfigFor(entry.kubeconfig, entry);
-        const syncKubeConfig = entry.sync?.kubeconfig ? await deps.kubeConfigFor(entry.sync.kubeconfig, entry) : kubeConfig;
-        const discover = await createDiscovery(kubeConfig);
-        if (stopping.signal.aborted) return;
-        const c: Connection = { discover, kubeConfig };
-        if (entry.sync) {
-          c.syncCache = createWatchCache(cacheOptions(syncKubeConfig, syncCollectionPath(entry.sync)));
-          startCache(c.syncCache);
-        }
-        connection = c;
-        connectFailure = undefined;
-        for (const w of watches.values()) startWatch(w, c);
-        log.info({ sync: entry.sync?.name }, "watching cluster");
-        touch();
-        return;
-      } catch (error) {
-        connectFailure = error instanceof Error ? error.message : String(error);
-        log.warn({ err: error }, "cannot load the cluster's kubeconfig, retrying");
-        touch();
-        await sleep(RETRY_MS, undefined, { signal: stopping.signal }).catch(() => undefined);
-      }
+  function use({ discover, kubeConfig, syncKubeConfig }: Loaded): void {
+    const c: Connection = { discover, kubeConfig };
+    if (entry.sync) {
+      c.syncCache = createWatchCache(cacheOptions(syncKubeConfig, syncCollectionPath(entry.sync)));
+      startCache(c.syncCache);
     }
+    connection = c;
+    connectFailure = undefined;
+    for (const w of watches.values()) startWatch(w, c);
+    log.info({ sync: entry.sync?.name }, "watching cluster");
+    touch();
   }
-  const connecting = connect();
+  const connecting = connect(entry, deps, log, stopping.signal, use, (failure) => {
+    connectFailure = failure;
+    touch();
+  });
 
-  function watchProblem(w: KindWatch): NotReady | undefined {
-    const what = `${w.kind.apiVersion} ${w.kind.kind}${w.kind.namespace ? ` in ${w.kind.namespace}` : ""}`;
-    if (w.failure) {
-      if (connection && !w.discovering && performance.now() - w.failure.at > RETRY_MS) startWatch(w, connection);
-      return blocked(`cannot watch ${what}: ${w.failure.message}`);
-    }
-    if (w.discovering || !w.cache) return gathering(`discovering ${what}`);
-    const state = w.cache.state();
-    if (!state.synced) return gathering(`listing ${what}${state.lastError ? `: ${state.lastError}` : ""}`);
-    return undefined;
+  /** kindWatchProblem, trying a failed discovery or watch again once RETRY_MS passed. */
+  function watchProblem(w: KindWatch, c: Connection): NotReady | undefined {
+    if (w.failure && !w.discovering && performance.now() - w.failure.at > RETRY_MS) startWatch(w, c);
+    return kindWatchProblem(w);
   }
 
   function findCache(role: Role, kind: KindRef, name: string): KubernetesObject | undefined {
@@ -238,6 +265,8 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
     if (!w?.cache || !w.info) return undefined;
     return w.cache.get(w.info.namespaced ? kind.namespace : "", name);
   }
+
+  const caches = () => [connection?.syncCache, ...[...watches.values()].map((w) => w.cache)];
 
   return {
     entry,
@@ -249,21 +278,10 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
     },
     problem() {
       if (connectFailure !== undefined) return `cluster ${entry.id} cannot be reached: ${connectFailure}`;
-      const caches = [connection?.syncCache, ...[...watches.values()].map((w) => w.cache)];
-      const failing = caches.find((c) => c?.state().lastError !== undefined);
+      const failing = caches().find((c) => c?.state().lastError !== undefined);
       return failing ? `cluster ${entry.id} cannot be reached: ${failing.state().lastError}` : undefined;
     },
-    sync() {
-      const ref = entry.sync;
-      if (!ref) return blocked(`cluster ${entry.id} has no spec.sync: live status needs the Argo CD Application or Flux Kustomization that syncs it`);
-      const cache = connection?.syncCache;
-      if (!cache) return gathering(`connecting to cluster ${entry.id}`);
-      if (!cache.state().synced) return gathering(`listing the ${syncSubject(ref)}`);
-      const object = cache.get(ref.namespace, ref.name);
-      if (!object) return blocked(`${syncSubject(ref)} not found in namespace ${ref.namespace}`);
-      if (lastSync?.object !== object) lastSync = { object, observation: observeSync(ref, object, lastSync?.observation) };
-      return lastSync.observation;
-    },
+    sync: () => readSync(connection?.syncCache),
     watch(role, kinds) {
       let problem: NotReady | undefined;
       for (const kind of kinds) {
@@ -274,16 +292,16 @@ export function startLiveCluster(entry: ClusterEntry, deps: LiveClusterDeps): Li
           watches.set(key, w);
           if (connection) startWatch(w, connection);
         }
-        problem ??= connection ? watchProblem(w) : gathering(`connecting to cluster ${entry.id}`);
+        problem ??= connection ? watchProblem(w, connection) : gathering(`connecting to cluster ${entry.id}`);
       }
       return problem;
     },
     get: (kind, name) => findCache("owned", kind, name) ?? findCache("foreign", kind, name),
-    ownedBy: (label, key) => [...(index[label].get(key)?.values() ?? [])],
+    ownedBy: (label, key) => owners.ownedBy(label, key),
     async stop() {
       stopping.abort();
       await connecting;
-      await Promise.all([connection?.syncCache, ...[...watches.values()].map((w) => w.cache)].flatMap((c) => (c ? [c.stop()] : [])));
+      await Promise.all(caches().flatMap((c) => (c ? [c.stop()] : [])));
       listeners.clear();
     },
   };
