@@ -5,7 +5,7 @@
  * Registry created in the entry point, never the global one) is all that exporting them takes.
  */
 
-import type { Counter, Gauge, Histogram, Metrics } from "./types.js";
+import type { Counter, Gauge, Histogram, Labels, Metrics } from "./types.js";
 
 export type { Counter, Gauge, Histogram, Labels, Metrics } from "./types.js";
 
@@ -35,25 +35,33 @@ export interface BrokerInstruments {
   lastOperations: Counter;
 }
 
-/** The git writer. */
+/**
+ * The git writers: one set of instruments shared by every writer (one per store), each update
+ * labelled with the writer's `store` (the control repository's is "control").
+ */
 export interface GitWriterInstruments {
-  /** Pushes, by result (accepted, rejected, unreachable). */
+  /** Pushes, by store and result (accepted, rejected, unreachable, hook). */
   pushes: Counter;
-  /** Time of one push. */
+  /** Time of one push, by store. */
   pushSeconds: Histogram;
-  /** Operations per pushed batch. */
+  /** Operations per pushed batch, by store. */
   batchOperations: Histogram;
-  /** Operations waiting in the queue. */
+  /** Operations waiting in the queue, by store. */
   queuedOperations: Gauge;
-  /** Commits a history rewrite erased from the branch that are not on it again (0: none). */
+  /** Commits a history rewrite erased from the branch that are not on it again (0: none), by store. */
   lostCommits: Gauge;
-  /** The last successful fetch of (or push to) the remote; exported as its age at scrape time. */
+  /** The last successful fetch of (or push to) the remote, by store; exported as its age at scrape time. */
   fetched: Age;
+  /**
+   * Time an acknowledged operation waited for its store's push window (git.minPushIntervalSeconds),
+   * by store; observed once per pushed operation, and only by a writer that paces its pushes.
+   */
+  pushWindowWaitSeconds: Histogram;
 }
 
-/** A moment whose age is exported (seconds, NaN before the first). */
+/** A moment whose age is exported (seconds), one per label set: a series appears with its first mark. */
 export interface Age {
-  mark(): void;
+  mark(labels?: Labels): void;
 }
 
 /** The status watcher. */
@@ -129,12 +137,22 @@ export interface Instruments {
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const BATCH = [1, 2, 5, 10, 20, 50, 100, 200];
+/** Waits for a push window: git.minPushIntervalSeconds is at most 3600. */
+const WINDOW_SECONDS = [0.1, 0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600];
 
-function age(metrics: Metrics, name: string, help: string, now: () => number): Age {
-  const gauge = metrics.gauge(name, help);
-  let at: number | undefined;
-  metrics.onCollect(() => gauge.set(at === undefined ? Number.NaN : Math.max(0, (now() - at) / 1000)));
-  return { mark: () => void (at = now()) };
+/** A gauge of ages, one per label set (e.g. one per store), each the time since its last mark. */
+function age(metrics: Metrics, name: string, help: string, labelNames: readonly string[], now: () => number): Age {
+  const gauge = metrics.gauge(name, help, labelNames);
+  const marks = new Map<string, { labels: Labels; at: number }>();
+  metrics.onCollect(() => {
+    for (const { labels, at } of marks.values()) gauge.set(Math.max(0, (now() - at) / 1000), labels);
+  });
+  return {
+    mark: (labels = {}) => {
+      const key = JSON.stringify(labelNames.map((n) => labels[n] ?? ""));
+      marks.set(key, { labels, at: now() });
+    },
+  };
 }
 
 /** Every instrument of the broker, registered in this one place. `now` (ms) is the clock of ages. */
@@ -153,14 +171,21 @@ export function createInstruments(metrics: Metrics = noopMetrics, now: () => num
       lastOperations: metrics.counter("gitops_broker_last_operation_answers_total", "last_operation answers, by resource and state", ["resource", "state"]),
     },
     gitwriter: {
-      pushes: metrics.counter("gitops_broker_git_pushes_total", "Pushes to the Git remote", ["result"]),
-      pushSeconds: metrics.histogram("gitops_broker_git_push_duration_seconds", "Time of one push", [], SECONDS),
-      batchOperations: metrics.histogram("gitops_broker_git_batch_operations", "Operations per pushed batch", [], BATCH),
-      queuedOperations: metrics.gauge("gitops_broker_git_queued_operations", "Operations waiting in the write queue"),
-      fetched: age(metrics, "gitops_broker_git_last_fetch_age_seconds", "Seconds since the last successful fetch of (or push to) the remote", now),
+      pushes: metrics.counter("gitops_broker_git_pushes_total", "Pushes to the Git remote, by store and result", ["store", "result"]),
+      pushSeconds: metrics.histogram("gitops_broker_git_push_duration_seconds", "Time of one push", ["store"], SECONDS),
+      batchOperations: metrics.histogram("gitops_broker_git_batch_operations", "Operations per pushed batch", ["store"], BATCH),
+      queuedOperations: metrics.gauge("gitops_broker_git_queued_operations", "Operations waiting in the write queue", ["store"]),
+      fetched: age(metrics, "gitops_broker_git_last_fetch_age_seconds", "Seconds since the last successful fetch of (or push to) the remote", ["store"], now),
       lostCommits: metrics.gauge(
         "gitops_broker_git_history_lost_commits",
         "Commits a force-push erased from the branch that are not on it again (0: none)",
+        ["store"],
+      ),
+      pushWindowWaitSeconds: metrics.histogram(
+        "gitops_broker_git_push_window_wait_seconds",
+        "Time a pushed operation waited for its store's push window (git.minPushIntervalSeconds)",
+        ["store"],
+        WINDOW_SECONDS,
       ),
     },
     statusWatcher: {

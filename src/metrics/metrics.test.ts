@@ -26,8 +26,33 @@ describe("instruments", () => {
   it("hands each component the instruments of the factory it was given", () => {
     const r = recording();
     const { gitwriter } = createInstruments(r.metrics);
-    gitwriter.pushes.inc({ result: "accepted" });
-    expect(r.updates).toEqual([["gitops_broker_git_pushes_total", [{ result: "accepted" }]]]);
+    gitwriter.pushes.inc({ store: "control", result: "accepted" });
+    expect(r.updates).toEqual([["gitops_broker_git_pushes_total", [{ store: "control", result: "accepted" }]]]);
+  });
+
+  it("labels every git writer series with the store, and keeps one last-fetch age per store", async () => {
+    const m = createPrometheusMetrics(new Registry());
+    let clock = 1_000;
+    const { gitwriter } = createInstruments(m, () => clock);
+    gitwriter.fetched.mark({ store: "control" });
+    clock = 5_000;
+    gitwriter.fetched.mark({ store: "eu" });
+    gitwriter.pushes.inc({ store: "eu", result: "accepted" });
+    gitwriter.pushWindowWaitSeconds.observe(4, { store: "eu" });
+    clock = 11_000;
+    const text = await m.exposition();
+    // Each store's age counts from its own last contact: 10 s and 6 s.
+    expect(text).toContain('gitops_broker_git_last_fetch_age_seconds{store="control"} 10');
+    expect(text).toContain('gitops_broker_git_last_fetch_age_seconds{store="eu"} 6');
+    expect(text).toContain('gitops_broker_git_pushes_total{store="eu",result="accepted"} 1');
+    expect(text).toContain('gitops_broker_git_push_window_wait_seconds_bucket{le="5",store="eu"} 1');
+    expect(text).toContain('gitops_broker_git_push_window_wait_seconds_bucket{le="2.5",store="eu"} 0');
+    // A store marked again ages from then; the other keeps its age.
+    gitwriter.fetched.mark({ store: "control" });
+    clock = 12_000;
+    const later = await m.exposition();
+    expect(later).toContain('gitops_broker_git_last_fetch_age_seconds{store="control"} 1');
+    expect(later).toContain('gitops_broker_git_last_fetch_age_seconds{store="eu"} 7');
   });
 
   it("records nothing by default", () => {
