@@ -2,15 +2,21 @@ import http, { STATUS_CODES } from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import type { RequestListener } from "node:http";
+import type { RequestListener, ServerResponse } from "node:http";
+import { addressMatcher } from "../config/index.js";
+import { ServiceUnavailableError, toOsbBody } from "../errors/index.js";
 
-/** Socket bounds of the OSB server (config `http.*`, ADR 0013). */
+/** Socket bounds of the OSB server (config `http.*`, ADR 0013, ADR 0028). */
 export interface HttpServerLimits {
   headersTimeoutSeconds: number;
   requestTimeoutSeconds: number;
   idleTimeoutSeconds: number;
   /** 0: no bound. */
   maxConnectionsPerClient: number;
+  /** Addresses and CIDR blocks of the proxies in front: bounded by `maxConnectionsPerProxy` instead. */
+  trustedProxies: readonly string[];
+  /** 0: no bound. */
+  maxConnectionsPerProxy: number;
 }
 
 export interface HttpServerLogger {
@@ -24,8 +30,9 @@ const CHECK_INTERVAL_MS = 1_000;
  * The OSB server with bounded sockets: a client that sends its headers or its body too slowly
  * (or announces more body than it sends) is answered 408 and disconnected once the headers or
  * request timeout passes; an idle keep-alive connection is closed after the idle timeout; one
- * client address holds at most `maxConnectionsPerClient` connections. Answering is not bounded
- * here: a request waits for its push as long as `git.pushTimeoutSeconds` says.
+ * client address is served at most `maxConnectionsPerClient` connections at once (the address of
+ * a trusted proxy `maxConnectionsPerProxy`). Answering is not bounded here: a request waits for
+ * its push as long as `git.pushTimeoutSeconds` says.
  */
 export function createHttpServer(
   app: RequestListener,
@@ -38,6 +45,13 @@ export function createHttpServer(
     keepAliveTimeout: limits.idleTimeoutSeconds * 1000,
     connectionsCheckingInterval: CHECK_INTERVAL_MS,
   };
+  // Connections past their address's bound, by connectionKey: their request is answered 503.
+  const overBound = new Map<string, Bound>();
+  const listener: RequestListener = (req, res) => {
+    const bound = overBound.size > 0 ? overBound.get(connectionKey(req.socket)) : undefined;
+    if (bound) answerOverBound(res, bound);
+    else app(req, res);
+  };
   const tls = options.tls;
   // With a client CA, every client is asked for a certificate; the handshake completes without
   // one or with one that fails verification, so that the app answers 401 with the OSB error
@@ -45,10 +59,10 @@ export function createHttpServer(
   const server = tls
     ? https.createServer(
         { ...serverOptions, cert: tls.cert, key: tls.key, ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}) },
-        app,
+        listener,
       )
-    : http.createServer(serverOptions, app);
-  if (limits.maxConnectionsPerClient > 0) boundConnectionsPerClient(server, limits.maxConnectionsPerClient, options.logger);
+    : http.createServer(serverOptions, listener);
+  boundConnectionsPerAddress(server, limits, overBound, options.logger);
   server.on("clientError", answerClientError);
   return server;
 }
@@ -77,28 +91,78 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   );
 }
 
-function boundConnectionsPerClient(server: http.Server, max: number, logger: HttpServerLogger): void {
-  const open = new Map<string, number>();
+/** The bound an address's connections meet: its config key, for the log and the answer, and its value. */
+interface Bound {
+  key: "http.maxConnectionsPerClient" | "http.maxConnectionsPerProxy";
+  max: number;
+}
+
+/** One open connection: its peer's address and port (the same on a TLS socket as on the TCP socket below it). */
+function connectionKey(socket: Socket): string {
+  return `${socket.remoteAddress ?? "unknown"} ${socket.remotePort ?? ""}`;
+}
+
+/**
+ * Counts the open connections of every address (ADR 0028). Up to `max` of them are served. The
+ * next `max` are marked in `overBound`: their first request is answered 503 with Retry-After
+ * and the connection closed, an answer a client and a proxy in front can act on, where a reset
+ * is a failed request. Any further ones are destroyed on arrival, so that one address never holds
+ * more than twice its bound. A trusted proxy's address has its own, larger bound: every client
+ * behind the proxy shares it, and the proxy opens one connection per request in flight.
+ */
+function boundConnectionsPerAddress(server: http.Server, limits: HttpServerLimits, overBound: Map<string, Bound>, logger: HttpServerLogger): void {
+  const client: Bound = { key: "http.maxConnectionsPerClient", max: limits.maxConnectionsPerClient };
+  const proxy: Bound = { key: "http.maxConnectionsPerProxy", max: limits.maxConnectionsPerProxy };
+  if (client.max === 0 && (proxy.max === 0 || limits.trustedProxies.length === 0)) return;
+  const isProxy = addressMatcher(limits.trustedProxies);
+  const open = new Map<string, { served: number; overBound: number }>();
   let warned = new Set<string>();
-  // Log each refused address once per minute at most, not once per connection.
+  // Log each address past its bound once per minute at most, not once per connection.
   const forget = setInterval(() => (warned = new Set()), 60_000).unref();
   server.once("close", () => clearInterval(forget));
   server.on("connection", (socket: Socket) => {
     const address = socket.remoteAddress ?? "unknown";
-    const count = open.get(address) ?? 0;
-    if (count >= max) {
-      if (!warned.has(address)) {
-        warned.add(address);
-        logger.warn({ client: address, max }, "too many connections from one client address: closing the new ones");
-      }
+    const bound = isProxy(socket.remoteAddress) ? proxy : client;
+    if (bound.max === 0) return;
+    let count = open.get(address);
+    if (count === undefined) open.set(address, (count = { served: 0, overBound: 0 }));
+    const counted = count;
+    const release = (field: "served" | "overBound") => {
+      counted[field]--;
+      if (counted.served === 0 && counted.overBound === 0) open.delete(address);
+    };
+    if (counted.served < bound.max) {
+      counted.served++;
+      socket.once("close", () => release("served"));
+      return;
+    }
+    if (!warned.has(address)) {
+      warned.add(address);
+      logger.warn({ client: address, max: bound.max, key: bound.key }, "too many connections from one address: answering 503, then closing the new ones at once");
+    }
+    if (counted.overBound >= bound.max) {
       socket.destroy();
       return;
     }
-    open.set(address, count + 1);
+    counted.overBound++;
+    const key = connectionKey(socket);
+    overBound.set(key, bound);
     socket.once("close", () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left === 0) open.delete(address);
-      else open.set(address, left);
+      overBound.delete(key);
+      release("overBound");
     });
   });
+}
+
+/** 503 with Retry-After and the OSB error body; the connection is closed after it. */
+function answerOverBound(res: ServerResponse, { key, max }: Bound): void {
+  const error = new ServiceUnavailableError(`too many connections from one address: ${max} at most (${key}); retry, with fewer requests at once`, { retryAfter: 1 });
+  const body = JSON.stringify(toOsbBody(error));
+  res.writeHead(error.status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    "retry-after": String(error.retryAfter),
+    connection: "close",
+  });
+  res.end(body);
 }

@@ -4,6 +4,7 @@ import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTempDir } from "../../test/support/git-fixtures.js";
 import { ConfigError } from "../errors/index.js";
+import { createHttpServer } from "../broker/index.js";
 import { createGitWriter } from "../gitwriter/index.js";
 import { silentLogger } from "../log/index.js";
 import { loadConfig } from "./index.js";
@@ -36,7 +37,11 @@ function at(keys: string[], value: unknown): Record<string, unknown> {
 }
 
 /** Values no key should take silently into a crash: wrong types, empty, negative, huge, options. */
-const BAD_VALUES: unknown[] = ["", "-x", "bad..branch", " ", "a\nb", -1, 0, 1e300, 3.5, true, [], {}, ["x"], { x: 1 }, null];
+const BAD_VALUES: unknown[] = [
+  "", "-x", "bad..branch", " ", "a\nb", -1, 0, 1e300, 3.5, true, [], {}, ["x"], { x: 1 }, null,
+  // Lists of address ranges (http.trustedProxies) that are none.
+  ["10.0.0.0/33"], ["::/129"], ["fe80::1%eth0"], ["10.0.0.0/8", ""], ["10.0.0.0/8 "], ["localhost"], [8],
+];
 
 describe("a fuzz of bad values at every key", () => {
   it("each value is taken, or refused as a ConfigError naming its key, and never throws anything else", async () => {
@@ -55,7 +60,8 @@ describe("a fuzz of bad values at every key", () => {
         );
         if (outcome === "taken") {
           // What the loader takes, the components built from it at start-up take too: the git
-          // writer's own check (serve passes these fields as they are) must find nothing.
+          // writer's own check and the OSB server's (serve passes these fields as they are) must
+          // find nothing.
           const config = await loadConfig({ cwd: tmp, env: {}, argv: ["--config", file] });
           try {
             createGitWriter({
@@ -67,6 +73,8 @@ describe("a fuzz of bad values at every key", () => {
               remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
               activityTimeoutMs: config.git.activityTimeoutSeconds * 1000,
             });
+            // The OSB server's socket bounds, trusted proxies included.
+            createHttpServer(() => undefined, config.http, { logger: silentLogger() }).close();
           } catch (error) {
             unexpected.push(`${keyPath.join(".")} = ${JSON.stringify(value)}: taken by the loader, refused at start-up: ${String(error)}`);
           }

@@ -162,6 +162,34 @@ describe("loadConfig", () => {
     expect(b.auth).toEqual({ mode: "basic", username: "broker", password: null, passwordFile: path.join(tmp, "pw") });
   });
 
+  it("takes the trusted proxies and their bound from file and env (a comma-separated list), and names an entry that is no address or CIDR block", async () => {
+    await write("proxies.yaml", "http:\n  trustedProxies: [10.0.0.0/8, 'fd00::/8']\n  maxConnectionsPerProxy: 0\n");
+    const fromFile = await loadConfig({ cwd: tmp, env: {}, argv: ["--config", "proxies.yaml"] });
+    expect(fromFile.http).toMatchObject({ maxConnectionsPerClient: 256, trustedProxies: ["10.0.0.0/8", "fd00::/8"], maxConnectionsPerProxy: 0 });
+    const fromEnv = await loadConfig({
+      cwd: tmp,
+      env: { GITOPS_BROKER_HTTP_TRUSTED_PROXIES: "192.168.0.0/16, 10.1.2.3", GITOPS_BROKER_HTTP_MAX_CONNECTIONS_PER_PROXY: "1000" },
+      argv: ["--config", "proxies.yaml"],
+    });
+    expect(fromEnv.http).toMatchObject({ trustedProxies: ["192.168.0.0/16", "10.1.2.3"], maxConnectionsPerProxy: 1000 });
+
+    await write("bad-proxies.yaml", "http:\n  trustedProxies: [10.0.0.0/8, 10.0.0.0/33, ingress-nginx]\n  maxConnectionsPerProxy: -1\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "bad-proxies.yaml"] }))).toEqual<Problem[]>([
+      { file: "bad-proxies.yaml", path: "http.maxConnectionsPerProxy", message: "must be >= 0" },
+    ]);
+    await write("bad-ranges.yaml", "http:\n  trustedProxies: [10.0.0.0/8, 10.0.0.0/33, ingress-nginx]\n");
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: {}, argv: ["--config", "bad-ranges.yaml"] }))).toEqual<Problem[]>([
+      { file: "bad-ranges.yaml", path: "http.trustedProxies.1", message: '"10.0.0.0/33": the prefix length of an IPv4 block is at most 32' },
+      { file: "bad-ranges.yaml", path: "http.trustedProxies.2", message: '"ingress-nginx" is not an IP address or CIDR block (e.g. 10.0.0.0/8, 192.168.1.7, fd00::/8)' },
+    ]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_HTTP_TRUSTED_PROXIES: "10.0.0.0/8,,fd00::/129" } }))).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_HTTP_TRUSTED_PROXIES", message: "must NOT have fewer than 1 characters" },
+    ]);
+    expect(await problemsOf(loadConfig({ cwd: tmp, env: { GITOPS_BROKER_HTTP_TRUSTED_PROXIES: "10.0.0.0/8,fd00::/129" } }))).toEqual<Problem[]>([
+      { file: "env", path: "GITOPS_BROKER_HTTP_TRUSTED_PROXIES", message: '"fd00::/129": the prefix length of an IPv6 block is at most 128' },
+    ]);
+  });
+
   it("takes the records retention from file and env, and refuses a negative one", async () => {
     await write("records.yaml", "records:\n  gcIntervalSeconds: 5\n  gcBatchSize: 10\n");
     const fromFile = await loadConfig({ cwd: tmp, env: { GITOPS_BROKER_RECORDS_RETENTION_DAYS: "0" }, argv: ["--config", "records.yaml"] });

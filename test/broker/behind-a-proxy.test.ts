@@ -1,16 +1,20 @@
 /**
- * The per-address connection bound (`http.maxConnectionsPerClient`, ADR 0013) against the clients
- * that meet it: Node's own fetch sending many requests at once from one process, straight at the
- * real broker (port 0, real remote over smart HTTP), and through nginx configured as the
- * ingress-nginx controller proxies (test/support/nginx-proxy.ts), whose upstream connections all
- * come from one address as an ingress controller pod's do.
+ * The per-address connection bound (`http.maxConnectionsPerClient`, ADR 0013, ADR 0028) against
+ * the clients that meet it: Node's own fetch sending many requests at once from one process,
+ * straight at the real broker (port 0, real remote over smart HTTP), and through nginx configured
+ * as the ingress-nginx controller proxies (test/support/nginx-proxy.ts), whose upstream
+ * connections all come from one address as an ingress controller pod's do. The broker trusts
+ * 127.0.0.2 as a proxy (`http.trustedProxies`); 127.0.0.1 and 127.0.0.3 are clients like any.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, CREDENTIALS, type Harness } from "../support/broker-harness.js";
 import { startNginxProxy } from "../support/nginx-proxy.js";
+import { openSocket, rawRequest } from "../support/raw-http.js";
 import { provisionBody, samplePlans, type SamplePlans } from "./helpers.js";
 
 const BOUND = 128;
+const PROXY = "127.0.0.2";
 const AUTH = `Basic ${Buffer.from(`${CREDENTIALS.username}:${CREDENTIALS.password}`).toString("base64")}`;
 const OSB = { authorization: AUTH, "x-broker-api-version": "2.17", "content-type": "application/json" };
 
@@ -18,59 +22,114 @@ let h: Harness;
 let plans: SamplePlans;
 
 beforeAll(async () => {
-  h = await startHarness({ configure: (c) => void (c.http = { ...c.http, maxConnectionsPerClient: BOUND }) });
+  h = await startHarness({ configure: (c) => void (c.http = { ...c.http, maxConnectionsPerClient: BOUND, trustedProxies: [`${PROXY}/32`] }) });
   plans = await samplePlans(h.osb);
 });
 afterAll(async () => {
   await h?.close();
 });
 
-/** What one fetch came to: its status, or the error code under fetch's TypeError. */
-type Outcome = { status: number; retryAfter: string | null } | { error: string };
+/** What one fetch came to: its status and Retry-After, or the error code under fetch's TypeError. */
+type Outcome = { id: string; status: number; retryAfter: string | null; description?: string } | { id: string; error: string };
 
-/** `count` provisions sent at once with Node's global fetch (undici: one new socket per request in flight). */
-function provisionAtOnce(baseUrl: string, prefix: string, count: number): Promise<Outcome[]> {
+/** Provisions of `ids` sent at once with Node's global fetch (undici: one new socket per request in flight). */
+function provisionAtOnce(baseUrl: string, ids: readonly string[]): Promise<Outcome[]> {
   const body = JSON.stringify(provisionBody(plans.serviceId, plans.small.id));
   return Promise.all(
-    Array.from({ length: count }, (_, i) =>
-      fetch(new URL(`/v2/service_instances/${prefix}-${i}`, baseUrl), { method: "PUT", headers: OSB, body }).then(
+    ids.map((id) =>
+      fetch(new URL(`/v2/service_instances/${id}`, baseUrl), { method: "PUT", headers: OSB, body }).then(
         async (res): Promise<Outcome> => {
-          await res.arrayBuffer();
-          return { status: res.status, retryAfter: res.headers.get("retry-after") };
+          const text = await res.text();
+          const description = res.status >= 400 ? (JSON.parse(text) as { description?: string }).description : undefined;
+          return { id, status: res.status, retryAfter: res.headers.get("retry-after"), ...(description === undefined ? {} : { description }) };
         },
         (error: unknown): Outcome => {
           const cause = (error as { cause?: { code?: string } }).cause;
-          return { error: `${(error as Error).message} (${cause?.code ?? "no code"})` };
+          return { id, error: `${(error as Error).message} (${cause?.code ?? "no code"})` };
         },
       ),
     ),
   );
 }
 
+const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
+const tally = (outcomes: readonly Outcome[]) => {
+  const counts: Record<string, number> = {};
+  for (const o of outcomes) counts["status" in o ? String(o.status) : o.error] = (counts["status" in o ? String(o.status) : o.error] ?? 0) + 1;
+  return counts;
+};
+
 describe(`Node's fetch straight at the broker, 200 provisions at once, maxConnectionsPerClient ${BOUND}`, () => {
-  it("opens a socket per request; past the bound the broker resets them and the requests fail instead of waiting", async () => {
-    const outcomes = await provisionAtOnce(h.broker.url, "direct", 200);
-    const created = outcomes.filter((o) => "status" in o && o.status === 201);
-    const failed = outcomes.filter((o): o is { error: string } => "error" in o);
-    // At most BOUND sockets are served; the others are reset before a byte is read.
-    expect(created.length).toBeLessThanOrEqual(BOUND);
-    expect(failed.length).toBeGreaterThanOrEqual(200 - BOUND);
-    expect(new Set(failed.map((f) => f.error))).toEqual(new Set(["fetch failed (ECONNRESET)"]));
+  it("past the bound the requests are answered 503 with Retry-After instead of reset; a client that honours it gets every instance", async () => {
+    const first = await provisionAtOnce(h.broker.url, ids("direct", 200));
+    const counts = tally(first);
+    // Every request has an HTTP answer: created, or 503 because its socket was past the bound.
+    expect(Object.keys(counts).sort()).toEqual(["201", "503"]);
+    expect(counts["201"]).toBeLessThanOrEqual(BOUND);
+    for (const o of first.filter((o) => "status" in o && o.status === 503)) {
+      expect(o).toMatchObject({ retryAfter: "1", description: expect.stringMatching(/^too many connections from one address: 128 at most \(http\.maxConnectionsPerClient\)/) });
+    }
+    // A client that waits Retry-After and sends the refused ones again gets them all.
+    let refused = first.filter((o) => !("status" in o && o.status === 201)).map((o) => o.id);
+    for (let round = 0; refused.length > 0 && round < 10; round++) {
+      await sleep(1000);
+      refused = (await provisionAtOnce(h.broker.url, refused)).filter((o) => !("status" in o && o.status === 201)).map((o) => o.id);
+    }
+    expect(refused).toEqual([]);
   });
 });
 
-describe(`through an ingress-like nginx (upstream connections from 127.0.0.3), 300 provisions at once, maxConnectionsPerClient ${BOUND}`, () => {
-  it("the proxy opens an upstream connection per request in flight; past the bound the broker resets them and the platform sees 502", async () => {
-    const proxy = await startNginxProxy({ upstream: h.broker.url, sourceAddress: "127.0.0.3" });
+describe("through an ingress-like nginx, 300 provisions at once", () => {
+  it(`from a trusted proxy's address (${PROXY}, http.trustedProxies): every one is created, nothing fails`, async () => {
+    const proxy = await startNginxProxy({ upstream: h.broker.url, sourceAddress: PROXY });
     try {
-      const outcomes = await provisionAtOnce(proxy.url, "proxied", 300);
-      const statuses = outcomes.map((o) => ("status" in o ? o.status : o.error));
-      expect(statuses.filter((s) => s === 201).length).toBeLessThanOrEqual(BOUND);
-      expect(statuses.filter((s) => s === 502).length).toBeGreaterThanOrEqual(300 - BOUND);
-      expect(new Set(statuses)).toEqual(new Set([201, 502]));
-      expect(proxy.errorLog()).toMatch(/Connection reset by peer\) while reading response header from upstream/);
+      const outcomes = await provisionAtOnce(proxy.url, ids("trusted", 300));
+      expect(tally(outcomes)).toEqual({ "201": 300 });
+      expect(proxy.errorLog()).not.toMatch(/upstream/);
     } finally {
       await proxy.close();
     }
+  });
+
+  it(`from an address that is not trusted (127.0.0.3): past maxConnectionsPerClient the platform gets the broker's 503 with Retry-After through the proxy, not a 502`, async () => {
+    const proxy = await startNginxProxy({ upstream: h.broker.url, sourceAddress: "127.0.0.3" });
+    try {
+      const outcomes = await provisionAtOnce(proxy.url, ids("untrusted", 300));
+      const counts = tally(outcomes);
+      expect(Object.keys(counts).sort()).toEqual(["201", "503"]);
+      expect(counts["201"]).toBeLessThanOrEqual(BOUND);
+      for (const o of outcomes.filter((o) => "status" in o && o.status === 503)) expect(o).toMatchObject({ retryAfter: "1" });
+      expect(proxy.errorLog()).not.toMatch(/upstream/);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+describe("a direct client holding connections is still bounded", () => {
+  it(`${BOUND} connections served, ${BOUND} more answered 503, any further closed unanswered; served again once it lets go`, async () => {
+    const held = await Promise.all(Array.from({ length: BOUND }, () => openSocket(h.broker.url)));
+    const waiting: Awaited<ReturnType<typeof openSocket>>[] = [];
+    try {
+      // Busy: a provision whose body never comes holds its connection (up to http.requestTimeoutSeconds).
+      const head = Object.entries(OSB).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+      held.forEach(({ socket }, i) => socket.write(`PUT /v2/service_instances/held-${i} HTTP/1.1\r\nhost: x\r\n${head}content-length: 10\r\n\r\n`));
+      const over = await rawRequest(h.broker.url, { method: "GET", path: "/healthz" });
+      expect({ status: over.status, retryAfter: over.headers["retry-after"] }).toEqual({ status: 503, retryAfter: "1" });
+      for (let i = 0; i < BOUND; i++) waiting.push(await openSocket(h.broker.url));
+      const refused = await rawRequest(h.broker.url, { method: "GET", path: "/healthz" });
+      expect(refused.status).toBeNull();
+      // A connection past the bound that sends its request now gets the 503.
+      const last = waiting.pop()!;
+      last.socket.write("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");
+      const answer: Buffer[] = [];
+      last.socket.on("data", (d: Buffer) => answer.push(d));
+      await last.closed;
+      expect(Buffer.concat(answer).toString()).toMatch(/^HTTP\/1\.1 503 /);
+    } finally {
+      for (const { socket } of [...held, ...waiting]) socket.destroy();
+      await Promise.all([...held, ...waiting].map((s) => s.closed));
+    }
+    expect((await rawRequest(h.broker.url, { method: "GET", path: "/healthz" })).status).toBe(200);
   });
 });

@@ -36,7 +36,7 @@ beforeAll(async () => {
     configure: (c) => {
       c.webhook.secret = SECRET;
       // Short: a lying Content-Length waits for the request timeout.
-      c.http = { headersTimeoutSeconds: 2, requestTimeoutSeconds: 3, idleTimeoutSeconds: 2, maxConnectionsPerClient: 64 };
+      c.http = { ...c.http, headersTimeoutSeconds: 2, requestTimeoutSeconds: 3, idleTimeoutSeconds: 2, maxConnectionsPerClient: 64 };
     },
   });
   plans = await samplePlans(h.osb);

@@ -22,7 +22,7 @@ beforeAll(async () => {
   h = await startHarness({
     configure: (c) => {
       c.webhook.secret = SECRET;
-      c.http = { headersTimeoutSeconds: 2, requestTimeoutSeconds: 3, idleTimeoutSeconds: 2, maxConnectionsPerClient: 8 };
+      c.http = { ...c.http, headersTimeoutSeconds: 2, requestTimeoutSeconds: 3, idleTimeoutSeconds: 2, maxConnectionsPerClient: 8 };
     },
   });
   plans = await samplePlans(h.osb);
@@ -197,18 +197,22 @@ describe("bounded sockets (http.requestTimeoutSeconds 3, headersTimeoutSeconds 2
     expect(performance.now() - started).toBeLessThan(15_000);
   });
 
-  it("one client address holds at most maxConnectionsPerClient connections", async () => {
+  it("one client address is served at most maxConnectionsPerClient connections; as many more are answered 503, further ones closed unanswered", async () => {
     const held = await Promise.all(Array.from({ length: 8 }, () => openSocket(h.broker.url)));
+    const waiting: Awaited<ReturnType<typeof openSocket>>[] = [];
     try {
       // Keep them busy so that the idle timeout does not free them during the test.
       for (const { socket } of held) socket.write("PUT /v2/service_instances/x HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\n");
-      const extra = await openSocket(h.broker.url);
-      await extra.closed; // closed by the server at once
+      const over = await rawRequest(h.broker.url, { method: "GET", path: "/healthz" });
+      expectOsb(over, 503, /^too many connections from one address: 8 at most \(http\.maxConnectionsPerClient\)/);
+      expect(over.headers["retry-after"]).toBe("1");
+      // Eight more past the bound, waiting for their request: the next one is closed without an answer.
+      for (let i = 0; i < 8; i++) waiting.push(await openSocket(h.broker.url));
       const refused = await rawRequest(h.broker.url, { method: "GET", path: "/healthz" });
       expect(refused.status).toBeNull();
     } finally {
-      for (const { socket } of held) socket.destroy();
-      await Promise.all(held.map((s) => s.closed));
+      for (const { socket } of [...held, ...waiting]) socket.destroy();
+      await Promise.all([...held, ...waiting].map((s) => s.closed));
     }
     // Freed: served again.
     expect((await rawRequest(h.broker.url, { method: "GET", path: "/healthz" })).status).toBe(200);
