@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { runRenderChart } from "../../src/cli/render-chart.js";
-import { loadConfig } from "../../src/config/index.js";
+import { addressMatcher, loadConfig } from "../../src/config/index.js";
 import { createInstruments, noopMetrics, type Metrics } from "../../src/metrics/index.js";
 import { helmModuleCall } from "../../src/render/index.js";
 import { createTempDir } from "../support/git-fixtures.js";
@@ -140,6 +140,41 @@ describe("deploy/chart", () => {
     expect(ingress.spec.rules[0].http.paths[0].backend.service).toEqual({ name: "prod-gitops-broker", port: { name: "http" } });
     const pdb = objects.find((o) => o.kind === "PodDisruptionBudget") as Obj & { spec: any };
     expect(pdb.spec.minAvailable).toBe(2);
+  });
+
+  it("with the Ingress: the broker's configuration names the ingress controller's addresses as trusted proxies, so the per-client bound does not meet the platforms behind it", async () => {
+    /** The configuration the pod's broker loads from a render's ConfigMap, and the pods' checksum of it. */
+    const loaded = async (values: Record<string, unknown>) => {
+      const objects = await render(values);
+      const configMap = objects.find((o) => o.kind === "ConfigMap") as Obj & { data: Record<string, string> };
+      const file = path.join(tmp, `ingress-${Math.random().toString(36).slice(2)}.yaml`);
+      await writeFile(file, configMap.data["config.yaml"]!);
+      const deployment = objects.find((o) => o.kind === "Deployment") as Obj & { spec: any };
+      return { http: (await loadConfig({ argv: ["--config", file], env: {}, cwd: tmp })).http, checksum: deployment.spec.template.metadata.annotations["checksum/config"] as string };
+    };
+    const ingress = { enabled: true, className: "nginx", host: "broker.acme.example" };
+
+    // Where the controller's pods are is not known to the chart: the private ranges, where pod
+    // networks are (kind and flannel 10.244.0.0/16, Calico 192.168.0.0/16, GKE 10.x, some
+    // 100.64.0.0/10), and fc00::/7 for IPv6 ones.
+    const byDefault = await loaded({ ...REMOTE, ingress });
+    expect(byDefault.http).toMatchObject({ maxConnectionsPerClient: 256, maxConnectionsPerProxy: 4096 });
+    const trusted = addressMatcher(byDefault.http.trustedProxies);
+    expect(["10.244.1.17", "172.17.0.5", "192.168.3.9", "100.64.12.3", "fd00:10:244::5"].filter((a) => !trusted(a))).toEqual([]);
+    // A client on a public address reaching the pod directly is still bounded per address.
+    expect(["203.0.113.7", "8.8.8.8", "2001:db8::1"].filter(trusted)).toEqual([]);
+
+    const named = await loaded({ ...REMOTE, ingress: { ...ingress, proxyAddresses: ["10.244.0.0/16"] } });
+    expect(named.http.trustedProxies).toEqual(["10.244.0.0/16"]);
+    // One's own config.http.trustedProxies wins, an empty list included; the rest of config.http stays.
+    const own = await loaded({ ...REMOTE, config: { ...REMOTE.config, http: { maxConnectionsPerClient: 64, trustedProxies: [] } }, ingress: { ...ingress, proxyAddresses: ["10.244.0.0/16"] } });
+    expect(own.http).toMatchObject({ maxConnectionsPerClient: 64, trustedProxies: [] });
+    const kept = await loaded({ ...REMOTE, config: { ...REMOTE.config, http: { maxConnectionsPerClient: 64 } }, ingress });
+    expect(kept.http).toMatchObject({ maxConnectionsPerClient: 64, trustedProxies: byDefault.http.trustedProxies });
+    // Without the Ingress, none; and turning it on changes the pods' checksum, so they roll.
+    const without = await loaded(REMOTE);
+    expect(without.http.trustedProxies).toEqual([]);
+    expect(new Set([without.checksum, byDefault.checksum, named.checksum]).size).toBe(3);
   });
 
   it("with a PrometheusRule: alerts on metrics the broker exports, for this release's series only", async () => {

@@ -36,3 +36,27 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default "default" .Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The broker's configuration file: .Values.config, and with the Ingress on, http.trustedProxies set
+to the ingress controller's addresses unless config.http.trustedProxies is given (ADR 0028): every
+platform then reaches the broker from those addresses, one connection per request in flight, and
+the broker bounds them by http.maxConnectionsPerProxy instead of maxConnectionsPerClient. Without
+ingress.proxyAddresses, the private ranges, where pod networks are.
+*/}}
+{{- define "gitops-broker.configFile" -}}
+{{- $config := deepCopy .Values.config -}}
+{{- if .Values.ingress.enabled -}}
+{{- $http := $config.http | default dict -}}
+{{- if not (hasKey $http "trustedProxies") -}}
+{{- $_ := set $http "trustedProxies" (.Values.ingress.proxyAddresses | default (list "10.0.0.0/8" "172.16.0.0/12" "192.168.0.0/16" "100.64.0.0/10" "fc00::/7")) -}}
+{{- $_ := set $config "http" $http -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $config }}
+{{- if and .Values.tls.enabled .Values.tls.clientSubjects }}
+tls:
+  clientSubjects:
+    {{- toYaml .Values.tls.clientSubjects | nindent 4 }}
+{{- end }}
+{{- end -}}
