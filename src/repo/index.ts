@@ -2,6 +2,7 @@ export {
   CATALOG_DIR,
   CLUSTER_REGISTRY_DIR,
   CLUSTERS_DIR,
+  CONTROL_STORE,
   INSTANCES_DIR,
   OVERRIDES_DIR,
   QUOTA_DIR,
@@ -53,15 +54,17 @@ export {
   liveOnCluster,
   scopeKey,
   summarizeInstances,
+  summarizeStores,
+  mergeSummaries,
 } from "./instance-summary.js";
 export { createBindingSummaryCache, summarizeBindings } from "./binding-summary.js";
 export type { BindingCounts, BindingSummaryCache } from "./binding-summary.js";
-export { createFoldCache, foldInstances } from "./instance-fold.js";
+export { createFoldCache, foldInstances, foldParts } from "./instance-fold.js";
 export type { DirFold, FoldCache, FoldProgress, FoldSpec } from "./instance-fold.js";
 export type { InstanceSummary, InstanceSummaryCache, TenantScope } from "./instance-summary.js";
 export { createQuotaReader, limitPlanIds } from "./quotas.js";
 export type { NamedService, Quota, QuotaLimit, QuotaSet } from "./quotas.js";
-export { offboardingProblems } from "./offboarding.js";
+export { offboardingProblems, storeProblems } from "./offboarding.js";
 export { dirTreeReader } from "./dir-tree.js";
 export { mergePatch, readOverrides } from "./overrides.js";
 export type { Override, OverrideTarget } from "./overrides.js";
@@ -69,3 +72,5 @@ export { documentProblems } from "./schemas.js";
 export type { RepoDocumentKind } from "./schemas.js";
 export { BINDING_CLEANUP_REASON, brokerTrailers, IMPORT_REASON, readBrokerTrailers, RECORDS_GC_REASON, TRAILER } from "./trailers.js";
 export type { BrokerTrailers, TrailerValues } from "./trailers.js";
+export { MOVES_DIR, moveFencePath, moveFenceYaml, readMoveFences, type MoveFence } from "./moves.js";
+export { scanInstanceRecord, type ScannedInstance } from "./record-scan.js";

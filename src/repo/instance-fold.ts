@@ -46,7 +46,7 @@ export interface FoldCache<T> {
 /** A bounded memo (the fan-out has 65,536 buckets; whole levels above them stay in). */
 export function createFoldCache<T>(limit: number): FoldCache<T> {
   const memo = new Map<string, T>();
-  const folds = new Map<string, DirFold<T>>(); // 257 directories at most
+  const folds = new Map<string, DirFold<T>>(); // 257 directories at most per store
   return {
     get: (oid) => memo.get(oid),
     set(oid, value) {
@@ -235,8 +235,30 @@ async function prefold<T>(bulk: BulkReader, spec: FoldSpec<T>, instancesOid: str
   cache.remember(INSTANCES_DIR, { ...root, value });
 }
 
+/**
+ * The memo of one part of a tree of several stores: values by oid are shared (an oid is its
+ * content), the last fold of each directory is the part's own (two stores' `instances/` differ).
+ */
+function partCache<T>(cache: FoldCache<T>, part: string): FoldCache<T> {
+  return {
+    get: (oid) => cache.get(oid),
+    set: (oid, value) => cache.set(oid, value),
+    previous: (path) => cache.previous(`${part}\u0000${path}`),
+    remember: (path, fold) => cache.remember(`${part}\u0000${path}`, fold),
+  };
+}
+
+/** The fold of each part of a tree of several stores, by store name; a tree of one repository is one part, "". */
+export async function foldParts<T>(tree: TreeReader, spec: FoldSpec<T>, cache: FoldCache<T>, progress?: FoldProgress): Promise<Map<string, T>> {
+  if (!tree.parts) return new Map([["", await foldInstances(tree, spec, cache, progress)]]);
+  const folds = new Map<string, T>();
+  for (const [name, part] of tree.parts) folds.set(name, await foldInstances(part, spec, partCache(cache, name), progress));
+  return folds;
+}
+
 /** The fold of the records of `tree`; `progress` hears of the records a cold start reads in bulk. */
 export async function foldInstances<T>(tree: TreeReader, spec: FoldSpec<T>, cache: FoldCache<T>, progress?: FoldProgress): Promise<T> {
+  if (tree.parts) return spec.merge([...(await foldParts(tree, spec, cache, progress)).values()]);
   const entry = (await tree.list(""))?.find((e) => e.name === INSTANCES_DIR && e.type === "tree");
   if (!entry) return spec.empty;
   // Start-up (no fold of instances/ yet): one bulk pass. Every later fold is incremental

@@ -1,6 +1,6 @@
 import type { TreeReader } from "../gitwriter/index.js";
 import { addCounts, copyCounts, type ClusterPlanCounts } from "./cluster-plan-counts.js";
-import { createFoldCache, foldInstances, type DirFold, type FoldCache, type FoldProgress, type FoldSpec } from "./instance-fold.js";
+import { createFoldCache, foldInstances, foldParts, type DirFold, type FoldCache, type FoldProgress, type FoldSpec } from "./instance-fold.js";
 import type { ScannedInstance } from "./record-scan.js";
 
 /**
@@ -145,4 +145,14 @@ const SUMMARY: FoldSpec<InstanceSummary> = { empty: EMPTY, ofRecord, merge, repl
 
 export function summarizeInstances(tree: TreeReader, cache: InstanceSummaryCache, progress?: FoldProgress): Promise<InstanceSummary> {
   return foldInstances(tree, SUMMARY, cache, progress);
+}
+
+/** The summary of each store of a tree of several (ADR 0027), by store name; one repository: one part, "". */
+export function summarizeStores(tree: TreeReader, cache: InstanceSummaryCache, progress?: FoldProgress): Promise<Map<string, InstanceSummary>> {
+  return foldParts(tree, SUMMARY, cache, progress);
+}
+
+/** The summary of all stores from theirs (see summarizeStores). */
+export function mergeSummaries(parts: Iterable<InstanceSummary>): InstanceSummary {
+  return merge([...parts]);
 }

@@ -25,6 +25,8 @@ export const INSTANCES_DIR = "instances";
 export const CLUSTERS_DIR = "clusters";
 export const OVERRIDES_DIR = "overrides";
 export const QUOTA_DIR = "quota";
+/** The store name of the control repository (`git.remote`), where clusters without `spec.store` live (ADR 0027). */
+export const CONTROL_STORE = "control";
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
