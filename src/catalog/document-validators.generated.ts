@@ -2296,10 +2296,10 @@ return errors === 0;
 }
 
 const cluster = validate43;
-const schema42 = {"type":"object","required":["apiVersion","kind","metadata"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Cluster"},"metadata":{"$ref":"#/definitions/metadata"},"spec":{"type":"object","additionalProperties":false,"properties":{"namespace":{"$ref":"#/definitions/dns1123Label","description":"Namespace the instances' resources go into. Default gitops-broker-instances."},"schedulable":{"type":"boolean","description":"False: no new instances are placed here. Default true."},"labels":{"$ref":"#/definitions/labels","description":"Labels for cluster selection (merged over metadata.labels)."},"capacity":{"type":"object","additionalProperties":false,"properties":{"maxInstances":{"type":"integer","minimum":0},"resources":{"type":"object","description":"Resource capacity for plans that declare context.requests (Kubernetes quantities, e.g. cpu: \"16\", memory: 64Gi).","additionalProperties":{"anyOf":[{"type":"string"},{"type":"number"}]}}}},"kubeconfig":{"$ref":"#/definitions/kubeconfigRef"},"status":{"type":"object","additionalProperties":false,"description":"How last_operation is answered for instances on this cluster.","properties":{"mode":{"enum":["commit","live"],"description":"commit: succeeded once the commit is on the remote; live: read the live objects and the Argo CD / Flux sync state. Default: the broker's status.mode."}}},"encryption":{"type":"object","additionalProperties":false,"description":"How sensitive parameters (writeOnly / format: password in a plan's parameters schema) of instances on this cluster are encrypted before they are committed: SOPS-encrypted Secrets for these age recipients, decrypted by Flux (spec.decryption) or Argo CD with a SOPS plugin. Without it, such parameters are refused (docs/adr/0007-sensitive-parameters.md).","required":["sops"],"properties":{"sops":{"type":"object","additionalProperties":false,"required":["age"],"properties":{"age":{"type":"array","minItems":1,"description":"age recipients (public keys) that can decrypt; the cluster's decryption key must be one of them.","items":{"type":"string","pattern":"^age1[02-9ac-hj-np-z]{58}$","title":"an age recipient (age1...)"}}}}}},"sync":{"type":"object","additionalProperties":false,"description":"The Argo CD Application or Flux Kustomization that syncs clusters/<id>/ to this cluster: read in status mode live, and told about each push that changes clusters/<id>/ when `nudge` is set.","required":["kind","name"],"properties":{"kind":{"enum":["argocd","flux"]},"name":{"$ref":"#/definitions/nonEmptyString","description":"Application / Kustomization name."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default argocd (Argo CD) or flux-system (Flux)."},"kubeconfig":{"$ref":"#/definitions/kubeconfigRef","description":"Where that object lives when not on the target cluster itself (e.g. a central Argo CD). Default: the cluster's kubeconfig."},"nudge":{"$ref":"#/definitions/nudge"}}},"kubeVersion":{"type":"string","pattern":"^\\s*v?[0-9]+\\.[0-9]+","title":"a Kubernetes version (major.minor at least, e.g. v1.30.2)","description":"The cluster's Kubernetes version: .Capabilities.KubeVersion of its helm templates (and the version a chart's kubeVersion constraint is checked against), as `helm template --kube-version`. Default: Helm's (helm template's) default."},"apiVersions":{"type":"array","description":"API group versions (G/V, or G/V/Kind) the cluster serves beyond Helm's defaults: added to .Capabilities.APIVersions of its helm templates, as `helm template --api-versions`.","items":{"$ref":"#/definitions/nonEmptyString"}}}}}};
+const schema42 = {"type":"object","required":["apiVersion","kind","metadata"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Cluster"},"metadata":{"$ref":"#/definitions/metadata"},"spec":{"type":"object","additionalProperties":false,"properties":{"namespace":{"$ref":"#/definitions/dns1123Label","description":"Namespace the instances' resources go into. Default gitops-broker-instances."},"schedulable":{"type":"boolean","description":"False: no new instances are placed here. Default true."},"store":{"$ref":"#/definitions/dns1123Label","description":"The store (a Git repository named in the broker configuration's stores) that holds this cluster's instance records and clusters/<id>/ manifests. Default: the control repository. Change it only with `gitops-broker move-cluster` (ADR 0027)."},"labels":{"$ref":"#/definitions/labels","description":"Labels for cluster selection (merged over metadata.labels)."},"capacity":{"type":"object","additionalProperties":false,"properties":{"maxInstances":{"type":"integer","minimum":0},"resources":{"type":"object","description":"Resource capacity for plans that declare context.requests (Kubernetes quantities, e.g. cpu: \"16\", memory: 64Gi).","additionalProperties":{"anyOf":[{"type":"string"},{"type":"number"}]}}}},"kubeconfig":{"$ref":"#/definitions/kubeconfigRef"},"status":{"type":"object","additionalProperties":false,"description":"How last_operation is answered for instances on this cluster.","properties":{"mode":{"enum":["commit","live"],"description":"commit: succeeded once the commit is on the remote; live: read the live objects and the Argo CD / Flux sync state. Default: the broker's status.mode."}}},"encryption":{"type":"object","additionalProperties":false,"description":"How sensitive parameters (writeOnly / format: password in a plan's parameters schema) of instances on this cluster are encrypted before they are committed: SOPS-encrypted Secrets for these age recipients, decrypted by Flux (spec.decryption) or Argo CD with a SOPS plugin. Without it, such parameters are refused (docs/adr/0007-sensitive-parameters.md).","required":["sops"],"properties":{"sops":{"type":"object","additionalProperties":false,"required":["age"],"properties":{"age":{"type":"array","minItems":1,"description":"age recipients (public keys) that can decrypt; the cluster's decryption key must be one of them.","items":{"type":"string","pattern":"^age1[02-9ac-hj-np-z]{58}$","title":"an age recipient (age1...)"}}}}}},"sync":{"type":"object","additionalProperties":false,"description":"The Argo CD Application or Flux Kustomization that syncs clusters/<id>/ to this cluster: read in status mode live, and told about each push that changes clusters/<id>/ when `nudge` is set.","required":["kind","name"],"properties":{"kind":{"enum":["argocd","flux"]},"name":{"$ref":"#/definitions/nonEmptyString","description":"Application / Kustomization name."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default argocd (Argo CD) or flux-system (Flux)."},"kubeconfig":{"$ref":"#/definitions/kubeconfigRef","description":"Where that object lives when not on the target cluster itself (e.g. a central Argo CD). Default: the cluster's kubeconfig."},"nudge":{"$ref":"#/definitions/nudge"}}},"kubeVersion":{"type":"string","pattern":"^\\s*v?[0-9]+\\.[0-9]+","title":"a Kubernetes version (major.minor at least, e.g. v1.30.2)","description":"The cluster's Kubernetes version: .Capabilities.KubeVersion of its helm templates (and the version a chart's kubeVersion constraint is checked against), as `helm template --kube-version`. Default: Helm's (helm template's) default."},"apiVersions":{"type":"array","description":"API group versions (G/V, or G/V/Kind) the cluster serves beyond Helm's defaults: added to .Capabilities.APIVersions of its helm templates, as `helm template --api-versions`.","items":{"$ref":"#/definitions/nonEmptyString"}}}}}};
 const schema44 = {"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"};
 const schema45 = {"type":"object","additionalProperties":{"type":"string"}};
-const schema50 = {"type":"string","minLength":1,"title":"a non-empty string"};
+const schema51 = {"type":"string","minLength":1,"title":"a non-empty string"};
 const schema43 = {"type":"object","required":["name"],"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"The cluster id: names the directory clusters/<id>/ that Argo CD / Flux sync to this cluster."},"namespace":{"type":"string"},"labels":{"$ref":"#/definitions/labels"},"annotations":{"$ref":"#/definitions/labels"}}};
 const pattern6 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
 
@@ -2436,7 +2436,7 @@ validate30.errors = vErrors;
 return errors === 0;
 }
 
-const schema49 = {"type":"object","description":"How the broker reaches the cluster to watch status: a file on the broker's host, or a Secret. Never a kubeconfig in Git.","additionalProperties":false,"properties":{"path":{"$ref":"#/definitions/nonEmptyString"},"secretRef":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/nonEmptyString"},"key":{"$ref":"#/definitions/nonEmptyString","description":"Default kubeconfig."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default: the broker's namespace."}}}},"oneOf":[{"required":["path"]},{"required":["secretRef"]}]};
+const schema50 = {"type":"object","description":"How the broker reaches the cluster to watch status: a file on the broker's host, or a Secret. Never a kubeconfig in Git.","additionalProperties":false,"properties":{"path":{"$ref":"#/definitions/nonEmptyString"},"secretRef":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/nonEmptyString"},"key":{"$ref":"#/definitions/nonEmptyString","description":"Default kubeconfig."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default: the broker's namespace."}}}},"oneOf":[{"required":["path"]},{"required":["secretRef"]}]};
 
 function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2447,7 +2447,7 @@ let passing0 = null;
 const _errs2 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.path === undefined){
-const err0 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema49.oneOf[0].required,parentSchema:schema49.oneOf[0],data};
+const err0 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema50.oneOf[0].required,parentSchema:schema50.oneOf[0],data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2465,7 +2465,7 @@ passing0 = 0;
 const _errs3 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.secretRef === undefined){
-const err1 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema49.oneOf[1].required,parentSchema:schema49.oneOf[1],data};
+const err1 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema50.oneOf[1].required,parentSchema:schema50.oneOf[1],data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2487,7 +2487,7 @@ passing0 = 1;
 }
 }
 if(!valid0){
-const err2 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema49.oneOf,parentSchema:schema49,data};
+const err2 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema50.oneOf,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2510,7 +2510,7 @@ vErrors = null;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((key0 === "path") || (key0 === "secretRef"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema49,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2524,7 +2524,7 @@ if(data.path !== undefined){
 let data0 = data.path;
 if(typeof data0 === "string"){
 if(func3(data0) < 1){
-const err4 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data0};
+const err4 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2535,7 +2535,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data0};
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2549,7 +2549,7 @@ if(data.secretRef !== undefined){
 let data1 = data.secretRef;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 if(data1.name === undefined){
-const err6 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema49.properties.secretRef.required,parentSchema:schema49.properties.secretRef,data:data1};
+const err6 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema50.properties.secretRef.required,parentSchema:schema50.properties.secretRef,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2560,7 +2560,7 @@ errors++;
 }
 for(const key1 in data1){
 if(!(((key1 === "name") || (key1 === "key")) || (key1 === "namespace"))){
-const err7 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema49.properties.secretRef,data:data1};
+const err7 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema50.properties.secretRef,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2574,7 +2574,7 @@ if(data1.name !== undefined){
 let data2 = data1.name;
 if(typeof data2 === "string"){
 if(func3(data2) < 1){
-const err8 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data2};
+const err8 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2585,7 +2585,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data2};
+const err9 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data2};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2599,7 +2599,7 @@ if(data1.key !== undefined){
 let data3 = data1.key;
 if(typeof data3 === "string"){
 if(func3(data3) < 1){
-const err10 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data3};
+const err10 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data3};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2610,7 +2610,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data3};
+const err11 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data3};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2624,7 +2624,7 @@ if(data1.namespace !== undefined){
 let data4 = data1.namespace;
 if(typeof data4 === "string"){
 if(func3(data4) < 1){
-const err12 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data4};
+const err12 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data4};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2635,7 +2635,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data4};
+const err13 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data4};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2647,7 +2647,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.properties.secretRef.type,parentSchema:schema49.properties.secretRef,data:data1};
+const err14 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema50.properties.secretRef.type,parentSchema:schema50.properties.secretRef,data:data1};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2659,7 +2659,7 @@ errors++;
 }
 }
 else {
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.type,parentSchema:schema49,data};
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema50.type,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2672,9 +2672,9 @@ validate32.errors = vErrors;
 return errors === 0;
 }
 
-const schema56 = {"type":"object","additionalProperties":false,"description":"Tell the agent about each push that changes clusters/<id>/ instead of waiting for its poll (docs/adr/0014-nudge-the-agent-after-a-push.md). One nudge per push, at most one per minIntervalSeconds (later pushes are folded into one nudge after it); a failed nudge is logged and counted, never fails an OSB request: polling stays the fallback.","required":["via"],"properties":{"via":{"enum":["annotation","webhook"],"description":"annotation: Flux: set reconcile.fluxcd.io/requestedAt on the Kustomization's source (GitRepository) and on the Kustomization; Argo CD: set argocd.argoproj.io/refresh: normal on the Application (through sync.kubeconfig, else the cluster's kubeconfig). webhook: POST to url (no kubeconfig needed)."},"url":{"type":"string","pattern":"^https?://[^\\s]+$","title":"an http(s) URL","description":"Required with via: webhook. Argo CD: https://<argocd-server>/api/webhook. Flux: the notification-controller address plus the Receiver's status.webhookPath (/hook/<sha256>)."},"payload":{"enum":["github","generic","generic-hmac"],"description":"What is POSTed. github: a GitHub push event (X-GitHub-Event: push; X-Hub-Signature-256 with the secret): Argo CD's webhook, a Flux Receiver of type github. generic / generic-hmac: a Flux Receiver of that type (generic-hmac signs the body in X-Signature). Default: github for Argo CD; for Flux generic-hmac with a secret, generic without."},"secret":{"$ref":"#/definitions/secretValueRef","description":"The webhook secret (Argo CD: webhook.github.secret of argocd-secret; Flux: the Receiver's token), by reference: never in Git."},"repoURL":{"$ref":"#/definitions/nonEmptyString","description":"The repository URL the push event names (Argo CD refreshes the Applications whose source.repoURL is this repository). Default: the broker's git.remote."},"minIntervalSeconds":{"type":"number","minimum":0,"maximum":3600,"description":"At least this long between two nudges of this cluster. Default 1."}}};
-const pattern9 = new RegExp("^https?://[^\\s]+$", "u");
-const schema57 = {"type":"object","description":"A secret value the broker reads at run time: a file on the broker's host (e.g. a mounted Secret), or a key of a Secret in the broker's cluster. Never the value itself.","additionalProperties":false,"properties":{"path":{"$ref":"#/definitions/nonEmptyString"},"secretRef":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/nonEmptyString"},"key":{"$ref":"#/definitions/nonEmptyString","description":"Default token."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default: the broker's namespace."}}}},"oneOf":[{"required":["path"]},{"required":["secretRef"]}]};
+const schema57 = {"type":"object","additionalProperties":false,"description":"Tell the agent about each push that changes clusters/<id>/ instead of waiting for its poll (docs/adr/0014-nudge-the-agent-after-a-push.md). One nudge per push, at most one per minIntervalSeconds (later pushes are folded into one nudge after it); a failed nudge is logged and counted, never fails an OSB request: polling stays the fallback.","required":["via"],"properties":{"via":{"enum":["annotation","webhook"],"description":"annotation: Flux: set reconcile.fluxcd.io/requestedAt on the Kustomization's source (GitRepository) and on the Kustomization; Argo CD: set argocd.argoproj.io/refresh: normal on the Application (through sync.kubeconfig, else the cluster's kubeconfig). webhook: POST to url (no kubeconfig needed)."},"url":{"type":"string","pattern":"^https?://[^\\s]+$","title":"an http(s) URL","description":"Required with via: webhook. Argo CD: https://<argocd-server>/api/webhook. Flux: the notification-controller address plus the Receiver's status.webhookPath (/hook/<sha256>)."},"payload":{"enum":["github","generic","generic-hmac"],"description":"What is POSTed. github: a GitHub push event (X-GitHub-Event: push; X-Hub-Signature-256 with the secret): Argo CD's webhook, a Flux Receiver of type github. generic / generic-hmac: a Flux Receiver of that type (generic-hmac signs the body in X-Signature). Default: github for Argo CD; for Flux generic-hmac with a secret, generic without."},"secret":{"$ref":"#/definitions/secretValueRef","description":"The webhook secret (Argo CD: webhook.github.secret of argocd-secret; Flux: the Receiver's token), by reference: never in Git."},"repoURL":{"$ref":"#/definitions/nonEmptyString","description":"The repository URL the push event names (Argo CD refreshes the Applications whose source.repoURL is this repository). Default: the broker's git.remote."},"minIntervalSeconds":{"type":"number","minimum":0,"maximum":3600,"description":"At least this long between two nudges of this cluster. Default 1."}}};
+const pattern10 = new RegExp("^https?://[^\\s]+$", "u");
+const schema58 = {"type":"object","description":"A secret value the broker reads at run time: a file on the broker's host (e.g. a mounted Secret), or a key of a Secret in the broker's cluster. Never the value itself.","additionalProperties":false,"properties":{"path":{"$ref":"#/definitions/nonEmptyString"},"secretRef":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/nonEmptyString"},"key":{"$ref":"#/definitions/nonEmptyString","description":"Default token."},"namespace":{"$ref":"#/definitions/nonEmptyString","description":"Default: the broker's namespace."}}}},"oneOf":[{"required":["path"]},{"required":["secretRef"]}]};
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2685,7 +2685,7 @@ let passing0 = null;
 const _errs2 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.path === undefined){
-const err0 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema57.oneOf[0].required,parentSchema:schema57.oneOf[0],data};
+const err0 = {instancePath,schemaPath:"#/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema58.oneOf[0].required,parentSchema:schema58.oneOf[0],data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2703,7 +2703,7 @@ passing0 = 0;
 const _errs3 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.secretRef === undefined){
-const err1 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema57.oneOf[1].required,parentSchema:schema57.oneOf[1],data};
+const err1 = {instancePath,schemaPath:"#/oneOf/1/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema58.oneOf[1].required,parentSchema:schema58.oneOf[1],data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2725,7 +2725,7 @@ passing0 = 1;
 }
 }
 if(!valid0){
-const err2 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema57.oneOf,parentSchema:schema57,data};
+const err2 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema58.oneOf,parentSchema:schema58,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2748,7 +2748,7 @@ vErrors = null;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((key0 === "path") || (key0 === "secretRef"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema57,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema58,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2762,7 +2762,7 @@ if(data.path !== undefined){
 let data0 = data.path;
 if(typeof data0 === "string"){
 if(func3(data0) < 1){
-const err4 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data0};
+const err4 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2773,7 +2773,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data0};
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2787,7 +2787,7 @@ if(data.secretRef !== undefined){
 let data1 = data.secretRef;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 if(data1.name === undefined){
-const err6 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema57.properties.secretRef.required,parentSchema:schema57.properties.secretRef,data:data1};
+const err6 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema58.properties.secretRef.required,parentSchema:schema58.properties.secretRef,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2798,7 +2798,7 @@ errors++;
 }
 for(const key1 in data1){
 if(!(((key1 === "name") || (key1 === "key")) || (key1 === "namespace"))){
-const err7 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema57.properties.secretRef,data:data1};
+const err7 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema58.properties.secretRef,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2812,7 +2812,7 @@ if(data1.name !== undefined){
 let data2 = data1.name;
 if(typeof data2 === "string"){
 if(func3(data2) < 1){
-const err8 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data2};
+const err8 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2823,7 +2823,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data2};
+const err9 = {instancePath:instancePath+"/secretRef/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data2};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2837,7 +2837,7 @@ if(data1.key !== undefined){
 let data3 = data1.key;
 if(typeof data3 === "string"){
 if(func3(data3) < 1){
-const err10 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data3};
+const err10 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data3};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2848,7 +2848,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data3};
+const err11 = {instancePath:instancePath+"/secretRef/key",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data3};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2862,7 +2862,7 @@ if(data1.namespace !== undefined){
 let data4 = data1.namespace;
 if(typeof data4 === "string"){
 if(func3(data4) < 1){
-const err12 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data4};
+const err12 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data4};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2873,7 +2873,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data4};
+const err13 = {instancePath:instancePath+"/secretRef/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data4};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2885,7 +2885,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema57.properties.secretRef.type,parentSchema:schema57.properties.secretRef,data:data1};
+const err14 = {instancePath:instancePath+"/secretRef",schemaPath:"#/properties/secretRef/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema58.properties.secretRef.type,parentSchema:schema58.properties.secretRef,data:data1};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2897,7 +2897,7 @@ errors++;
 }
 }
 else {
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema57.type,parentSchema:schema57,data};
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema58.type,parentSchema:schema58,data};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2916,7 +2916,7 @@ let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.via === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "via"},message:"must have required property '"+"via"+"'",schema:schema56.required,parentSchema:schema56,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "via"},message:"must have required property '"+"via"+"'",schema:schema57.required,parentSchema:schema57,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2927,7 +2927,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((((key0 === "via") || (key0 === "url")) || (key0 === "payload")) || (key0 === "secret")) || (key0 === "repoURL")) || (key0 === "minIntervalSeconds"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema56,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema57,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2940,7 +2940,7 @@ errors++;
 if(data.via !== undefined){
 let data0 = data.via;
 if(!((data0 === "annotation") || (data0 === "webhook"))){
-const err2 = {instancePath:instancePath+"/via",schemaPath:"#/properties/via/enum",keyword:"enum",params:{allowedValues: schema56.properties.via.enum},message:"must be equal to one of the allowed values",schema:schema56.properties.via.enum,parentSchema:schema56.properties.via,data:data0};
+const err2 = {instancePath:instancePath+"/via",schemaPath:"#/properties/via/enum",keyword:"enum",params:{allowedValues: schema57.properties.via.enum},message:"must be equal to one of the allowed values",schema:schema57.properties.via.enum,parentSchema:schema57.properties.via,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2953,8 +2953,8 @@ errors++;
 if(data.url !== undefined){
 let data1 = data.url;
 if(typeof data1 === "string"){
-if(!pattern9.test(data1)){
-const err3 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\"",schema:"^https?://[^\\s]+$",parentSchema:schema56.properties.url,data:data1};
+if(!pattern10.test(data1)){
+const err3 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\"",schema:"^https?://[^\\s]+$",parentSchema:schema57.properties.url,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2965,7 +2965,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.url.type,parentSchema:schema56.properties.url,data:data1};
+const err4 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema57.properties.url.type,parentSchema:schema57.properties.url,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2978,7 +2978,7 @@ errors++;
 if(data.payload !== undefined){
 let data2 = data.payload;
 if(!(((data2 === "github") || (data2 === "generic")) || (data2 === "generic-hmac"))){
-const err5 = {instancePath:instancePath+"/payload",schemaPath:"#/properties/payload/enum",keyword:"enum",params:{allowedValues: schema56.properties.payload.enum},message:"must be equal to one of the allowed values",schema:schema56.properties.payload.enum,parentSchema:schema56.properties.payload,data:data2};
+const err5 = {instancePath:instancePath+"/payload",schemaPath:"#/properties/payload/enum",keyword:"enum",params:{allowedValues: schema57.properties.payload.enum},message:"must be equal to one of the allowed values",schema:schema57.properties.payload.enum,parentSchema:schema57.properties.payload,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2998,7 +2998,7 @@ if(data.repoURL !== undefined){
 let data4 = data.repoURL;
 if(typeof data4 === "string"){
 if(func3(data4) < 1){
-const err6 = {instancePath:instancePath+"/repoURL",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data4};
+const err6 = {instancePath:instancePath+"/repoURL",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3009,7 +3009,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/repoURL",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data4};
+const err7 = {instancePath:instancePath+"/repoURL",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3023,7 +3023,7 @@ if(data.minIntervalSeconds !== undefined){
 let data5 = data.minIntervalSeconds;
 if((typeof data5 == "number") && (isFinite(data5))){
 if(data5 > 3600 || isNaN(data5)){
-const err8 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600",schema:3600,parentSchema:schema56.properties.minIntervalSeconds,data:data5};
+const err8 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600",schema:3600,parentSchema:schema57.properties.minIntervalSeconds,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3033,7 +3033,7 @@ vErrors.push(err8);
 errors++;
 }
 if(data5 < 0 || isNaN(data5)){
-const err9 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema56.properties.minIntervalSeconds,data:data5};
+const err9 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema57.properties.minIntervalSeconds,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3044,7 +3044,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema56.properties.minIntervalSeconds.type,parentSchema:schema56.properties.minIntervalSeconds,data:data5};
+const err10 = {instancePath:instancePath+"/minIntervalSeconds",schemaPath:"#/properties/minIntervalSeconds/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema57.properties.minIntervalSeconds.type,parentSchema:schema57.properties.minIntervalSeconds,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -3056,7 +3056,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.type,parentSchema:schema56,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema57.type,parentSchema:schema57,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -3069,8 +3069,8 @@ validate35.errors = vErrors;
 return errors === 0;
 }
 
-const pattern8 = new RegExp("^age1[02-9ac-hj-np-z]{58}$", "u");
-const pattern10 = new RegExp("^\\s*v?[0-9]+\\.[0-9]+", "u");
+const pattern9 = new RegExp("^age1[02-9ac-hj-np-z]{58}$", "u");
+const pattern11 = new RegExp("^\\s*v?[0-9]+\\.[0-9]+", "u");
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -3213,13 +3213,11 @@ vErrors.push(err10);
 errors++;
 }
 }
-if(data3.labels !== undefined){
-let data6 = data3.labels;
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-for(const key2 in data6){
-let data7 = data6[key2];
-if(typeof data7 !== "string"){
-const err11 = {instancePath:instancePath+"/spec/labels/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/labels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.additionalProperties.type,parentSchema:schema45.additionalProperties,data:data7};
+if(data3.store !== undefined){
+let data6 = data3.store;
+if(typeof data6 === "string"){
+if(func3(data6) > 63){
+const err11 = {instancePath:instancePath+"/spec/store",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema44,data:data6};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -3228,10 +3226,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-}
-}
-else {
-const err12 = {instancePath:instancePath+"/spec/labels",schemaPath:"#/definitions/labels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.type,parentSchema:schema45,data:data6};
+if(!pattern6.test(data6)){
+const err12 = {instancePath:instancePath+"/spec/store",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema44,data:data6};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3241,12 +3237,8 @@ vErrors.push(err12);
 errors++;
 }
 }
-if(data3.capacity !== undefined){
-let data8 = data3.capacity;
-if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
-for(const key3 in data8){
-if(!((key3 === "maxInstances") || (key3 === "resources"))){
-const err13 = {instancePath:instancePath+"/spec/capacity",schemaPath:"#/properties/spec/properties/capacity/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.capacity,data:data8};
+else {
+const err13 = {instancePath:instancePath+"/spec/store",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema44.type,parentSchema:schema44,data:data6};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3256,10 +3248,13 @@ vErrors.push(err13);
 errors++;
 }
 }
-if(data8.maxInstances !== undefined){
-let data9 = data8.maxInstances;
-if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
-const err14 = {instancePath:instancePath+"/spec/capacity/maxInstances",schemaPath:"#/properties/spec/properties/capacity/properties/maxInstances/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema42.properties.spec.properties.capacity.properties.maxInstances.type,parentSchema:schema42.properties.spec.properties.capacity.properties.maxInstances,data:data9};
+if(data3.labels !== undefined){
+let data7 = data3.labels;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+for(const key2 in data7){
+let data8 = data7[key2];
+if(typeof data8 !== "string"){
+const err14 = {instancePath:instancePath+"/spec/labels/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/labels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.additionalProperties.type,parentSchema:schema45.additionalProperties,data:data8};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3268,9 +3263,10 @@ vErrors.push(err14);
 }
 errors++;
 }
-if((typeof data9 == "number") && (isFinite(data9))){
-if(data9 < 0 || isNaN(data9)){
-const err15 = {instancePath:instancePath+"/spec/capacity/maxInstances",schemaPath:"#/properties/spec/properties/capacity/properties/maxInstances/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema42.properties.spec.properties.capacity.properties.maxInstances,data:data9};
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/spec/labels",schemaPath:"#/definitions/labels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.type,parentSchema:schema45,data:data7};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -3280,17 +3276,12 @@ vErrors.push(err15);
 errors++;
 }
 }
-}
-if(data8.resources !== undefined){
-let data10 = data8.resources;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
-for(const key4 in data10){
-let data11 = data10[key4];
-const _errs28 = errors;
-let valid7 = false;
-const _errs29 = errors;
-if(typeof data11 !== "string"){
-const err16 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf/0/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[0].type,parentSchema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[0],data:data11};
+if(data3.capacity !== undefined){
+let data9 = data3.capacity;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+for(const key3 in data9){
+if(!((key3 === "maxInstances") || (key3 === "resources"))){
+const err16 = {instancePath:instancePath+"/spec/capacity",schemaPath:"#/properties/spec/properties/capacity/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.capacity,data:data9};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -3299,12 +3290,11 @@ vErrors.push(err16);
 }
 errors++;
 }
-var _valid0 = _errs29 === errors;
-valid7 = valid7 || _valid0;
-if(!valid7){
-const _errs31 = errors;
-if(!((typeof data11 == "number") && (isFinite(data11)))){
-const err17 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[1].type,parentSchema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[1],data:data11};
+}
+if(data9.maxInstances !== undefined){
+let data10 = data9.maxInstances;
+if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
+const err17 = {instancePath:instancePath+"/spec/capacity/maxInstances",schemaPath:"#/properties/spec/properties/capacity/properties/maxInstances/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema42.properties.spec.properties.capacity.properties.maxInstances.type,parentSchema:schema42.properties.spec.properties.capacity.properties.maxInstances,data:data10};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -3313,11 +3303,9 @@ vErrors.push(err17);
 }
 errors++;
 }
-var _valid0 = _errs31 === errors;
-valid7 = valid7 || _valid0;
-}
-if(!valid7){
-const err18 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf",schema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf,parentSchema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties,data:data11};
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 < 0 || isNaN(data10)){
+const err18 = {instancePath:instancePath+"/spec/capacity/maxInstances",schemaPath:"#/properties/spec/properties/capacity/properties/maxInstances/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema42.properties.spec.properties.capacity.properties.maxInstances,data:data10};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -3326,11 +3314,58 @@ vErrors.push(err18);
 }
 errors++;
 }
+}
+}
+if(data9.resources !== undefined){
+let data11 = data9.resources;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+for(const key4 in data11){
+let data12 = data11[key4];
+const _errs31 = errors;
+let valid8 = false;
+const _errs32 = errors;
+if(typeof data12 !== "string"){
+const err19 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf/0/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[0].type,parentSchema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[0],data:data12};
+if(vErrors === null){
+vErrors = [err19];
+}
 else {
-errors = _errs28;
+vErrors.push(err19);
+}
+errors++;
+}
+var _valid0 = _errs32 === errors;
+valid8 = valid8 || _valid0;
+if(!valid8){
+const _errs34 = errors;
+if(!((typeof data12 == "number") && (isFinite(data12)))){
+const err20 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[1].type,parentSchema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf[1],data:data12};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+var _valid0 = _errs34 === errors;
+valid8 = valid8 || _valid0;
+}
+if(!valid8){
+const err21 = {instancePath:instancePath+"/spec/capacity/resources/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/spec/properties/capacity/properties/resources/additionalProperties/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf",schema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties.anyOf,parentSchema:schema42.properties.spec.properties.capacity.properties.resources.additionalProperties,data:data12};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+else {
+errors = _errs31;
 if(vErrors !== null){
-if(_errs28){
-vErrors.length = _errs28;
+if(_errs31){
+vErrors.length = _errs31;
 }
 else {
 vErrors = null;
@@ -3340,53 +3375,7 @@ vErrors = null;
 }
 }
 else {
-const err19 = {instancePath:instancePath+"/spec/capacity/resources",schemaPath:"#/properties/spec/properties/capacity/properties/resources/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.capacity.properties.resources.type,parentSchema:schema42.properties.spec.properties.capacity.properties.resources,data:data10};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-}
-}
-else {
-const err20 = {instancePath:instancePath+"/spec/capacity",schemaPath:"#/properties/spec/properties/capacity/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.capacity.type,parentSchema:schema42.properties.spec.properties.capacity,data:data8};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-}
-if(data3.kubeconfig !== undefined){
-if(!(validate32(data3.kubeconfig, {instancePath:instancePath+"/spec/kubeconfig",parentData:data3,parentDataProperty:"kubeconfig",rootData}))){
-vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
-errors = vErrors.length;
-}
-}
-if(data3.status !== undefined){
-let data13 = data3.status;
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-for(const key5 in data13){
-if(!(key5 === "mode")){
-const err21 = {instancePath:instancePath+"/spec/status",schemaPath:"#/properties/spec/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.status,data:data13};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-}
-if(data13.mode !== undefined){
-let data14 = data13.mode;
-if(!((data14 === "commit") || (data14 === "live"))){
-const err22 = {instancePath:instancePath+"/spec/status/mode",schemaPath:"#/properties/spec/properties/status/properties/mode/enum",keyword:"enum",params:{allowedValues: schema42.properties.spec.properties.status.properties.mode.enum},message:"must be equal to one of the allowed values",schema:schema42.properties.spec.properties.status.properties.mode.enum,parentSchema:schema42.properties.spec.properties.status.properties.mode,data:data14};
+const err22 = {instancePath:instancePath+"/spec/capacity/resources",schemaPath:"#/properties/spec/properties/capacity/properties/resources/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.capacity.properties.resources.type,parentSchema:schema42.properties.spec.properties.capacity.properties.resources,data:data11};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -3398,7 +3387,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath:instancePath+"/spec/status",schemaPath:"#/properties/spec/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.status.type,parentSchema:schema42.properties.spec.properties.status,data:data13};
+const err23 = {instancePath:instancePath+"/spec/capacity",schemaPath:"#/properties/spec/properties/capacity/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.capacity.type,parentSchema:schema42.properties.spec.properties.capacity,data:data9};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -3408,11 +3397,18 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data3.encryption !== undefined){
-let data15 = data3.encryption;
-if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
-if(data15.sops === undefined){
-const err24 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/required",keyword:"required",params:{missingProperty: "sops"},message:"must have required property '"+"sops"+"'",schema:schema42.properties.spec.properties.encryption.required,parentSchema:schema42.properties.spec.properties.encryption,data:data15};
+if(data3.kubeconfig !== undefined){
+if(!(validate32(data3.kubeconfig, {instancePath:instancePath+"/spec/kubeconfig",parentData:data3,parentDataProperty:"kubeconfig",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
+errors = vErrors.length;
+}
+}
+if(data3.status !== undefined){
+let data14 = data3.status;
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+for(const key5 in data14){
+if(!(key5 === "mode")){
+const err24 = {instancePath:instancePath+"/spec/status",schemaPath:"#/properties/spec/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.status,data:data14};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -3421,9 +3417,11 @@ vErrors.push(err24);
 }
 errors++;
 }
-for(const key6 in data15){
-if(!(key6 === "sops")){
-const err25 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.encryption,data:data15};
+}
+if(data14.mode !== undefined){
+let data15 = data14.mode;
+if(!((data15 === "commit") || (data15 === "live"))){
+const err25 = {instancePath:instancePath+"/spec/status/mode",schemaPath:"#/properties/spec/properties/status/properties/mode/enum",keyword:"enum",params:{allowedValues: schema42.properties.spec.properties.status.properties.mode.enum},message:"must be equal to one of the allowed values",schema:schema42.properties.spec.properties.status.properties.mode.enum,parentSchema:schema42.properties.spec.properties.status.properties.mode,data:data15};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -3433,11 +3431,9 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data15.sops !== undefined){
-let data16 = data15.sops;
-if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
-if(data16.age === undefined){
-const err26 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/required",keyword:"required",params:{missingProperty: "age"},message:"must have required property '"+"age"+"'",schema:schema42.properties.spec.properties.encryption.properties.sops.required,parentSchema:schema42.properties.spec.properties.encryption.properties.sops,data:data16};
+}
+else {
+const err26 = {instancePath:instancePath+"/spec/status",schemaPath:"#/properties/spec/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.status.type,parentSchema:schema42.properties.spec.properties.status,data:data14};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -3446,9 +3442,12 @@ vErrors.push(err26);
 }
 errors++;
 }
-for(const key7 in data16){
-if(!(key7 === "age")){
-const err27 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.encryption.properties.sops,data:data16};
+}
+if(data3.encryption !== undefined){
+let data16 = data3.encryption;
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
+if(data16.sops === undefined){
+const err27 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/required",keyword:"required",params:{missingProperty: "sops"},message:"must have required property '"+"sops"+"'",schema:schema42.properties.spec.properties.encryption.required,parentSchema:schema42.properties.spec.properties.encryption,data:data16};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -3457,12 +3456,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-if(data16.age !== undefined){
-let data17 = data16.age;
-if(Array.isArray(data17)){
-if(data17.length < 1){
-const err28 = {instancePath:instancePath+"/spec/encryption/sops/age",schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age,data:data17};
+for(const key6 in data16){
+if(!(key6 === "sops")){
+const err28 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.encryption,data:data16};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -3471,12 +3467,12 @@ vErrors.push(err28);
 }
 errors++;
 }
-const len0 = data17.length;
-for(let i0=0; i0<len0; i0++){
-let data18 = data17[i0];
-if(typeof data18 === "string"){
-if(!pattern8.test(data18)){
-const err29 = {instancePath:instancePath+"/spec/encryption/sops/age/" + i0,schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/items/pattern",keyword:"pattern",params:{pattern: "^age1[02-9ac-hj-np-z]{58}$"},message:"must match pattern \""+"^age1[02-9ac-hj-np-z]{58}$"+"\"",schema:"^age1[02-9ac-hj-np-z]{58}$",parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.items,data:data18};
+}
+if(data16.sops !== undefined){
+let data17 = data16.sops;
+if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
+if(data17.age === undefined){
+const err29 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/required",keyword:"required",params:{missingProperty: "age"},message:"must have required property '"+"age"+"'",schema:schema42.properties.spec.properties.encryption.properties.sops.required,parentSchema:schema42.properties.spec.properties.encryption.properties.sops,data:data17};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -3485,9 +3481,9 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-else {
-const err30 = {instancePath:instancePath+"/spec/encryption/sops/age/" + i0,schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.items.type,parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.items,data:data18};
+for(const key7 in data17){
+if(!(key7 === "age")){
+const err30 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.encryption.properties.sops,data:data17};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -3497,9 +3493,11 @@ vErrors.push(err30);
 errors++;
 }
 }
-}
-else {
-const err31 = {instancePath:instancePath+"/spec/encryption/sops/age",schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.type,parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age,data:data17};
+if(data17.age !== undefined){
+let data18 = data17.age;
+if(Array.isArray(data18)){
+if(data18.length < 1){
+const err31 = {instancePath:instancePath+"/spec/encryption/sops/age",schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age,data:data18};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -3508,10 +3506,12 @@ vErrors.push(err31);
 }
 errors++;
 }
-}
-}
-else {
-const err32 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.encryption.properties.sops.type,parentSchema:schema42.properties.spec.properties.encryption.properties.sops,data:data16};
+const len0 = data18.length;
+for(let i0=0; i0<len0; i0++){
+let data19 = data18[i0];
+if(typeof data19 === "string"){
+if(!pattern9.test(data19)){
+const err32 = {instancePath:instancePath+"/spec/encryption/sops/age/" + i0,schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/items/pattern",keyword:"pattern",params:{pattern: "^age1[02-9ac-hj-np-z]{58}$"},message:"must match pattern \""+"^age1[02-9ac-hj-np-z]{58}$"+"\"",schema:"^age1[02-9ac-hj-np-z]{58}$",parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.items,data:data19};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -3521,9 +3521,8 @@ vErrors.push(err32);
 errors++;
 }
 }
-}
 else {
-const err33 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.encryption.type,parentSchema:schema42.properties.spec.properties.encryption,data:data15};
+const err33 = {instancePath:instancePath+"/spec/encryption/sops/age/" + i0,schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.items.type,parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.items,data:data19};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -3533,11 +3532,9 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data3.sync !== undefined){
-let data19 = data3.sync;
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(data19.kind === undefined){
-const err34 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema42.properties.spec.properties.sync.required,parentSchema:schema42.properties.spec.properties.sync,data:data19};
+}
+else {
+const err34 = {instancePath:instancePath+"/spec/encryption/sops/age",schemaPath:"#/properties/spec/properties/encryption/properties/sops/properties/age/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema42.properties.spec.properties.encryption.properties.sops.properties.age.type,parentSchema:schema42.properties.spec.properties.encryption.properties.sops.properties.age,data:data18};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -3546,8 +3543,10 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data19.name === undefined){
-const err35 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema42.properties.spec.properties.sync.required,parentSchema:schema42.properties.spec.properties.sync,data:data19};
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/spec/encryption/sops",schemaPath:"#/properties/spec/properties/encryption/properties/sops/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.encryption.properties.sops.type,parentSchema:schema42.properties.spec.properties.encryption.properties.sops,data:data17};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -3556,9 +3555,10 @@ vErrors.push(err35);
 }
 errors++;
 }
-for(const key8 in data19){
-if(!(((((key8 === "kind") || (key8 === "name")) || (key8 === "namespace")) || (key8 === "kubeconfig")) || (key8 === "nudge"))){
-const err36 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.sync,data:data19};
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/spec/encryption",schemaPath:"#/properties/spec/properties/encryption/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.encryption.type,parentSchema:schema42.properties.spec.properties.encryption,data:data16};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -3568,10 +3568,11 @@ vErrors.push(err36);
 errors++;
 }
 }
-if(data19.kind !== undefined){
-let data20 = data19.kind;
-if(!((data20 === "argocd") || (data20 === "flux"))){
-const err37 = {instancePath:instancePath+"/spec/sync/kind",schemaPath:"#/properties/spec/properties/sync/properties/kind/enum",keyword:"enum",params:{allowedValues: schema42.properties.spec.properties.sync.properties.kind.enum},message:"must be equal to one of the allowed values",schema:schema42.properties.spec.properties.sync.properties.kind.enum,parentSchema:schema42.properties.spec.properties.sync.properties.kind,data:data20};
+if(data3.sync !== undefined){
+let data20 = data3.sync;
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+if(data20.kind === undefined){
+const err37 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema42.properties.spec.properties.sync.required,parentSchema:schema42.properties.spec.properties.sync,data:data20};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -3580,12 +3581,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-}
-if(data19.name !== undefined){
-let data21 = data19.name;
-if(typeof data21 === "string"){
-if(func3(data21) < 1){
-const err38 = {instancePath:instancePath+"/spec/sync/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data21};
+if(data20.name === undefined){
+const err38 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema42.properties.spec.properties.sync.required,parentSchema:schema42.properties.spec.properties.sync,data:data20};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -3594,9 +3591,9 @@ vErrors.push(err38);
 }
 errors++;
 }
-}
-else {
-const err39 = {instancePath:instancePath+"/spec/sync/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data21};
+for(const key8 in data20){
+if(!(((((key8 === "kind") || (key8 === "name")) || (key8 === "namespace")) || (key8 === "kubeconfig")) || (key8 === "nudge"))){
+const err39 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.spec.properties.sync,data:data20};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -3606,11 +3603,10 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data19.namespace !== undefined){
-let data22 = data19.namespace;
-if(typeof data22 === "string"){
-if(func3(data22) < 1){
-const err40 = {instancePath:instancePath+"/spec/sync/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data22};
+if(data20.kind !== undefined){
+let data21 = data20.kind;
+if(!((data21 === "argocd") || (data21 === "flux"))){
+const err40 = {instancePath:instancePath+"/spec/sync/kind",schemaPath:"#/properties/spec/properties/sync/properties/kind/enum",keyword:"enum",params:{allowedValues: schema42.properties.spec.properties.sync.properties.kind.enum},message:"must be equal to one of the allowed values",schema:schema42.properties.spec.properties.sync.properties.kind.enum,parentSchema:schema42.properties.spec.properties.sync.properties.kind,data:data21};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -3620,8 +3616,11 @@ vErrors.push(err40);
 errors++;
 }
 }
-else {
-const err41 = {instancePath:instancePath+"/spec/sync/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data22};
+if(data20.name !== undefined){
+let data22 = data20.name;
+if(typeof data22 === "string"){
+if(func3(data22) < 1){
+const err41 = {instancePath:instancePath+"/spec/sync/name",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data22};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -3631,21 +3630,8 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data19.kubeconfig !== undefined){
-if(!(validate32(data19.kubeconfig, {instancePath:instancePath+"/spec/sync/kubeconfig",parentData:data19,parentDataProperty:"kubeconfig",rootData}))){
-vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
-errors = vErrors.length;
-}
-}
-if(data19.nudge !== undefined){
-if(!(validate35(data19.nudge, {instancePath:instancePath+"/spec/sync/nudge",parentData:data19,parentDataProperty:"nudge",rootData}))){
-vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
-errors = vErrors.length;
-}
-}
-}
 else {
-const err42 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.sync.type,parentSchema:schema42.properties.spec.properties.sync,data:data19};
+const err42 = {instancePath:instancePath+"/spec/sync/name",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data22};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -3655,11 +3641,11 @@ vErrors.push(err42);
 errors++;
 }
 }
-if(data3.kubeVersion !== undefined){
-let data25 = data3.kubeVersion;
-if(typeof data25 === "string"){
-if(!pattern10.test(data25)){
-const err43 = {instancePath:instancePath+"/spec/kubeVersion",schemaPath:"#/properties/spec/properties/kubeVersion/pattern",keyword:"pattern",params:{pattern: "^\\s*v?[0-9]+\\.[0-9]+"},message:"must match pattern \""+"^\\s*v?[0-9]+\\.[0-9]+"+"\"",schema:"^\\s*v?[0-9]+\\.[0-9]+",parentSchema:schema42.properties.spec.properties.kubeVersion,data:data25};
+if(data20.namespace !== undefined){
+let data23 = data20.namespace;
+if(typeof data23 === "string"){
+if(func3(data23) < 1){
+const err43 = {instancePath:instancePath+"/spec/sync/namespace",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data23};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -3670,7 +3656,7 @@ errors++;
 }
 }
 else {
-const err44 = {instancePath:instancePath+"/spec/kubeVersion",schemaPath:"#/properties/spec/properties/kubeVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.spec.properties.kubeVersion.type,parentSchema:schema42.properties.spec.properties.kubeVersion,data:data25};
+const err44 = {instancePath:instancePath+"/spec/sync/namespace",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data23};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -3680,15 +3666,21 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data3.apiVersions !== undefined){
-let data26 = data3.apiVersions;
-if(Array.isArray(data26)){
-const len1 = data26.length;
-for(let i1=0; i1<len1; i1++){
-let data27 = data26[i1];
-if(typeof data27 === "string"){
-if(func3(data27) < 1){
-const err45 = {instancePath:instancePath+"/spec/apiVersions/" + i1,schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data27};
+if(data20.kubeconfig !== undefined){
+if(!(validate32(data20.kubeconfig, {instancePath:instancePath+"/spec/sync/kubeconfig",parentData:data20,parentDataProperty:"kubeconfig",rootData}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
+errors = vErrors.length;
+}
+}
+if(data20.nudge !== undefined){
+if(!(validate35(data20.nudge, {instancePath:instancePath+"/spec/sync/nudge",parentData:data20,parentDataProperty:"nudge",rootData}))){
+vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err45 = {instancePath:instancePath+"/spec/sync",schemaPath:"#/properties/spec/properties/sync/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.properties.sync.type,parentSchema:schema42.properties.spec.properties.sync,data:data20};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -3698,8 +3690,11 @@ vErrors.push(err45);
 errors++;
 }
 }
-else {
-const err46 = {instancePath:instancePath+"/spec/apiVersions/" + i1,schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data27};
+if(data3.kubeVersion !== undefined){
+let data26 = data3.kubeVersion;
+if(typeof data26 === "string"){
+if(!pattern11.test(data26)){
+const err46 = {instancePath:instancePath+"/spec/kubeVersion",schemaPath:"#/properties/spec/properties/kubeVersion/pattern",keyword:"pattern",params:{pattern: "^\\s*v?[0-9]+\\.[0-9]+"},message:"must match pattern \""+"^\\s*v?[0-9]+\\.[0-9]+"+"\"",schema:"^\\s*v?[0-9]+\\.[0-9]+",parentSchema:schema42.properties.spec.properties.kubeVersion,data:data26};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -3709,9 +3704,8 @@ vErrors.push(err46);
 errors++;
 }
 }
-}
 else {
-const err47 = {instancePath:instancePath+"/spec/apiVersions",schemaPath:"#/properties/spec/properties/apiVersions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema42.properties.spec.properties.apiVersions.type,parentSchema:schema42.properties.spec.properties.apiVersions,data:data26};
+const err47 = {instancePath:instancePath+"/spec/kubeVersion",schemaPath:"#/properties/spec/properties/kubeVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.spec.properties.kubeVersion.type,parentSchema:schema42.properties.spec.properties.kubeVersion,data:data26};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -3721,9 +3715,15 @@ vErrors.push(err47);
 errors++;
 }
 }
-}
-else {
-const err48 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.type,parentSchema:schema42.properties.spec,data:data3};
+if(data3.apiVersions !== undefined){
+let data27 = data3.apiVersions;
+if(Array.isArray(data27)){
+const len1 = data27.length;
+for(let i1=0; i1<len1; i1++){
+let data28 = data27[i1];
+if(typeof data28 === "string"){
+if(func3(data28) < 1){
+const err48 = {instancePath:instancePath+"/spec/apiVersions/" + i1,schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data28};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -3733,9 +3733,8 @@ vErrors.push(err48);
 errors++;
 }
 }
-}
 else {
-const err49 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.type,parentSchema:schema42,data};
+const err49 = {instancePath:instancePath+"/spec/apiVersions/" + i1,schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data28};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -3744,19 +3743,55 @@ vErrors.push(err49);
 }
 errors++;
 }
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/spec/apiVersions",schemaPath:"#/properties/spec/properties/apiVersions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema42.properties.spec.properties.apiVersions.type,parentSchema:schema42.properties.spec.properties.apiVersions,data:data27};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.spec.type,parentSchema:schema42.properties.spec,data:data3};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+}
+else {
+const err52 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.type,parentSchema:schema42,data};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
 validate43.errors = vErrors;
 return errors === 0;
 }
 
 const sfCluster = validate48;
-const schema64 = {"type":"object","required":["apiVersion","kind","metadata","spec"],"additionalProperties":false,"properties":{"apiVersion":{"const":"resource.servicefabrik.io/v1alpha1"},"kind":{"const":"SFCluster"},"metadata":{"$ref":"#/definitions/metadata"},"spec":{"type":"object","required":["secretRef"],"properties":{"secretRef":{"$ref":"#/definitions/nonEmptyString","description":"Secret (in metadata.namespace) whose `kubeconfig` key holds the cluster's kubeconfig."},"schedulingLimitPercentage":{"type":"integer","minimum":0,"maximum":100},"totalCapacity":{"type":"object"}}},"status":{"type":"object"}}};
+const schema65 = {"type":"object","required":["apiVersion","kind","metadata","spec"],"additionalProperties":false,"properties":{"apiVersion":{"const":"resource.servicefabrik.io/v1alpha1"},"kind":{"const":"SFCluster"},"metadata":{"$ref":"#/definitions/metadata"},"spec":{"type":"object","required":["secretRef"],"properties":{"secretRef":{"$ref":"#/definitions/nonEmptyString","description":"Secret (in metadata.namespace) whose `kubeconfig` key holds the cluster's kubeconfig."},"schedulingLimitPercentage":{"type":"integer","minimum":0,"maximum":100},"totalCapacity":{"type":"object"}}},"status":{"type":"object"}}};
 
 function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema64.required,parentSchema:schema64,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema65.required,parentSchema:schema65,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -3766,7 +3801,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema64.required,parentSchema:schema64,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema65.required,parentSchema:schema65,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3776,7 +3811,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema64.required,parentSchema:schema64,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema65.required,parentSchema:schema65,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -3786,7 +3821,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema64.required,parentSchema:schema64,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema65.required,parentSchema:schema65,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -3797,7 +3832,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema64,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema65,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3810,7 +3845,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("resource.servicefabrik.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "resource.servicefabrik.io/v1alpha1"},message:"must be equal to constant",schema:"resource.servicefabrik.io/v1alpha1",parentSchema:schema64.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "resource.servicefabrik.io/v1alpha1"},message:"must be equal to constant",schema:"resource.servicefabrik.io/v1alpha1",parentSchema:schema65.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3823,7 +3858,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("SFCluster" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SFCluster"},message:"must be equal to constant",schema:"SFCluster",parentSchema:schema64.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SFCluster"},message:"must be equal to constant",schema:"SFCluster",parentSchema:schema65.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3843,7 +3878,7 @@ if(data.spec !== undefined){
 let data3 = data.spec;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 if(data3.secretRef === undefined){
-const err7 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema64.properties.spec.required,parentSchema:schema64.properties.spec,data:data3};
+const err7 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "secretRef"},message:"must have required property '"+"secretRef"+"'",schema:schema65.properties.spec.required,parentSchema:schema65.properties.spec,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3856,7 +3891,7 @@ if(data3.secretRef !== undefined){
 let data4 = data3.secretRef;
 if(typeof data4 === "string"){
 if(func3(data4) < 1){
-const err8 = {instancePath:instancePath+"/spec/secretRef",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50,data:data4};
+const err8 = {instancePath:instancePath+"/spec/secretRef",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3867,7 +3902,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/spec/secretRef",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data:data4};
+const err9 = {instancePath:instancePath+"/spec/secretRef",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.type,parentSchema:schema51,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3880,7 +3915,7 @@ errors++;
 if(data3.schedulingLimitPercentage !== undefined){
 let data5 = data3.schedulingLimitPercentage;
 if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
-const err10 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema64.properties.spec.properties.schedulingLimitPercentage.type,parentSchema:schema64.properties.spec.properties.schedulingLimitPercentage,data:data5};
+const err10 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema65.properties.spec.properties.schedulingLimitPercentage.type,parentSchema:schema65.properties.spec.properties.schedulingLimitPercentage,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -3891,7 +3926,7 @@ errors++;
 }
 if((typeof data5 == "number") && (isFinite(data5))){
 if(data5 > 100 || isNaN(data5)){
-const err11 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100",schema:100,parentSchema:schema64.properties.spec.properties.schedulingLimitPercentage,data:data5};
+const err11 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100",schema:100,parentSchema:schema65.properties.spec.properties.schedulingLimitPercentage,data:data5};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -3901,7 +3936,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data5 < 0 || isNaN(data5)){
-const err12 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema64.properties.spec.properties.schedulingLimitPercentage,data:data5};
+const err12 = {instancePath:instancePath+"/spec/schedulingLimitPercentage",schemaPath:"#/properties/spec/properties/schedulingLimitPercentage/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema65.properties.spec.properties.schedulingLimitPercentage,data:data5};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3915,7 +3950,7 @@ errors++;
 if(data3.totalCapacity !== undefined){
 let data6 = data3.totalCapacity;
 if(!(data6 && typeof data6 == "object" && !Array.isArray(data6))){
-const err13 = {instancePath:instancePath+"/spec/totalCapacity",schemaPath:"#/properties/spec/properties/totalCapacity/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema64.properties.spec.properties.totalCapacity.type,parentSchema:schema64.properties.spec.properties.totalCapacity,data:data6};
+const err13 = {instancePath:instancePath+"/spec/totalCapacity",schemaPath:"#/properties/spec/properties/totalCapacity/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema65.properties.spec.properties.totalCapacity.type,parentSchema:schema65.properties.spec.properties.totalCapacity,data:data6};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3927,7 +3962,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema64.properties.spec.type,parentSchema:schema64.properties.spec,data:data3};
+const err14 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema65.properties.spec.type,parentSchema:schema65.properties.spec,data:data3};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3940,7 +3975,7 @@ errors++;
 if(data.status !== undefined){
 let data7 = data.status;
 if(!(data7 && typeof data7 == "object" && !Array.isArray(data7))){
-const err15 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema64.properties.status.type,parentSchema:schema64.properties.status,data:data7};
+const err15 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema65.properties.status.type,parentSchema:schema65.properties.status,data:data7};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -3952,7 +3987,7 @@ errors++;
 }
 }
 else {
-const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema64.type,parentSchema:schema64,data};
+const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema65.type,parentSchema:schema65,data};
 if(vErrors === null){
 vErrors = [err16];
 }

@@ -60,6 +60,8 @@ export interface ClusterEntry {
   namespace: string;
   /** False: no new instances are placed on it (existing ones stay). */
   schedulable: boolean;
+  /** `spec.store`: the store holding its instances and manifests (ADR 0027); undefined: the control repository. */
+  store?: string;
   /** metadata.labels with spec.labels merged over them, for cluster selection. */
   labels: Record<string, string>;
   capacity?: { maxInstances?: number; resources?: Record<string, string | number> };
@@ -151,6 +153,7 @@ interface ClusterDoc {
   spec?: {
     namespace?: string;
     schedulable?: boolean;
+    store?: string;
     labels?: Record<string, string>;
     capacity?: { maxInstances?: number; resources?: Record<string, string | number> };
     kubeconfig?: KubeconfigDoc;
@@ -173,6 +176,7 @@ function fromCluster(doc: YamlDocument, file: string): ClusterEntry {
     file,
     raw: doc.value as Record<string, unknown>,
   };
+  if (spec.store !== undefined) entry.store = spec.store;
   if (spec.capacity) entry.capacity = { ...spec.capacity };
   const kubeconfig = kubeconfigRef(spec.kubeconfig);
   if (kubeconfig) entry.kubeconfig = kubeconfig;

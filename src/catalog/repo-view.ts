@@ -7,8 +7,11 @@ import type { GitReader, TreeReader } from "../gitwriter/index.js";
 import { progressReporter, type Logger } from "../log/index.js";
 import {
   createInstanceSummaryCache,
+  mergeSummaries,
   offboardingProblems,
-  summarizeInstances,
+  readMoveFences,
+  storeProblems,
+  summarizeStores,
   type InstanceSummary,
   type InstanceSummaryCache,
 } from "../repo/index.js";
@@ -92,9 +95,21 @@ export function createRepoView(
     historyDepth?: number;
     /** Progress lines of a cold start (reading every instance record): at most one every `everyMs` by `now`. */
     progress?: { everyMs?: number; now?: () => number };
+    /** The stores this broker has, the control repository's name included (ADR 0027); undefined: no stores. */
+    stores?: ReadonlySet<string>;
   } = {},
 ): LiveRepoView {
-  const { historyDepth = CATALOG_HISTORY_DEPTH, progress = {} } = options;
+  const { historyDepth = CATALOG_HISTORY_DEPTH, progress = {}, stores } = options;
+  /** Registry problems of stores: a cluster naming an unknown store, or not the store its instances are in. */
+  let fenced: ReadonlyMap<string, ReadonlySet<string>> = new Map();
+  const misplaced = (parts: ReadonlyMap<string, InstanceSummary>, registry: readonly ClusterEntry[]): Problem[] =>
+    stores ? storeProblems(parts, registry, stores, fenced) : [];
+  /** The clusters each store has a move fence for (a move under way, ADR 0027). */
+  async function readFences(tree: TreeReader): Promise<ReadonlyMap<string, ReadonlySet<string>>> {
+    if (!stores || !tree.parts) return new Map();
+    const each = await Promise.all([...tree.parts].map(async ([name, part]) => [name, new Set((await readMoveFences(part)).keys())] as const));
+    return new Map(each);
+  }
   let catalog: Catalog = EMPTY_CATALOG;
   let clusters: readonly ClusterEntry[] = [];
   let problems: readonly Problem[] = [];
@@ -105,15 +120,20 @@ export function createRepoView(
 
   async function load(tree: TreeReader, key: string): Promise<void> {
     const report = progressReporter(logger, "cold start: reading the instance records", progress);
-    const [c, r, summary] = await Promise.all([
+    const [c, r, parts] = await Promise.all([
       loadCatalog(tree, catalogOptions),
       loadClusters(tree),
-      summarizeInstances(tree, summaries, (loaded, total) => report({ loaded, total })),
+      summarizeStores(tree, summaries, (loaded, total) => report({ loaded, total })),
     ]);
-    const stranded = offboardingProblems(summary, {
-      clusterIds: new Set(r.clusters.map((x) => x.id)),
-      planIds: new Set(c.catalog.services.flatMap((s) => s.plans.map((p) => p.id))),
-    });
+    const summary = mergeSummaries(parts.values());
+    fenced = await readFences(tree);
+    const stranded = [
+      ...offboardingProblems(summary, {
+        clusterIds: new Set(r.clusters.map((x) => x.id)),
+        planIds: new Set(c.catalog.services.flatMap((s) => s.plans.map((p) => p.id))),
+      }),
+      ...misplaced(parts, r.clusters),
+    ];
     const catalogOk = c.problems.length === 0 && !stranded.some((p) => p.file === "catalog/");
     const registryOk = r.problems.length === 0 && !stranded.some((p) => p.file !== "catalog/");
     const first = loadedKey === undefined;
@@ -132,7 +152,7 @@ export function createRepoView(
       clusters = r.clusters;
       registrySource = { state: "tip", commit: tree.commit };
     } else if (first) {
-      await restoreLastGoodRegistry(tree, r.clusters, summary);
+      await restoreLastGoodRegistry(tree, r.clusters, summary, parts);
     } else {
       logger.warn({ commit: tree.commit }, "cluster registry has problems: keeping the last good registry");
       if (registrySource.state === "tip") registrySource = { ...registrySource, state: "last-good" };
@@ -189,7 +209,7 @@ export function createRepoView(
    * problems and holds every cluster with live instances of `tree`, as a broker that had been
    * running would have kept it; failing that, the clusters that loaded at `tree`.
    */
-  async function restoreLastGoodRegistry(tree: TreeReader, partial: ClusterEntry[], summary: InstanceSummary): Promise<void> {
+  async function restoreLastGoodRegistry(tree: TreeReader, partial: ClusterEntry[], summary: InstanceSummary, parts: ReadonlyMap<string, InstanceSummary>): Promise<void> {
     const tip = tree.commit;
     const found =
       tip === null
@@ -198,7 +218,7 @@ export function createRepoView(
             () => registryHistory(writer, tip, { depth: historyDepth }),
             (version) => {
               const known = { clusterIds: new Set(version.clusters.map((c) => c.id)), planIds: new Set<string>() };
-              return !offboardingProblems(summary, known).some((p) => p.file !== "catalog/");
+              return !offboardingProblems(summary, known).some((p) => p.file !== "catalog/") && misplaced(parts, version.clusters).length === 0;
             },
           );
     if ("error" in found) logger.error({ err: found.error, commit: tip }, "looking for the last good cluster registry in the branch's history failed");

@@ -5,7 +5,7 @@ export { lockDataDir } from "./data-dir-lock.js";
 export type { DataDirLock, LockRole } from "./data-dir-lock.js";
 export { EMBEDDED_REMOTE_DIR, SEED_MESSAGE, prepareEmbedded } from "./embedded.js";
 export type { PrepareEmbeddedOptions } from "./embedded.js";
-export { GENERATED_PASSWORD_FILE, ensurePassword, readPassword, readStartSecrets, readWebhookSecret } from "./password.js";
+export { GENERATED_PASSWORD_FILE, ensurePassword, readGitTokens, readPassword, readStartSecrets, readWebhookSecret } from "./password.js";
 export type { Credentials, StartSecrets } from "./password.js";
 export { addressMatcher, parseAddressRange } from "./address-range.js";
 export type { AddressRange } from "./address-range.js";

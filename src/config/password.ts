@@ -158,6 +158,14 @@ export async function readStartSecrets({
   };
 }
 
+/** The https tokens of the control repository and of each store (for commands that push without serving). */
+export async function readGitTokens(config: { git: { tokenFile?: string | null }; stores?: Record<string, { tokenFile?: string }> }): Promise<{ control: string | null; stores: Map<string, string | null> }> {
+  const token = (file: string | null | undefined) => (file === null || file === undefined ? Promise.resolve(null) : readTokenFile(file));
+  const stores = Object.entries(config.stores ?? {});
+  const [control, ...each] = await Promise.all([token(config.git.tokenFile), ...stores.map(([, s]) => token(s.tokenFile))]);
+  return { control: control ?? null, stores: new Map(stores.map(([name], i) => [name, each[i] ?? null])) };
+}
+
 async function readTokenFile(file: string): Promise<string> {
   let content: string;
   try {

@@ -24,6 +24,8 @@ export interface NudgerOptions {
   readSecret: SecretKeyReader;
   /** The broker's git remote URL (credentials in it are never sent). */
   remoteUrl: string;
+  /** Each store's remote URL, by store name (ADR 0027): a push to a store names that repository. */
+  storeRemotes?: ReadonlyMap<string, string>;
   /** e.g. gitops-broker/0.1.0: User-Agent and pusher of webhook requests. */
   userAgent: string;
   logger: Logger;
@@ -91,6 +93,7 @@ export function createNudger(options: NudgerOptions): Nudger {
     kubeConfigFor: options.kubeConfigFor,
     readSecret: options.readSecret,
     remoteUrl: options.remoteUrl,
+    ...(options.storeRemotes ? { storeRemotes: options.storeRemotes } : {}),
     userAgent: options.userAgent,
     now: options.now ?? (() => new Date()),
     fetch: options.fetch ?? fetch,
@@ -170,8 +173,9 @@ export function createNudger(options: NudgerOptions): Nudger {
         const entry = options.clusters().find((c) => c.id === id);
         if (entry?.sync?.nudge === undefined) continue;
         const state = stateOf(id);
-        if (state.pending === undefined) {
-          state.pending = { branch: event.branch, previous: event.previous, tip: event.tip, commits };
+        if (state.pending === undefined || state.pending.store !== event.store) {
+          // A push to another repository (the cluster moved to another store) is a range of its own.
+          state.pending = { ...(event.store !== undefined ? { store: event.store } : {}), branch: event.branch, previous: event.previous, tip: event.tip, commits };
         } else {
           state.stats.folded += 1;
           metrics.nudges.inc({ cluster: id, via: entry.sync.nudge.via, result: "folded" });

@@ -3,6 +3,8 @@ import type { PushedCommit } from "../gitwriter/index.js";
 
 /** What one nudge of one cluster reports: the range pushed since its last nudge, its commits. */
 export interface NudgeRange {
+  /** The store pushed to (ADR 0027); undefined: the broker's git remote. */
+  store?: string;
   branch: string;
   /** The remote tip before the first push folded in (null: that push created the branch). */
   previous: string | null;

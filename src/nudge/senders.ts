@@ -26,6 +26,8 @@ export interface SendDeps {
   readSecret: SecretKeyReader;
   /** The broker's git remote: the repository a push event names unless the cluster says otherwise. */
   remoteUrl: string;
+  /** Each store's remote URL, by store name: the repository a push event names for a push to a store. */
+  storeRemotes?: ReadonlyMap<string, string>;
   /** User-Agent and pusher of webhook requests, e.g. gitops-broker/0.1.0. */
   userAgent: string;
   now: () => Date;
@@ -113,7 +115,8 @@ function kubeFailure(entry: ClusterEntry, what: string, error: unknown): NudgeEr
 
 async function sendWebhook(entry: ClusterEntry, nudge: Extract<NudgeDecl, { via: "webhook" }>, range: NudgeRange, deps: SendDeps): Promise<string> {
   const secret = nudge.secret ? await readSecretValue(entry, nudge.secret, deps) : undefined;
-  const repository = repositoryNames(nudge.repoURL ?? deps.remoteUrl);
+  const pushedTo = (range.store !== undefined ? deps.storeRemotes?.get(range.store) : undefined) ?? deps.remoteUrl;
+  const repository = repositoryNames(nudge.repoURL ?? pushedTo);
   const body = JSON.stringify(githubPushEvent(range, repository, deps.userAgent));
   const headers: Record<string, string> = { "content-type": "application/json", "user-agent": deps.userAgent };
   if (nudge.payload === "github") {
