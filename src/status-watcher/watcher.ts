@@ -1,56 +1,62 @@
-import type { ClusterEntry, Plan } from "../catalog/index.js";
+import type { ClusterEntry } from "../catalog/index.js";
 import { RenderPending } from "../errors/index.js";
 import type { BindingRecord, InstanceRecord, OperationEntry } from "../repo/index.js";
-import { createAppliedIndex } from "./applied-index.js";
+import { createAppliedIndex, type RecordRef } from "./applied-index.js";
 import { createCommitStatusWatcher } from "./commit-mode.js";
+import { deadlineOf, pastDeadline } from "./deadline.js";
 import { createKubeConfigResolver } from "./kubeconfig.js";
-import { isNotReady, startLiveCluster, type LiveCluster } from "./live-cluster.js";
-import { bindResponse, evaluate, isRendering, prepare, sourceKinds, type Prepared, type Subject } from "./live-status.js";
-import type { BindingOutcome, BindingResult, OperationStatus, StatusWatcher, StatusWatcherOptions } from "./types.js";
+import { isNotReady, startLiveCluster, type LiveCluster, type LiveClusterDeps } from "./live-cluster.js";
+import { createLiveClusters } from "./live-clusters.js";
+import { bindResponse, evaluate, isRendering, prepare, type Prepared, type Subject } from "./live-status.js";
+import { createMemo } from "./memo.js";
+import { resolveSubject } from "./operation-subject.js";
+import type { BindingResult, OperationStatus, StatusWatcher, StatusWatcherOptions } from "./types.js";
+import { bindStep, poll } from "./waits.js";
 
 /**
  * The status watcher of both modes, chosen per cluster (`spec.status.mode`, else the default).
  * Live clusters are started for the registry's live entries and stopped when they leave it or
- * their kubeconfig / sync reference changes. Answers are memoized per operation until something
- * on its cluster changes, and kept for good once succeeded or failed (OSB states are final), so
- * a poll costs a map lookup and no Kubernetes API request.
+ * their kubeconfig / sync reference changes (live-clusters.ts). Answers are memoized per operation
+ * until something on its cluster changes, and kept for good once succeeded or failed (OSB states
+ * are final), so a poll costs a map lookup and no Kubernetes API request.
  */
 
 const TERMINAL_LIMIT = 200_000;
 const MEMO_LIMIT = 100_000;
-/** A bind waiting for its credentials also looks again this often (a cluster can fail silently). */
-const BIND_RECHECK_MS = 500;
+/** A final status depends on nothing: it is kept for good. */
+const FINAL: readonly unknown[] = [];
 
-interface Memo {
-  version: number;
-  catalog: unknown;
-  problem: string | undefined;
-  /** Until the maximum_polling_duration deadline (epoch ms). */
-  until: number | undefined;
+/** An operation in progress: its status, until when it holds (the deadline), and what to read when its cluster applies a revision. */
+interface InProgress {
   status: OperationStatus;
+  until: number | undefined;
   clusterId: string;
-  record: { instanceId: string; bindingId?: string };
+  record: RecordRef;
 }
 
-type Resolved = { commit: true } | { status: OperationStatus } | { subject: Subject; key: string };
+const recordOf = (s: Subject): RecordRef => ({ instanceId: s.instance.spec.instanceId, ...(s.binding ? { bindingId: s.binding.spec.bindingId } : {}) });
 
-function setBounded<K, V>(map: Map<K, V>, key: K, value: V, limit: number): void {
-  if (!map.has(key) && map.size >= limit) map.delete(map.keys().next().value as K);
-  map.set(key, value);
+/** What the live clusters are started with. */
+function clusterDepsOf(options: StatusWatcherOptions): LiveClusterDeps {
+  return {
+    kubeConfigFor: options.kubeConfigFor ?? createKubeConfigResolver(),
+    logger: options.logger,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.delay ? { delay: options.delay } : {}),
+    ...(options.random ? { random: options.random } : {}),
+    ...(options.relistIntervalMs ? { relistIntervalMs: options.relistIntervalMs } : {}),
+  };
 }
 
-const signature = (e: ClusterEntry) => JSON.stringify([e.namespace, e.kubeconfig ?? null, e.sync ?? null]);
-
-/**
- * When the plan's maximum_polling_duration ends for `operation`: counted from its acknowledgement
- * (the 202 the platform counts from), known when this process gave it; otherwise from the
- * receipt plus the longest a request waits for its push, so never before the platform's deadline.
- */
-function deadlineOf(plan: Plan, operation: OperationEntry, acknowledgedAt: number | undefined, boundMs: number): number | undefined {
-  const seconds = plan.maximumPollingDuration;
-  const at = Date.parse(operation.at);
-  if (seconds === undefined || !Number.isFinite(at)) return undefined;
-  return Math.max(at, acknowledgedAt ?? at + boundMs) + seconds * 1000;
+/** Calls `applied` with each revision the cluster's sync object reports applied, once each time it changes. */
+function onAppliedRevision(live: LiveCluster, applied: (revision: string) => void): void {
+  let revision: string | undefined;
+  live.onChange(() => {
+    const sync = live.sync();
+    if (isNotReady(sync) || sync.appliedRevision === undefined || sync.appliedRevision === revision) return;
+    revision = sync.appliedRevision;
+    applied(revision);
+  });
 }
 
 export function createStatusWatcher(options: StatusWatcherOptions): StatusWatcher {
@@ -61,173 +67,66 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
   const syncTimeoutMs = options.syncTimeoutMs ?? 60_000;
   const acknowledgeBoundMs = options.acknowledgeBoundMs ?? 0;
   const settleTimeoutMs = options.settleTimeoutMs ?? bindTimeoutMs;
-  /** Operation id -> when this process acknowledged it (epoch ms of `now`). */
-  const acknowledgements = new Map<string, number>();
-  const clusterDeps = {
-    kubeConfigFor: options.kubeConfigFor ?? createKubeConfigResolver(),
-    logger: log,
-    ...(options.metrics ? { metrics: options.metrics } : {}),
-    ...(options.delay ? { delay: options.delay } : {}),
-    ...(options.random ? { random: options.random } : {}),
-    ...(options.relistIntervalMs ? { relistIntervalMs: options.relistIntervalMs } : {}),
-  };
+  const clusterDeps = clusterDepsOf(options);
   const commit = createCommitStatusWatcher();
-  const clusters = new Map<string, { signature: string; live: LiveCluster }>();
+  /** Operation id -> when this process acknowledged it (epoch ms of `now`). */
+  const acknowledgements = createMemo<number>(TERMINAL_LIMIT);
+  /** The caches of computed results, by operation (resolveSubject's key): each valid for the inputs it was computed from. */
+  const terminal = createMemo<OperationStatus>(TERMINAL_LIMIT);
+  const inProgress = createMemo<InProgress>(MEMO_LIMIT);
+  const prepared = createMemo<Prepared>(MEMO_LIMIT);
+  const results = createMemo<BindingResult>(MEMO_LIMIT);
+  const clusters = createLiveClusters({ view, defaultMode, logger: log, start: startCluster });
   const index = createAppliedIndex({
     writer,
     logger: log,
     onLoaded: () => {
-      for (const c of clusters.values()) c.live.touch();
+      for (const live of clusters.values()) live.touch();
     },
   });
-  const terminal = new Map<string, OperationStatus>();
-  const memo = new Map<string, Memo>();
-  const prepared = new Map<string, { catalog: unknown; prepared: Prepared }>();
-  const results = new Map<string, { version: number; catalog: unknown; result: BindingResult }>();
-  let knownEntries: readonly ClusterEntry[] | undefined;
-  let closed = false;
-
-  const modeOf = (entry: ClusterEntry) => entry.statusMode ?? defaultMode;
 
   function startCluster(entry: ClusterEntry): LiveCluster {
     const live = startLiveCluster(entry, clusterDeps);
     // A newly applied revision: read the records of the operations waiting for it right away.
-    let revision: string | undefined;
-    live.onChange(() => {
-      const sync = live.sync();
-      if (isNotReady(sync) || sync.appliedRevision === undefined || sync.appliedRevision === revision) return;
-      revision = sync.appliedRevision;
-      for (const m of memo.values()) if (m.clusterId === entry.id) index.prefetch(revision, m.record);
+    onAppliedRevision(live, (revision) => {
+      for (const m of inProgress.values()) if (m.clusterId === entry.id) index.prefetch(revision, m.record);
     });
     return live;
   }
 
-  /** Starts and stops live clusters to match the registry (when it changed since last time). */
-  function reconcile(): void {
-    const entries = view.clusters();
-    if (entries === knownEntries || closed) return;
-    knownEntries = entries;
-    const wanted = new Map(entries.filter((e) => modeOf(e) === "live").map((e) => [e.id, e]));
-    for (const [id, c] of clusters) {
-      const entry = wanted.get(id);
-      if (entry && signature(entry) === c.signature) continue;
-      clusters.delete(id);
-      c.live.stop().catch((error: unknown) => log.error({ err: error, cluster: id }, "stopping a cluster's watches failed"));
-    }
-    for (const entry of wanted.values()) {
-      if (!clusters.has(entry.id)) clusters.set(entry.id, { signature: signature(entry), live: startCluster(entry) });
-    }
-    warmUp();
+  function resolve(instance: InstanceRecord, binding: BindingRecord | undefined, operation: OperationEntry) {
+    clusters.reconcile();
+    clusters.warmUp();
+    return resolveSubject(view, defaultMode, (id) => clusters.get(id), instance, binding, operation);
   }
 
-  /** Watches what the plans' statuses read on every live cluster, before the first request needs it. */
-  let warmed: { catalog: unknown; clusters: unknown } | undefined;
-  function warmUp(): void {
-    const catalog = view.catalog();
-    if (warmed?.catalog === catalog && warmed.clusters === knownEntries) return;
-    warmed = { catalog, clusters: knownEntries };
-    const plans = catalog.services.flatMap((service) => service.plans.map((plan) => ({ service, plan })));
-    for (const { live } of clusters.values()) {
-      const kinds = sourceKinds(plans, live.entry.id, live.entry.namespace);
-      live.watch("owned", kinds);
-      live.watch("foreign", kinds);
-    }
-  }
-
-  function resolve(instance: InstanceRecord, binding: BindingRecord | undefined, operation: OperationEntry): Resolved {
-    reconcile();
-    warmUp();
-    const clusterId = instance.spec.clusterId;
-    const entry = view.clusters().find((c) => c.id === clusterId);
-    if (!entry) {
-      if (defaultMode === "commit") return { commit: true };
-      return { status: { state: "in progress", description: `instance ${instance.spec.instanceId} is placed on cluster ${clusterId}, which is not in the cluster registry` } };
-    }
-    const cluster = clusters.get(clusterId)?.live;
-    if (modeOf(entry) === "commit" || !cluster) return { commit: true };
-    const service = view.catalog().serviceById(instance.spec.serviceId);
-    const plan = service?.plans.find((p) => p.id === instance.spec.planId);
-    if (!service || !plan) {
-      return { status: { state: "in progress", description: `plan ${instance.spec.planId} of instance ${instance.spec.instanceId} is not in the catalog` } };
-    }
-    const key = binding
-      ? `b ${instance.spec.instanceId} ${binding.spec.bindingId} ${operation.id}`
-      : `i ${instance.spec.instanceId} ${operation.id}`;
-    return { subject: { instance, operation, service, plan, cluster, ...(binding ? { binding } : {}) }, key };
-  }
-
-  function preparedFor(key: string, subject: Subject): Prepared {
-    const catalog = view.catalog();
-    const hit = prepared.get(key);
-    if (hit?.catalog === catalog) return hit.prepared;
-    const fresh = prepare(subject);
-    if (!(fresh.sources instanceof RenderPending)) setBounded(prepared, key, { catalog, prepared: fresh }, MEMO_LIMIT);
-    return fresh;
-  }
+  const preparedFor = (key: string, subject: Subject): Prepared =>
+    prepared.through(key, [view.catalog()], () => prepare(subject), (fresh) => !(fresh.sources instanceof RenderPending));
 
   function liveStatus(subject: Subject, key: string): OperationStatus {
-    const final = terminal.get(key);
+    const final = terminal.get(key, FINAL);
     if (final) return final;
     const { cluster, plan, operation } = subject;
-    const version = cluster.version();
-    const catalog = view.catalog();
-    const problem = cluster.problem();
+    const inputs = [cluster.version(), view.catalog(), cluster.problem()];
     const t = now().getTime();
-    const hit = memo.get(key);
-    if (hit && hit.version === version && hit.catalog === catalog && hit.problem === problem && (hit.until === undefined || t < hit.until)) {
-      return hit.status;
-    }
-    let status = evaluate(subject, () => preparedFor(key, subject), index);
-    const deadline = deadlineOf(plan, operation, acknowledgements.get(operation.id), acknowledgeBoundMs);
-    if (status.state === "in progress" && !status.provisional && deadline !== undefined && t >= deadline) {
-      status = {
-        state: "failed",
-        description: `${operation.action} did not finish within the plan's maximum_polling_duration (${plan.maximumPollingDuration} s): ${status.description}`,
-      };
-    }
+    const hit = inProgress.get(key, inputs);
+    if (hit && (hit.until === undefined || t < hit.until)) return hit.status;
+    const until = deadlineOf(plan, operation, acknowledgements.get(operation.id, FINAL), acknowledgeBoundMs);
+    const status = pastDeadline(evaluate(subject, () => preparedFor(key, subject), index), plan, operation, until, t);
     if (isRendering(status)) return status;
     if (status.state === "in progress") {
-      const record = { instanceId: subject.instance.spec.instanceId, ...(subject.binding ? { bindingId: subject.binding.spec.bindingId } : {}) };
-      setBounded(memo, key, { version, catalog, problem, until: deadline, status, clusterId: cluster.entry.id, record }, MEMO_LIMIT);
-    } else {
-      memo.delete(key);
-      // A binding's prepared templates still serve its credentials (bindingResult).
-      if (!subject.binding) prepared.delete(key);
-      setBounded(terminal, key, status, TERMINAL_LIMIT);
-      log.info({ cluster: cluster.entry.id, instanceId: subject.instance.spec.instanceId, operation: operation.id, state: status.state }, "operation finished");
+      inProgress.set(key, inputs, { status, until, clusterId: cluster.entry.id, record: recordOf(subject) });
+      return status;
     }
+    inProgress.delete(key);
+    // A binding's prepared templates still serve its credentials (bindingResult).
+    if (!subject.binding) prepared.delete(key);
+    terminal.set(key, FINAL, status);
+    log.info({ cluster: cluster.entry.id, instanceId: subject.instance.spec.instanceId, operation: operation.id, state: status.state }, "operation finished");
     return status;
   }
 
-  function nextChange(live: LiveCluster, ms: number): Promise<void> {
-    return new Promise((done) => {
-      const timer = setTimeout(finish, ms);
-      const off = live.onChange(finish);
-      function finish(): void {
-        clearTimeout(timer);
-        off();
-        done();
-      }
-    });
-  }
-
-  /**
-   * The one polling loop of the waits (a synchronous bind, a synchronous operation, settling a
-   * provisional answer): `step` on every change of the instance's cluster (and every
-   * BIND_RECHECK_MS), until it is done, `timeoutMs` passed, the cluster is gone or the watcher is
-   * closed; then what it last said while pending.
-   */
-  async function poll<R>(clusterId: string, timeoutMs: number, step: () => { done: R } | { pending: R }): Promise<R> {
-    const started = performance.now();
-    for (;;) {
-      const outcome = step();
-      if ("done" in outcome) return outcome.done;
-      const left = timeoutMs - (performance.now() - started);
-      const live = clusters.get(clusterId)?.live;
-      if (left <= 0 || !live || closed) return outcome.pending;
-      await nextChange(live, Math.min(left, BIND_RECHECK_MS));
-    }
-  }
+  const watchedLive = (clusterId: string) => () => clusters.get(clusterId);
 
   const watcher: StatusWatcher = {
     mode: defaultMode,
@@ -247,48 +146,34 @@ export function createStatusWatcher(options: StatusWatcherOptions): StatusWatche
       if (!bind) return {};
       const r = resolve(instance, binding, bind);
       if (!("subject" in r)) return {};
-      const version = r.subject.cluster.version();
-      const catalog = view.catalog();
-      const hit = results.get(r.key);
-      if (hit?.version === version && hit.catalog === catalog) return hit.result;
-      const result = bindResponse(r.subject, preparedFor(r.key, r.subject));
-      setBounded(results, r.key, { version, catalog, result }, MEMO_LIMIT);
-      return result;
+      return results.through(r.key, [r.subject.cluster.version(), view.catalog()], () => bindResponse(r.subject, preparedFor(r.key, r.subject)));
     },
     awaitBinding(instance, binding, operation) {
-      return poll<BindingOutcome>(instance.spec.clusterId, bindTimeoutMs, () => {
-        const status = watcher.bindingStatus(instance, binding, operation);
-        if (status.state === "succeeded") return { done: { state: "succeeded", result: watcher.bindingResult(instance, binding) } };
-        const description = status.description ?? `${operation.action} ${status.state}`;
-        return status.state === "failed" ? { done: { state: "failed", description } } : { pending: { state: "in progress", description } };
-      });
+      return poll(watchedLive(instance.spec.clusterId), bindTimeoutMs, () =>
+        bindStep(watcher.bindingStatus(instance, binding, operation), operation, () => watcher.bindingResult(instance, binding)),
+      );
     },
     observing() {
-      reconcile();
+      clusters.reconcile();
       return clusters.size > 0;
     },
     awaitInstance(instance, operation) {
-      return poll<OperationStatus>(instance.spec.clusterId, syncTimeoutMs, () => {
+      return poll<OperationStatus>(watchedLive(instance.spec.clusterId), syncTimeoutMs, () => {
         const status = watcher.instanceStatus(instance, operation);
         return status.state === "in progress" ? { pending: status } : { done: status };
       });
     },
     settle(instance, binding, operation) {
-      return poll<undefined>(instance.spec.clusterId, settleTimeoutMs, () => {
+      return poll<undefined>(watchedLive(instance.spec.clusterId), settleTimeoutMs, () => {
         const status = binding ? watcher.bindingStatus(instance, binding, operation) : watcher.instanceStatus(instance, operation);
         return status.provisional ? { pending: undefined } : { done: undefined };
       });
     },
     acknowledged(operationId) {
-      setBounded(acknowledgements, operationId, now().getTime(), TERMINAL_LIMIT);
+      acknowledgements.set(operationId, FINAL, now().getTime());
     },
-    async close() {
-      closed = true;
-      const stopping = [...clusters.values()].map((c) => c.live.stop());
-      clusters.clear();
-      await Promise.all(stopping);
-    },
+    close: () => clusters.close(),
   };
-  reconcile();
+  clusters.reconcile();
   return watcher;
 }
