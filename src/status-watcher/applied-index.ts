@@ -42,6 +42,26 @@ const READER_LIMIT = 8;
 /** A revision that could not be read (remote down, not pushed yet) is tried again after this. */
 const RETRY_UNREADABLE_MS = 30_000;
 
+/** The `resourceKey`s of the manifests (`*.yaml`, `*.yml`) under `dir` of `tree`, at any depth, sorted. */
+export async function manifestKeys(tree: TreeReader, dir: string): Promise<string[]> {
+  const keys: string[] = [];
+  const walk = async (at: string): Promise<void> => {
+    for (const entry of (await tree.list(at)) ?? []) {
+      const path = `${at}/${entry.name}`;
+      if (entry.type === "tree") {
+        await walk(path);
+        continue;
+      }
+      if (!/\.ya?ml$/.test(entry.name)) continue;
+      const doc = parse((await tree.readText(path)) ?? "") as { apiVersion?: unknown; kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } } | null;
+      const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+      keys.push(resourceKey({ apiVersion: str(doc?.apiVersion) ?? "", kind: str(doc?.kind), namespace: str(doc?.metadata?.namespace), name: str(doc?.metadata?.name) }));
+    }
+  };
+  await walk(dir);
+  return keys.sort();
+}
+
 export function createAppliedIndex(deps: { writer: StatusWriter; logger: Logger; onLoaded: () => void }): AppliedIndex {
   const { writer, logger } = deps;
   /** `${revision} ${record}` -> operation ids in the record at that revision (empty: no record). */
@@ -85,25 +105,10 @@ export function createAppliedIndex(deps: { writer: StatusWriter; logger: Logger;
   /** `${revision} objects ${dir}` -> the keys of the objects under dir at that revision. */
   const objectEntries = new Map<string, readonly string[]>();
 
-  async function keysUnder(tree: TreeReader, dir: string, into: string[]): Promise<void> {
-    for (const entry of (await tree.list(dir)) ?? []) {
-      const path = `${dir}/${entry.name}`;
-      if (entry.type === "tree") {
-        await keysUnder(tree, path, into);
-        continue;
-      }
-      if (!/\.ya?ml$/.test(entry.name)) continue;
-      const doc = parse((await tree.readText(path)) ?? "") as { apiVersion?: unknown; kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } } | null;
-      const str = (v: unknown) => (typeof v === "string" ? v : undefined);
-      into.push(resourceKey({ apiVersion: str(doc?.apiVersion) ?? "", kind: str(doc?.kind), namespace: str(doc?.metadata?.namespace), name: str(doc?.metadata?.name) }));
-    }
-  }
-
   async function loadObjects(revision: string, dir: string, key: string): Promise<void> {
-    const keys: string[] = [];
-    await keysUnder(await readerFor(revision), dir, keys);
+    const keys = await manifestKeys(await readerFor(revision), dir);
     if (objectEntries.size >= READER_LIMIT * 64) objectEntries.delete(objectEntries.keys().next().value as string);
-    objectEntries.set(key, keys.sort());
+    objectEntries.set(key, keys);
   }
 
   function startLoading(revision: string, key: string, run: () => Promise<void>): void {
