@@ -93,29 +93,15 @@ function asOsbError(err: unknown): OsbError {
   return new InternalError("internal broker error", { cause: err });
 }
 
-export function createApp(deps: BrokerDeps): express.Express {
-  const ctx: Ctx = {
-    deps: {
-      now: () => new Date(),
-      newId: () => randomUUID(),
-      brokerVersion: "gitops-broker",
-      metrics: noopInstruments.broker,
-      ...deps,
-    },
-    summaries: deps.summaries ?? createInstanceSummaryCache(),
-    quotas: createQuotaReader(),
-  };
-  const log = deps.logger;
-  const app = express();
-  app.disable("x-powered-by");
-  app.set("query parser", "simple");
-
-  app.use(echoRequestIdentity);
-  // One log line per request, written when the answer is sent: the full path (as the client
-  // sent it, without the query), and for an error its code and description. Expected 4xx at
-  // info without a stack; 5xx at error with the cause. 401 lines name the client's address (and
-  // the subject of its client certificate, if it sent one).
-  app.use((req, res, next) => {
+/**
+ * One log line per request, written when the answer is sent: the full path (as the client
+ * sent it, without the query), and for an error its code and description. Expected 4xx at
+ * info without a stack; 5xx at error with the cause. 401 lines name the client's address (and
+ * the subject of its client certificate, if it sent one).
+ */
+function requestLog(ctx: Ctx): RequestHandler {
+  const log = ctx.deps.logger;
+  return (req, res, next) => {
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -149,21 +135,11 @@ export function createApp(deps: BrokerDeps): express.Express {
       else log.info(fields, failure?.message ?? "request");
     });
     next();
-  });
+  };
+}
 
-  app.get("/healthz", (_req, res) => {
-    res.json({ status: "ok" });
-  });
-  app.get("/readyz", (_req, res, next) => {
-    readiness(ctx)
-      .then((checks) => {
-        const ok = checks.every((c) => c.ok || c.severity === "warning");
-        res.status(ok ? 200 : 503).json({ status: ok ? "ready" : "not ready", checks });
-      })
-      .catch(next);
-  });
-
-  const auth = brokerAuth(deps.credentials, deps.clientCertificates);
+/** The OSB API, behind `auth`: mounted at each of OSB_MOUNTS. */
+function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
   const v2 = express.Router({ mergeParams: true });
   v2.use(auth);
   v2.use(osbHeaders);
@@ -263,7 +239,42 @@ export function createApp(deps: BrokerDeps): express.Express {
     "/service_instances/:instance_id/service_bindings/:binding_id",
     route((req) => bindings.fetchBinding(ctx, pathId(req, "instance_id"), pathId(req, "binding_id"))),
   );
+  return v2;
+}
 
+export function createApp(deps: BrokerDeps): express.Express {
+  const ctx: Ctx = {
+    deps: {
+      now: () => new Date(),
+      newId: () => randomUUID(),
+      brokerVersion: "gitops-broker",
+      metrics: noopInstruments.broker,
+      ...deps,
+    },
+    summaries: deps.summaries ?? createInstanceSummaryCache(),
+    quotas: createQuotaReader(),
+  };
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("query parser", "simple");
+
+  app.use(echoRequestIdentity);
+  app.use(requestLog(ctx));
+
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  app.get("/readyz", (_req, res, next) => {
+    readiness(ctx)
+      .then((checks) => {
+        const ok = checks.every((c) => c.ok || c.severity === "warning");
+        res.status(ok ? 200 : 503).json({ status: ok ? "ready" : "not ready", checks });
+      })
+      .catch(next);
+  });
+
+  const auth = brokerAuth(deps.credentials, deps.clientCertificates);
+  const v2 = osbRouter(ctx, auth);
   for (const mount of OSB_MOUNTS) {
     app.use(
       mount,
