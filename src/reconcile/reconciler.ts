@@ -6,7 +6,8 @@ import { keyOf, readInstance } from "../repo/index.js";
 import type { StatusWatcher } from "../status-watcher/index.js";
 import type { RepoView } from "../catalog/index.js";
 import { staleByOverrides, staleInstances } from "./catch-up.js";
-import { createPlanInstancesCache, liveInstancesOfPlan } from "./plan-instances.js";
+import { createBatchFeeder } from "./batch-feeder.js";
+import { createPlanInstancesCache, liveInstancesOfPlan, type PlanInstancesCache } from "./plan-instances.js";
 import { rerenderOperation, type RerenderReason, type RerenderRequest } from "./rerender.js";
 import { tipChanges } from "./tip-changes.js";
 
@@ -65,8 +66,60 @@ export interface Reconciler {
   close(): Promise<void>;
 }
 
+/** Re-renders one instance; true when it had an operation in progress (to be tried again later). */
+async function rerender(options: ReconcilerOptions, metrics: ReconcileInstruments, request: RerenderRequest): Promise<boolean> {
+  const { writer, logger } = options;
+  try {
+    const { result, commit } = await writer.submit(rerenderOperation(options, request));
+    metrics.rerenders.inc({ reason: request.reason, result: result === "rendered" && !commit ? "unchanged" : result });
+    if (result === "busy") {
+      logger.info({ instance: request.instance }, "re-render postponed: an operation is in progress");
+      return true;
+    }
+    logger.info({ instance: request.instance, reason: request.reason, result, commit }, commit ? "re-rendered" : "re-render unchanged");
+  } catch (e) {
+    metrics.rerenders.inc({ reason: request.reason, result: "failed" });
+    logger.error({ err: e, instance: request.instance, reason: request.reason }, "re-render failed");
+  }
+  return false;
+}
+
+/** Queues (`enqueue`) a re-render of what a new tip calls for: the live instances of the plans it changed, and the instances whose overrides it changed. */
+async function enqueueTipChanges(
+  { writer, logger }: ReconcilerOptions,
+  planIds: PlanInstancesCache,
+  tip: string,
+  previous: string,
+  enqueue: (request: RerenderRequest) => void,
+): Promise<void> {
+  const [next, old] = await Promise.all([writer.readerAt(tip), writer.readerAt(previous)]);
+  if (!next || !old) return;
+  const changes = await tipChanges(old, next);
+  for (const plan of changes.plans) {
+    const ids = await liveInstancesOfPlan(next, plan.id, planIds);
+    logger.info({ plan: plan.name, planId: plan.id, instances: ids.length, commit: tip }, "plan changed: re-rendering its instances");
+    for (const instance of ids) enqueue({ instance, reason: "plan-changed", cause: tip });
+  }
+  for (const key of changes.overrideKeys) {
+    // Overrides of an id that has no live instance (yet, or any more) wait for its next render.
+    const record = await readInstance(next, key);
+    if (record && !record.status.deleted) enqueue({ instance: key, reason: "override-changed", cause: tip });
+  }
+}
+
+/** The re-renders a start calls for (catchUp), one per instance: a plan change and an override alike re-render it all. */
+async function staleRequests(options: ReconcilerOptions, planIds: PlanInstancesCache): Promise<RerenderRequest[]> {
+  const { writer, logger } = options;
+  const tip = writer.snapshot();
+  const depth = options.catchUpDepth === undefined ? {} : { depth: options.catchUpDepth };
+  const byPlan = await staleInstances({ reader: writer, tip, catalog: options.view.catalog(), planIds, logger, ...depth });
+  const byOverrides = await staleByOverrides({ reader: writer, tip, logger, ...depth });
+  const seen = new Set(byPlan.map((s) => keyOf(s.instance)));
+  return [...byPlan, ...byOverrides.filter((s) => !seen.has(keyOf(s.instance)))].map((s) => ({ instance: s.instance, reason: s.reason, cause: s.cause }));
+}
+
 export function createReconciler(options: ReconcilerOptions): Reconciler {
-  const { writer, logger, batchSize, maxPerSecond, retryMs } = options;
+  const { writer, logger, retryMs } = options;
   const metrics = options.metrics ?? noopInstruments.reconcile;
   const clock = options.clock ?? (() => performance.now());
   /** Aborted at close(): the pause between batches ends there, not after its length. */
@@ -75,16 +128,23 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   const delay = options.delay ?? ((ms: number) => sleep(ms, undefined, { signal: closing.signal }).catch(() => undefined));
   const planIds = createPlanInstancesCache();
   /** By instance key: a second request for the same instance replaces the first. */
-  const queue = new Map<string, RerenderRequest>();
+  const queue = createBatchFeeder<RerenderRequest>({
+    batchSize: options.batchSize,
+    maxPerSecond: options.maxPerSecond,
+    clock,
+    pause: (ms) => Promise.race([delay(ms), closeSignalled]),
+    run: runOne,
+    queued: (size) => metrics.queued.set(size),
+    progress: () => progressReporter(logger, "re-rendering", { now: clock, ...(options.progressEveryMs ? { everyMs: options.progressEveryMs } : {}) }),
+    ended: settle,
+  });
   const retries = new Set<NodeJS.Timeout>();
   let diffs: Promise<void> = Promise.resolve();
-  let feeding: Promise<void> | undefined;
   let closed = false;
   let idleWaiters: (() => void)[] = [];
 
-  function busy(): boolean {
-    return queue.size > 0 || feeding !== undefined || retries.size > 0;
-  }
+  const busy = () => queue.busy() || retries.size > 0;
+  const enqueue = (request: RerenderRequest) => queue.add(keyOf(request.instance), request);
 
   function settle(): void {
     if (busy()) return;
@@ -93,121 +153,41 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     for (const w of waiters) w();
   }
 
-  function enqueue(request: RerenderRequest): void {
-    if (closed) return;
-    queue.set(keyOf(request.instance), request);
-    metrics.queued.set(queue.size);
-    kick();
-  }
-
-  /**
-   * Starts the feeder unless it runs. In a microtask, so that requests queued in one go fill
-   * whole batches; and again when it ends, for what was queued after its last look.
-   */
-  function kick(): void {
-    if (feeding || closed || queue.size === 0) return;
-    feeding = Promise.resolve()
-      .then(feed)
-      .finally(() => {
-        feeding = undefined;
-        kick();
-        settle();
-      });
-  }
-
   async function runOne(request: RerenderRequest): Promise<void> {
-    try {
-      const { result, commit } = await writer.submit(rerenderOperation(options, request));
-      metrics.rerenders.inc({ reason: request.reason, result: result === "rendered" && !commit ? "unchanged" : result });
-      if (result === "busy") {
-        logger.info({ instance: request.instance }, "re-render postponed: an operation is in progress");
-        const timer = setTimeout(() => {
-          retries.delete(timer);
-          enqueue(request);
-          settle();
-        }, retryMs);
-        timer.unref();
-        retries.add(timer);
-      } else {
-        logger.info({ instance: request.instance, reason: request.reason, result, commit }, commit ? "re-rendered" : "re-render unchanged");
-      }
-    } catch (e) {
-      metrics.rerenders.inc({ reason: request.reason, result: "failed" });
-      logger.error({ err: e, instance: request.instance, reason: request.reason }, "re-render failed");
-    }
-  }
-
-  async function feed(): Promise<void> {
-    const report = progressReporter(logger, "re-rendering", { now: clock, ...(options.progressEveryMs ? { everyMs: options.progressEveryMs } : {}) });
-    let done = 0;
-    while (queue.size > 0 && !closed) {
-      const batch: RerenderRequest[] = [];
-      for (const [key, request] of queue) {
-        queue.delete(key);
-        if (batch.push(request) === batchSize) break;
-      }
-      metrics.queued.set(queue.size);
-      const started = clock();
-      await Promise.all(batch.map(runOne));
-      done += batch.length;
-      report({ done, left: queue.size });
-      const wait = (batch.length * 1000) / maxPerSecond - (clock() - started);
-      if (wait > 0 && queue.size > 0) await Promise.race([delay(wait), closeSignalled]);
-    }
-  }
-
-  async function rerenderPlan(planId: string, reason: RerenderReason, cause?: string): Promise<number> {
-    const ids = await liveInstancesOfPlan(writer.snapshot(), planId, planIds);
-    for (const instance of ids) enqueue({ instance, reason, ...(cause ? { cause } : {}) });
-    return ids.length;
-  }
-
-  async function handleTip(tip: string, previous: string): Promise<void> {
-    const [next, old] = await Promise.all([writer.readerAt(tip), writer.readerAt(previous)]);
-    if (!next || !old) return;
-    const changes = await tipChanges(old, next);
-    for (const plan of changes.plans) {
-      const ids = await liveInstancesOfPlan(next, plan.id, planIds);
-      logger.info({ plan: plan.name, planId: plan.id, instances: ids.length, commit: tip }, "plan changed: re-rendering its instances");
-      for (const instance of ids) enqueue({ instance, reason: "plan-changed", cause: tip });
-    }
-    for (const key of changes.overrideKeys) {
-      // Overrides of an id that has no live instance (yet, or any more) wait for its next render.
-      const record = await readInstance(next, key);
-      if (record && !record.status.deleted) enqueue({ instance: key, reason: "override-changed", cause: tip });
-    }
-  }
-
-  async function catchUp(): Promise<number> {
-    const tip = writer.snapshot();
-    const depth = options.catchUpDepth === undefined ? {} : { depth: options.catchUpDepth };
-    const byPlan = await staleInstances({ reader: writer, tip, catalog: options.view.catalog(), planIds, logger, ...depth });
-    const byOverrides = await staleByOverrides({ reader: writer, tip, logger, ...depth });
-    // One request per instance (the queue is keyed by instance): a plan change and an override alike re-render it all.
-    const seen = new Set(byPlan.map((s) => keyOf(s.instance)));
-    const stale = [...byPlan, ...byOverrides.filter((s) => !seen.has(keyOf(s.instance)))];
-    for (const s of stale) enqueue({ instance: s.instance, reason: s.reason, cause: s.cause });
-    return stale.length;
+    if (!(await rerender(options, metrics, request))) return;
+    const timer = setTimeout(() => {
+      retries.delete(timer);
+      enqueue(request);
+      settle();
+    }, retryMs);
+    timer.unref();
+    retries.add(timer);
   }
 
   async function drop(): Promise<void> {
     queue.clear();
-    metrics.queued.set(0);
     for (const t of retries) clearTimeout(t);
     retries.clear();
     await diffs;
     // What the diffs in flight queued meanwhile goes too.
     queue.clear();
-    metrics.queued.set(0);
-    await feeding;
+    await queue.settled();
     settle();
   }
 
   return {
-    rerenderPlan,
+    async rerenderPlan(planId, reason, cause) {
+      const ids = await liveInstancesOfPlan(writer.snapshot(), planId, planIds);
+      for (const instance of ids) enqueue({ instance, reason, ...(cause ? { cause } : {}) });
+      return ids.length;
+    },
     catchUp() {
       // In the chain of tip diffs: idle() waits for it, and a tip seen meanwhile is diffed after.
-      const run = diffs.then(catchUp);
+      const run = diffs.then(async () => {
+        const stale = await staleRequests(options, planIds);
+        for (const request of stale) enqueue(request);
+        return stale.length;
+      });
       diffs = run.then(
         () => undefined,
         (e: unknown) => logger.error({ err: e }, "catching up after the start failed"),
@@ -223,7 +203,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     tipChanged(tip, previous) {
       if (tip === null || previous === null || closed) return;
       diffs = diffs
-        .then(() => handleTip(tip, previous))
+        .then(() => enqueueTipChanges(options, planIds, tip, previous, enqueue))
         .catch((e: unknown) => logger.error({ err: e, tip, previous }, "reconciling a new tip failed"));
     },
     async idle() {
@@ -237,6 +217,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     drop,
     async close() {
       closed = true;
+      queue.close();
       closing.abort();
       await drop();
     },
