@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { createLogger } from "../log/index.js";
-import { createLeaseElector, microTime, soleLeader, type Leadership } from "./elector.js";
+import { createLeaseElector, leadsAfter, leaseRecord, microTime, soleLeader, type Leadership } from "./elector.js";
 import type { Lease, LeaseClient } from "./lease-client.js";
 
 /**
@@ -106,5 +106,53 @@ describe("leader election on a Lease", () => {
     expect(microTime(new Date("2026-11-27T15:00:00.123Z"))).toBe("2026-11-27T15:00:00.123000Z");
     const sole = soleLeader("here");
     expect([sole.isLeader(), sole.holder(), sole.describe()]).toEqual([true, "here", "no leader election: this process does the background work"]);
+  });
+});
+
+describe("the Lease record a candidate writes", () => {
+  const me = { identity: "broker-a", name: "gitops-broker", namespace: "ops", leaseDurationMs: 15_500 };
+  const at = "2026-03-01T10:00:00.123000Z";
+  const held = (holderIdentity: string, more: Partial<Lease["spec"]> = {}): Lease => ({
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: { name: "gitops-broker", namespace: "ops", resourceVersion: "7" },
+    spec: { holderIdentity, leaseDurationSeconds: 15, acquireTime: "2026-03-01T09:00:00.000000Z", renewTime: "2026-03-01T09:59:58.000000Z", leaseTransitions: 2, ...more },
+  });
+
+  it("a new Lease: held by the candidate, acquired and renewed now, no transition, the duration in whole seconds rounded up", () => {
+    expect(leaseRecord(undefined, me, at)).toEqual({
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: "gitops-broker", namespace: "ops" },
+      spec: { holderIdentity: "broker-a", leaseDurationSeconds: 16, acquireTime: at, renewTime: at, leaseTransitions: 0 },
+    });
+  });
+
+  it("a renewal keeps the acquire time and the transitions, and writes over the resourceVersion read", () => {
+    expect(leaseRecord(held("broker-a"), me, at)).toEqual({ ...held("broker-a"), spec: { ...held("broker-a").spec, leaseDurationSeconds: 16, renewTime: at } });
+  });
+
+  it("taking over from another holder counts a transition; from a given-up Lease (no holder) it does not", () => {
+    expect(leaseRecord(held("broker-b"), me, at).spec).toMatchObject({ holderIdentity: "broker-a", acquireTime: at, renewTime: at, leaseTransitions: 3 });
+    expect(leaseRecord(held(""), me, at).spec).toMatchObject({ holderIdentity: "broker-a", acquireTime: at, leaseTransitions: 2 });
+  });
+});
+
+describe("leadsAfter", () => {
+  const round = { held: false, leading: true, sinceRenewMs: 0, holder: "broker-a" };
+
+  it("leads after a round it held the Lease in, whatever came before", () => {
+    expect(leadsAfter({ ...round, held: true, leading: false, sinceRenewMs: 60_000, holder: "broker-b" }, "broker-a", 10_000)).toBe(true);
+  });
+
+  it("stops once it could not renew for the renew deadline, or another holds the Lease", () => {
+    expect(leadsAfter({ ...round, sinceRenewMs: 9_999 }, "broker-a", 10_000)).toBe(true);
+    expect(leadsAfter({ ...round, sinceRenewMs: 10_000 }, "broker-a", 10_000)).toBe(false);
+    expect(leadsAfter({ ...round, holder: "broker-b" }, "broker-a", 10_000)).toBe(false);
+    expect(leadsAfter({ ...round, holder: null }, "broker-a", 10_000)).toBe(true);
+  });
+
+  it("a follower that did not get the Lease stays one", () => {
+    expect(leadsAfter({ ...round, leading: false, holder: null }, "broker-a", 10_000)).toBe(false);
   });
 });

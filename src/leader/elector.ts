@@ -75,6 +75,43 @@ function recordKey(lease: Lease): string {
   return JSON.stringify([holderIdentity ?? "", leaseDurationSeconds ?? 0, acquireTime ?? "", renewTime ?? "", leaseTransitions ?? 0]);
 }
 
+/**
+ * The record that makes `identity` the holder at `at` (a MicroTime), from the one read (undefined:
+ * none yet): acquired now when it takes over, a transition counted when it takes over from another.
+ */
+export function leaseRecord(
+  previous: Lease | undefined,
+  { identity, name, namespace, leaseDurationMs }: Pick<LeaseElectorOptions, "identity" | "name" | "namespace" | "leaseDurationMs">,
+  at: string,
+): Lease {
+  const takingOver = previous?.spec.holderIdentity !== identity;
+  return {
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: previous ? { ...previous.metadata } : { name, namespace },
+    spec: {
+      ...previous?.spec,
+      holderIdentity: identity,
+      leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+      acquireTime: takingOver ? at : (previous.spec.acquireTime ?? at),
+      renewTime: at,
+      leaseTransitions: (previous?.spec.leaseTransitions ?? 0) + (takingOver && previous?.spec.holderIdentity ? 1 : 0),
+    },
+  };
+}
+
+/**
+ * Whether `identity` leads after a round: yes when it held the Lease then; no more when it could not
+ * renew for `renewDeadlineMs` (another may take over soon: stop before it can) or another holds it;
+ * else as before.
+ */
+export function leadsAfter(round: { held: boolean; leading: boolean; sinceRenewMs: number; holder: string | null }, identity: string, renewDeadlineMs: number): boolean {
+  if (round.held) return true;
+  if (round.leading && round.sinceRenewMs >= renewDeadlineMs) return false;
+  if (round.leading && round.holder !== null && round.holder !== identity) return false;
+  return round.leading;
+}
+
 export function createLeaseElector(options: LeaseElectorOptions): Leadership {
   const { client, name, namespace, identity, leaseDurationMs, renewDeadlineMs, retryPeriodMs } = options;
   if (!(retryPeriodMs > 0 && renewDeadlineMs > retryPeriodMs && leaseDurationMs > renewDeadlineMs)) {
@@ -114,30 +151,11 @@ export function createLeaseElector(options: LeaseElectorOptions): Leadership {
     }
   }
 
-  /** The record that makes this replica the holder, from the one read (undefined: none yet). */
-  function record(previous: Lease | undefined): Lease {
-    const at = microTime(now());
-    const takingOver = previous?.spec.holderIdentity !== identity;
-    return {
-      apiVersion: "coordination.k8s.io/v1",
-      kind: "Lease",
-      metadata: previous ? { ...previous.metadata } : { name, namespace },
-      spec: {
-        ...previous?.spec,
-        holderIdentity: identity,
-        leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
-        acquireTime: takingOver ? at : (previous.spec.acquireTime ?? at),
-        renewTime: at,
-        leaseTransitions: (previous?.spec.leaseTransitions ?? 0) + (takingOver && previous?.spec.holderIdentity ? 1 : 0),
-      },
-    };
-  }
-
   /** One round: true when this replica holds the Lease after it. */
   async function tryAcquireOrRenew(): Promise<boolean> {
     const current = await client.get();
     if (current === null) {
-      const created = await client.create(record(undefined));
+      const created = await client.create(leaseRecord(undefined, options, microTime(now())));
       if (created === null) return false;
       observed = { key: recordKey(created), at: clock(), lease: created };
       holder = identity;
@@ -149,7 +167,7 @@ export function createLeaseElector(options: LeaseElectorOptions): Leadership {
     const mine = holder === identity;
     const durationMs = (current.spec.leaseDurationSeconds ?? Math.ceil(leaseDurationMs / 1000)) * 1000;
     if (!mine && holder !== null && observed.at + durationMs > clock()) return false;
-    const updated = await client.update(record(current));
+    const updated = await client.update(leaseRecord(current, options, microTime(now())));
     if (updated === null) return false;
     observed = { key: recordKey(updated), at: clock(), lease: updated };
     holder = identity;
@@ -169,15 +187,8 @@ export function createLeaseElector(options: LeaseElectorOptions): Leadership {
         lastError = message;
       }
       if (stop.signal.aborted) break;
-      if (held) {
-        renewedAt = clock();
-        setLeading(true);
-      } else if (leading && clock() - renewedAt >= renewDeadlineMs) {
-        // Not renewed within the deadline: another may take over soon; stop before it can.
-        setLeading(false);
-      } else if (leading && holder !== null && holder !== identity) {
-        setLeading(false);
-      }
+      if (held) renewedAt = clock();
+      setLeading(leadsAfter({ held, leading, sinceRenewMs: clock() - renewedAt, holder }, identity, renewDeadlineMs));
       await delay(retryPeriodMs, stop.signal);
     }
   })();
