@@ -5,6 +5,10 @@
  * `git fast-import`. What it writes is checked against a real broker provision in
  * test/write-path (the prefill test), so the benchmarks run against the repository the broker
  * itself would have grown.
+ *
+ * `prefillStores` does the same for a broker with stores (ADR 0027): a control repository (catalog,
+ * registry) and a bare repository per store, each cluster's instances in the repository of its
+ * store.
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -21,12 +25,15 @@ import {
   LABEL_MANAGED_BY,
   MANAGED_BY,
   RECORD_API_VERSION,
+  clusterNamespacePath,
+  clusterRegistryPath,
   instanceManifestDir,
   instanceRecordPath,
   keyOf,
   recordYaml,
   type InstanceRecord,
 } from "../src/repo/index.js";
+import { clusterFiles, sampleCatalogFiles } from "../test/support/repo-files.js";
 
 export const PREFILL_AUTHOR = { name: "gitops-broker bench", email: "bench@gitops-broker.invalid" };
 /** Fixed dates: the same N gives the same commit ids on every run. */
@@ -90,6 +97,12 @@ export function provisionFiles(p: SamplePlacement, instanceId: string, operation
 
 /** Service, plan `small` and cluster `local` of the sample seed in `remoteDir`. */
 export async function samplePlacement(remoteDir: string, scratch: string): Promise<SamplePlacement> {
+  const [placement] = await samplePlacements(remoteDir, scratch, ["local"]);
+  return placement!;
+}
+
+/** Service and plan `small` of the catalog in `remoteDir`, on each of `clusterIds` of its registry. */
+async function samplePlacements(remoteDir: string, scratch: string, clusterIds: readonly string[]): Promise<SamplePlacement[]> {
   const writer = createGitWriter({
     gitdir: path.join(scratch, "catalog-reader.git"),
     remoteUrl: remoteDir,
@@ -103,9 +116,12 @@ export async function samplePlacement(remoteDir: string, scratch: string): Promi
     const [{ catalog }, { clusters }] = await Promise.all([loadCatalog(tree), loadClusters(tree)]);
     const service = catalog.services.find((s) => s.name === "postgresql");
     const plan = service?.plans.find((p) => p.name === "small");
-    const cluster = clusters.find((c) => c.id === "local");
-    if (!service || !plan || !cluster) throw new Error("the sample seed has no postgresql/small or cluster local");
-    return { service, plan, cluster };
+    if (!service || !plan) throw new Error("the seed has no postgresql/small");
+    return clusterIds.map((id) => {
+      const cluster = clusters.find((c) => c.id === id);
+      if (!cluster) throw new Error(`the seed's registry has no cluster ${id}`);
+      return { service, plan, cluster };
+    });
   } finally {
     await writer.close();
   }
@@ -133,9 +149,81 @@ export async function prefillRemote(dir: string, instances: number): Promise<Pre
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
-  if (instances > 0) await fastImport(remoteDir, placement, instances);
+  if (instances > 0) {
+    const filesOf = provisionFilesByTemplate(placement, new Date(PREFILL_TIME * 1000).toISOString(), prefillInstanceId);
+    await fastImport(remoteDir, `prefill: ${instances} provisioned instances\n`, "refs/heads/main^0", range(instances, filesOf));
+  }
   const tip = (await git(remoteDir, ["rev-parse", "refs/heads/main"])).trim();
   return { remoteDir, tip, instances, placement };
+}
+
+/** A cluster of a pre-filled layout with stores: the store holding it (none: the control repository), its instances. */
+export interface PrefillCluster {
+  id: string;
+  store?: string;
+  instances: number;
+}
+
+export interface PrefilledStores {
+  /** The control repository (catalog, registry; the instances of clusters without a store). */
+  controlDir: string;
+  /** Each store's bare repository, by name. */
+  storeDirs: Map<string, string>;
+  /** Placement (service, plan `small`, cluster) on each cluster, by id. */
+  placements: Map<string, SamplePlacement>;
+}
+
+/** Id of the i-th instance pre-filled on `clusterId` (a DNS-1123 label, so its key is the id). */
+export function prefillClusterInstanceId(clusterId: string, i: number): string {
+  return `prefill-${clusterId}-${i}`;
+}
+
+/**
+ * Creates `<dir>/control.git` (the sample catalog and a registry of `clusters`, each naming its
+ * store) and `<dir>/<store>.git` for every store the clusters name. Each cluster's namespace
+ * manifest and `instances` provisioned instances (`prefill-<cluster>-0` ...) go into its store, in
+ * one commit per repository; clusters without a store into the control repository, as one commit
+ * on top of the seed. Every repository has `http.receivepack` on, to be served over smart HTTP.
+ */
+export async function prefillStores(dir: string, clusters: readonly PrefillCluster[]): Promise<PrefilledStores> {
+  const holder = (c: PrefillCluster): string => c.store ?? "control";
+  const repos = [...new Set(["control", ...clusters.map(holder)])];
+  const dirOf = (name: string): string => path.join(dir, `${name}.git`);
+  for (const name of repos) {
+    await git(dir, ["init", "-q", "--bare", "-b", "main", dirOf(name)]);
+    await git(dirOf(name), ["config", "http.receivepack", "true"]);
+  }
+  const described = clusterFiles(clusters.map((c) => ({ id: c.id, ...(c.store !== undefined ? { spec: { store: c.store } } : {}) })));
+  const seed = new Map(Object.entries(await sampleCatalogFiles()));
+  for (const c of clusters) seed.set(clusterRegistryPath(c.id), described[clusterRegistryPath(c.id)]!);
+  await fastImport(dirOf("control"), "seed: the sample catalog and the registry\n", undefined, [seed]);
+
+  const scratch = await mkdtemp(path.join(dir, ".prefill-"));
+  let placements: SamplePlacement[];
+  try {
+    placements = await samplePlacements(dirOf("control"), scratch, clusters.map((c) => c.id));
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  const at = new Date(PREFILL_TIME * 1000).toISOString();
+  for (const name of repos) {
+    const held = clusters.map((c, i) => ({ c, placement: placements[i]! })).filter(({ c }) => holder(c) === name);
+    if (held.length === 0) continue;
+    const chunks = function* (): Generator<Map<string, string>> {
+      for (const { c, placement } of held) {
+        yield new Map([[clusterNamespacePath(c.id), described[clusterNamespacePath(c.id)]!]]);
+        yield* range(c.instances, provisionFilesByTemplate(placement, at, (i) => prefillClusterInstanceId(c.id, i)));
+      }
+    };
+    const total = held.reduce((n, { c }) => n + c.instances, 0);
+    const message = `prefill: ${total} provisioned instances on ${held.map(({ c }) => c.id).join(", ")}\n`;
+    await fastImport(dirOf(name), message, name === "control" ? "refs/heads/main^0" : undefined, chunks());
+  }
+  return {
+    controlDir: dirOf("control"),
+    storeDirs: new Map(repos.filter((name) => name !== "control").map((name) => [name, dirOf(name)])),
+    placements: new Map(placements.map((p) => [p.cluster.id, p])),
+  };
 }
 
 /**
@@ -143,13 +231,13 @@ export async function prefillRemote(dir: string, instances: number): Promise<Pre
  * instance differs from the others by its id only, so one provision is rendered with a marker id
  * and the marker replaced; every 997th instance is rendered for real and must come out the same.
  */
-function provisionFilesByTemplate(placement: SamplePlacement, at: string): (i: number) => Map<string, string> {
+function provisionFilesByTemplate(placement: SamplePlacement, at: string, idOf: (i: number) => string): (i: number) => Map<string, string> {
   const marker = "prefillmarker";
   const template = [...provisionFiles(placement, marker, `${marker}-op`, at)];
   const recordPath = instanceRecordPath(marker);
   const manifestDir = instanceManifestDir(placement.cluster.id, marker);
   return (i) => {
-    const id = prefillInstanceId(i);
+    const id = idOf(i);
     const files = new Map<string, string>();
     for (const [file, content] of template) {
       const target = file === recordPath
@@ -167,7 +255,15 @@ function provisionFilesByTemplate(placement: SamplePlacement, at: string): (i: n
   };
 }
 
-async function fastImport(remoteDir: string, placement: SamplePlacement, instances: number): Promise<void> {
+function* range(count: number, filesOf: (i: number) => Map<string, string>): Generator<Map<string, string>> {
+  for (let i = 0; i < count; i++) yield filesOf(i);
+}
+
+/**
+ * One commit on `refs/heads/main` of the bare `remoteDir` through `git fast-import`: on top of
+ * `from` (a root commit when undefined), adding every file of `chunks`.
+ */
+async function fastImport(remoteDir: string, message: string, from: string | undefined, chunks: Iterable<Map<string, string>>): Promise<void> {
   const child = spawn("git", ["fast-import", "--quiet", "--done"], {
     cwd: remoteDir,
     env: { ...process.env, GIT_DIR: remoteDir },
@@ -184,12 +280,11 @@ async function fastImport(remoteDir: string, placement: SamplePlacement, instanc
   const data = (content: string): string => `data ${Buffer.byteLength(content)}\n${content}\n`;
   const { name, email } = PREFILL_AUTHOR;
   await write(`commit refs/heads/main\ncommitter ${name} <${email}> ${PREFILL_TIME} +0000\n`);
-  await write(data(`prefill: ${instances} provisioned instances\n`));
-  await write("from refs/heads/main^0\n");
-  const filesOf = provisionFilesByTemplate(placement, new Date(PREFILL_TIME * 1000).toISOString());
-  for (let i = 0; i < instances; i++) {
+  await write(data(message));
+  if (from !== undefined) await write(`from ${from}\n`);
+  for (const files of chunks) {
     let chunk = "";
-    for (const [file, content] of filesOf(i)) chunk += `M 100644 inline ${file}\n${data(content)}`;
+    for (const [file, content] of files) chunk += `M 100644 inline ${file}\n${data(content)}`;
     await write(chunk);
   }
   await write("\ndone\n");
