@@ -27,6 +27,7 @@ export type {
   PushedCommit,
   PushEvent,
   SubmitResult,
+  SubmitRoute,
   TreeEntryInfo,
   TreeReader,
   WalkEntry,
@@ -60,6 +61,17 @@ export interface GitWriterOptions {
   maxPushAttempts?: number;
   /** The writer's instruments (default: record nothing). */
   metrics?: GitWriterInstruments;
+  /** The store this writer writes: the `store` label of its metrics (default "control", the control repository). */
+  store?: string;
+  /**
+   * Push pacing (default 0: push as soon as a commit is ready). A push starts at least this long
+   * after the start of the last push the remote answered; operations arriving in the meantime run
+   * onto the waiting chain and go out together in that one push, and each submit() still resolves
+   * only after the push carrying its commit was accepted. A rejected (non-fast-forward) or failed
+   * push is retried on its own backoff, not a window later. A refresh() never waits for the
+   * window, and close() pushes what is queued at once.
+   */
+  minPushIntervalMs?: number;
   /** Errors that must be confirmed on a freshly fetched view before an operation is rejected with them (ADR 0012). */
   confirmRejection?: (error: unknown) => boolean;
   /** Extra environment for the git CLI (GIT_SSH_COMMAND, GIT_ASKPASS, GIT_CONFIG_COUNT/KEY/VALUE ...). */
@@ -122,6 +134,8 @@ export function createGitWriter(options: GitWriterOptions): GitWriter {
     activityTimeoutMs: options.activityTimeoutMs ?? 5_000,
     maxPushAttempts: options.maxPushAttempts ?? 10,
     metrics: options.metrics ?? noopInstruments.gitwriter,
+    storeName: options.store ?? "control",
+    minPushIntervalMs: options.minPushIntervalMs ?? 0,
     ...(options.confirmRejection ? { confirmRejection: options.confirmRejection } : {}),
   });
 }
@@ -142,6 +156,12 @@ function validate(options: GitWriterOptions): string[] {
   }
   if (options.remoteTimeoutMs !== undefined && !(options.remoteTimeoutMs >= 0)) {
     problems.push("remoteTimeoutMs must be >= 0");
+  }
+  if (options.minPushIntervalMs !== undefined && !(Number.isFinite(options.minPushIntervalMs) && options.minPushIntervalMs >= 0)) {
+    problems.push("minPushIntervalMs must be a finite number >= 0");
+  }
+  if (options.store !== undefined && (typeof options.store !== "string" || options.store === "")) {
+    problems.push("store must be a non-empty string");
   }
   const attempts = options.maxPushAttempts;
   if (attempts !== undefined && !(Number.isInteger(attempts) && attempts >= 1)) {

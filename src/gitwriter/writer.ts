@@ -30,6 +30,13 @@ export interface WriterDeps {
   activityTimeoutMs: number;
   maxPushAttempts: number;
   metrics: GitWriterInstruments;
+  /** The store this writer writes (the `store` label of its metrics). */
+  storeName: string;
+  /**
+   * The push window: a push starts at least this long after the start of the last push the
+   * remote answered (accepted, or refused by a hook); 0: no window (see awaitWindow).
+   */
+  minPushIntervalMs: number;
   /**
    * Whether an operation's error is an answer about the repository's content that must come from
    * a current view: when the writer's view of the remote predates the request, it fetches and
@@ -56,6 +63,8 @@ interface Entry {
   outcome?: { commit: string | null; result: unknown; paths: string[] };
   /** Re-queued after a fetch confirmed the view: its next rejection is final. */
   confirmed?: boolean;
+  /** Time it waited for push windows so far (see awaitWindow). */
+  windowWaitMs?: number;
 }
 
 /**
@@ -82,6 +91,10 @@ type State = "new" | "open" | "closing" | "closed";
  * go out together in the next push; each is acknowledged when the push carrying its commit is
  * accepted. On a rejected push the chain is dropped and every unsettled operation re-runs on the
  * new remote tip.
+ *
+ * With a push window (minPushIntervalMs > 0), the chain waits for the window to open before it
+ * is pushed, taking on what arrives meanwhile: at most one push per window, acknowledgements
+ * still only after the push (see awaitWindow).
  *
  * The local branch ref only ever moves to a tip the remote holds (after a push or a fetch);
  * unpushed commits live in `chain` only, so nothing unpushed is ever visible and a crash loses
@@ -117,9 +130,21 @@ export class Writer implements GitWriter {
   /** Operations refused on a view older than their request: re-run after the next fetch. */
   private doubted: Entry[] = [];
   private rewrite: HistoryRewrite | undefined;
+  /** The `store` label of every metric update. */
+  private readonly labels: { store: string };
+  /** performance.now() at the start of the last push the remote answered: the window counts from here. */
+  private lastPushAt = Number.NEGATIVE_INFINITY;
+  /** Since when the chain has been waiting for the current window (undefined: it is not). */
+  private heldSince: number | undefined;
+  /**
+   * When the last window the chain waited for opened: operations queued before it could not be
+   * pushed earlier, so their wait for an unreachable remote counts from here (onUnreachable).
+   */
+  private windowOpenedAt = Number.NEGATIVE_INFINITY;
 
   constructor(deps: WriterDeps) {
     this.deps = deps;
+    this.labels = { store: deps.storeName };
     this.branchRef = `refs/heads/${deps.branch}`;
     this.trackingRef = `refs/remotes/origin/${deps.branch}`;
   }
@@ -160,7 +185,7 @@ export class Writer implements GitWriter {
         resolve: resolve as (value: SubmitResult<unknown>) => void,
         reject,
       });
-      this.deps.metrics.queuedOperations.set(this.entries.length);
+      this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
       this.wake?.();
       this.kick();
     });
@@ -180,6 +205,8 @@ export class Writer implements GitWriter {
     if (this.state !== "open" && this.state !== "closing") return Promise.reject(this.notOpenError());
     return new Promise<string | null>((resolve, reject) => {
       this.refreshWaiters.push({ resolve, reject });
+      // A chain waiting for its push window lets the fetch go first.
+      this.wake?.();
       this.kick();
     });
   }
@@ -210,6 +237,8 @@ export class Writer implements GitWriter {
       return;
     }
     this.state = "closing";
+    // A chain waiting for its push window is pushed at once.
+    this.wake?.();
     while (this.worker !== undefined) await this.worker;
     await this.compacting;
     this.deps.store.close();
@@ -279,6 +308,8 @@ export class Writer implements GitWriter {
     if (this.chain.built === 0 || this.chain.base.commit !== this.remoteTip.commit) {
       await this.build(() => this.chain.built > 0);
     }
+    // Paced: the chain waits for the window, taking on arrivals; a fetch to serve comes first.
+    if (this.deps.minPushIntervalMs > 0 && this.chain.tip.commit !== this.remoteTip.commit && !(await this.awaitWindow())) return;
     const batch = this.entries.slice(0, this.chain.built);
     if (batch.length === 0) return;
     const tip = this.chain.tip;
@@ -288,16 +319,20 @@ export class Writer implements GitWriter {
       const started = performance.now();
       const failure = await this.pushWhileBuilding(tip.commit!);
       const { metrics } = this.deps;
-      metrics.pushSeconds.observe((performance.now() - started) / 1000);
+      metrics.pushSeconds.observe((performance.now() - started) / 1000, this.labels);
       if (failure === undefined) this.viewAsOf = Math.max(this.viewAsOf, started);
       if (failure !== undefined) {
         if (!(failure.error instanceof GitRemoteError)) throw failure.error;
-        metrics.pushes.inc({ result: failure.error.kind });
+        metrics.pushes.inc({ ...this.labels, result: failure.error.kind });
+        // A push the remote took and refused counts for the window; a lost race or a remote out
+        // of reach is retried on its own backoff (see awaitWindow).
+        if (failure.error.kind === "hook") this.lastPushAt = started;
         await this.onPushFailure(failure.error, batch);
         return;
       }
-      metrics.pushes.inc({ result: "accepted" });
-      metrics.batchOperations.observe(batch.length);
+      this.lastPushAt = started;
+      metrics.pushes.inc({ ...this.labels, result: "accepted" });
+      metrics.batchOperations.observe(batch.length, this.labels);
       this.rejections = 0;
       this.markReachable();
       const commits = batch.filter((e) => typeof e.outcome?.commit === "string").length;
@@ -306,11 +341,13 @@ export class Writer implements GitWriter {
     }
     // Whatever ran on top of the pushed tip stays on the chain, now based on that tip.
     this.entries.splice(0, batch.length);
-    this.deps.metrics.queuedOperations.set(this.entries.length);
+    this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
     this.chain = { base: tip, tip: this.chain.tip, built: this.chain.built - batch.length };
     await this.adopt(tip);
     if (pushed) this.notifyPushed(before, tip.commit!, batch);
+    const paced = this.deps.minPushIntervalMs > 0;
     for (const entry of batch) {
+      if (paced) this.deps.metrics.pushWindowWaitSeconds.observe((entry.windowWaitMs ?? 0) / 1000, this.labels);
       entry.resolve({ result: entry.outcome?.result, commit: entry.outcome?.commit ?? null });
     }
     this.maintain();
@@ -335,6 +372,53 @@ export class Writer implements GitWriter {
       this.wake = undefined;
     }
     return settled.failure;
+  }
+
+  /**
+   * Holds the chain until the push window opens, minPushIntervalMs after the start of the last
+   * push the remote answered, running arrivals onto the chain meanwhile so that they go out in the
+   * same push. Start to start: pushes are at most one per window whatever a push takes, and a push
+   * longer than the window adds no wait. Rejected (non-fast-forward) and unreachable attempts do
+   * not move the window: their retries keep their own backoff, or a replica that keeps losing
+   * races to another paced one would wait a window per loss, lose again and give up.
+   *
+   * Resolves true when the window is open or the writer is closing (close() pushes what is queued
+   * at once); false, with the chain kept, when a fetch is waiting (refresh(), or a refusal to
+   * confirm: a fetch never waits for the window). step() comes back here after it.
+   */
+  private async awaitWindow(): Promise<boolean> {
+    const opensAt = this.lastPushAt + this.deps.minPushIntervalMs;
+    const fetchWaiting = () => this.refreshWaiters.length > 0 || this.doubted.length > 0;
+    const done = () => this.state !== "open" || fetchWaiting() || performance.now() >= opensAt;
+    if (done()) return this.windowEnds(!fetchWaiting());
+    this.heldSince ??= performance.now();
+    while (!done()) {
+      if (this.chain.built < this.entries.length) {
+        await this.build(done);
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => resolve(), Math.max(0, opensAt - performance.now()));
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+    return this.windowEnds(!fetchWaiting());
+  }
+
+  /** Ends a wait for the window (`open`: the chain is pushed now); the operations on the chain count what they waited. */
+  private windowEnds(open: boolean): boolean {
+    if (!open || this.heldSince === undefined) return open;
+    const now = performance.now();
+    for (const entry of this.entries.slice(0, this.chain.built)) {
+      entry.windowWaitMs = (entry.windowWaitMs ?? 0) + now - Math.max(entry.queuedAt, this.heldSince);
+    }
+    this.heldSince = undefined;
+    this.windowOpenedAt = now;
+    return true;
   }
 
   /** Rolls up small packs in the background, one compaction at a time. */
@@ -379,7 +463,7 @@ export class Writer implements GitWriter {
         applied = await this.apply(entry.op, base);
       } catch (error) {
         this.entries.splice(index, 1);
-        this.deps.metrics.queuedOperations.set(this.entries.length);
+        this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
         if (this.doubts(entry, error)) {
           // Its view of the remote predates the request: a replica may have written what it
           // says is missing. Confirm with a fetch (serveRefresh) and run it again.
@@ -393,7 +477,7 @@ export class Writer implements GitWriter {
       if (applied.tip.commit === base.commit && base.commit === this.remoteTip.commit) {
         // No commit and nothing unpushed before it: everything it read is on the remote.
         this.entries.splice(index, 1);
-        this.deps.metrics.queuedOperations.set(this.entries.length);
+        this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
         entry.resolve({ result: applied.result, commit: null });
         continue;
       }
@@ -475,7 +559,9 @@ export class Writer implements GitWriter {
     this.reachable = false;
     this.outages += 1;
     const now = performance.now();
-    const expired = this.entries.filter((e) => now - e.queuedAt >= remoteTimeoutMs);
+    // An operation held by a push window waits for the remote from the window's opening.
+    const since = (e: Entry) => Math.max(e.queuedAt, this.windowOpenedAt);
+    const expired = this.entries.filter((e) => now - since(e) >= remoteTimeoutMs);
     if (expired.length > 0) {
       logger.error(
         { remoteMessage: error.remoteMessage, ops: expired.length },
@@ -485,7 +571,7 @@ export class Writer implements GitWriter {
     }
     if (this.entries.length === 0) return;
     logger.warn({ remoteMessage: error.remoteMessage, attempt: this.outages }, "git remote unreachable, retrying");
-    const nextDeadline = Math.min(...this.entries.map((e) => e.queuedAt + remoteTimeoutMs));
+    const nextDeadline = Math.min(...this.entries.map((e) => since(e) + remoteTimeoutMs));
     await delay(Math.max(0, Math.min(backoffDelayMs(this.outages, UNREACHABLE_BACKOFF), nextDeadline - now)));
   }
 
@@ -566,13 +652,13 @@ export class Writer implements GitWriter {
       if (this.rewrite !== undefined && (await remote.lostCommits(this.rewrite.previousTip, tip, 1)).length === 0) {
         logger.info({ tip, previousTip: this.rewrite.previousTip }, "the commits erased by the history rewrite are on the branch again");
         this.rewrite = undefined;
-        this.deps.metrics.lostCommits.set(0);
+        this.deps.metrics.lostCommits.set(0, this.labels);
       }
       const lost = await remote.lostCommits(previous, tip);
       if (lost.length === 0) return;
       const lostInstances = [...new Set(lost.flatMap((c) => c.instanceIds))];
       this.rewrite = { noticedAt: this.deps.now().toISOString(), previousTip: previous, tip, lostCommits: lost, lostInstances };
-      this.deps.metrics.lostCommits.set(lost.length);
+      this.deps.metrics.lostCommits.set(lost.length, this.labels);
       const fields = {
         previousTip: previous,
         tip,
@@ -631,7 +717,7 @@ export class Writer implements GitWriter {
     if (!this.reachable) this.deps.logger.info({ after: this.outages }, "git remote reachable again");
     this.reachable = true;
     this.outages = 0;
-    this.deps.metrics.fetched.mark();
+    this.deps.metrics.fetched.mark(this.labels);
   }
 
   /** Settles `rejected` with `error` and drops the chain: whatever stays queued re-runs from the remote tip. */
@@ -640,7 +726,7 @@ export class Writer implements GitWriter {
     for (let i = this.entries.length - 1; i >= 0; i--) {
       if (set.has(this.entries[i]!)) this.entries.splice(i, 1);
     }
-    this.deps.metrics.queuedOperations.set(this.entries.length);
+    this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
     for (const entry of rejected) entry.reject(error);
     this.chain = { base: this.remoteTip, tip: this.remoteTip, built: 0 };
   }

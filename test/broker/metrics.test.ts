@@ -97,17 +97,20 @@ describe("GET /metrics", () => {
     expect(value("gitops_broker_last_operation_answers_total", { resource: "instance", state: "missing" })).toBe(1);
   });
 
-  it("shows pushes, their duration and size, the write queue and the age of the last contact with the remote", () => {
+  it("shows pushes, their duration and size, the write queue and the age of the last contact with the remote, by store", () => {
     // Seven commits (provision m-1, bind, provision m-2, two binds, unbind, deprovision), sent one after the other.
-    const pushes = value("gitops_broker_git_pushes_total", { result: "accepted" })!;
+    const control = { store: "control" };
+    const pushes = value("gitops_broker_git_pushes_total", { ...control, result: "accepted" })!;
     expect(pushes).toBeGreaterThanOrEqual(7);
-    expect(value("gitops_broker_git_push_duration_seconds_count")).toBe(pushes);
-    expect(value("gitops_broker_git_batch_operations_count")).toBe(pushes);
-    expect(value("gitops_broker_git_batch_operations_sum")).toBeGreaterThanOrEqual(7);
-    expect(value("gitops_broker_git_queued_operations")).toBe(0);
-    const age = value("gitops_broker_git_last_fetch_age_seconds")!;
+    expect(value("gitops_broker_git_push_duration_seconds_count", control)).toBe(pushes);
+    expect(value("gitops_broker_git_batch_operations_count", control)).toBe(pushes);
+    expect(value("gitops_broker_git_batch_operations_sum", control)).toBeGreaterThanOrEqual(7);
+    expect(value("gitops_broker_git_queued_operations", control)).toBe(0);
+    const age = value("gitops_broker_git_last_fetch_age_seconds", control)!;
     expect(Number.isFinite(age)).toBe(true);
     expect(age).toBeGreaterThanOrEqual(0);
+    // No push window configured (git.minPushIntervalSeconds 0): nothing waited for one.
+    expect(samples.some((s) => s.name.startsWith("gitops_broker_git_push_window_wait_seconds"))).toBe(false);
   });
 
   it("shows instances and bindings per cluster and plan, the clusters and the catalog's state, as the repository holds them", async () => {

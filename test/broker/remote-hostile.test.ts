@@ -47,7 +47,8 @@ async function start(root: string, remoteUrl: string, git: Parameters<typeof tes
   const metrics: Metrics = {
     counter: () => ignore,
     histogram: () => ignore,
-    gauge: (name) => ({ ...ignore, set: (value) => void gauges.set(name, value) }),
+    // The git writer's gauges by name and store (the control repository's is "control").
+    gauge: (name) => ({ ...ignore, set: (value, labels) => void gauges.set(labels?.store === undefined ? name : `${name}{store="${labels.store}"}`, value) }),
     onCollect: () => undefined,
   };
   const broker = await startBroker(testConfig(root, "broker", remoteUrl, git), {
@@ -133,7 +134,7 @@ describe("history rewritten under the broker (force-push erasing acknowledged op
     expect(new Set(line?.lostInstances as string[])).toEqual(new Set(["lost-1", "lost-2"]));
     expect(new Set(line?.lostCommits as string[])).toEqual(new Set(lostCommits));
 
-    expect(gauges.get("gitops_broker_git_history_lost_commits")).toBe(2);
+    expect(gauges.get('gitops_broker_git_history_lost_commits{store="control"}')).toBe(2);
     const ready = await readyz(broker.url);
     expect(ready.status).toBe(200);
     const history = ready.body.checks.find((c) => c.name === "git-history");
@@ -149,7 +150,7 @@ describe("history rewritten under the broker (force-push erasing acknowledged op
     await broker.writer.refresh();
     expect((await readyz(broker.url)).body.checks.map((c) => c.name)).not.toContain("git-history");
     expect(logs.some((l) => l.msg === "the commits erased by the history rewrite are on the branch again")).toBe(true);
-    expect(gauges.get("gitops_broker_git_history_lost_commits")).toBe(0);
+    expect(gauges.get('gitops_broker_git_history_lost_commits{store="control"}')).toBe(0);
     expect((await osb.getInstance("lost-1")).status).toBe(200);
   });
 
