@@ -1,5 +1,6 @@
 import express, { type Request, type Router } from "express";
-import { BadRequestError } from "../errors/index.js";
+import { BadRequestError, UnprocessableEntityError } from "../errors/index.js";
+import { finishMove, moveCluster, planMove, type MoveStep } from "../stores/index.js";
 import type { OperationState } from "../status-watcher/index.js";
 import type { AdminDeps } from "./admin.js";
 import { cleanupBinding, INSTANCE_STATES, listInstances, type InstanceQuery } from "./admin-views.js";
@@ -18,6 +19,9 @@ import { isObject } from "./request-body.js";
  * POST /admin/bindings/cleanup {"instance_id": …, "binding_id": …}
  *      removes the records of a binding whose instance is gone, in one commit
  *      (Service Fabrik's DELETE /operator/service_instances/{i}/service_bindings/{b}/cleanup).
+ * POST /admin/clusters/{cluster}/move {"to": store, "dry_run"?: bool, "finish"?: bool}
+ *      moves a cluster's instances to another store (ADR 0027, docs/stores.md) through this
+ *      broker's own write queues, so that its commits never wait behind the serving stream.
  */
 
 const LIST_PARAMETERS = ["cluster", "service", "plan", "state", "page_size", "page_token"] as const;
@@ -73,6 +77,28 @@ export function adminRoutes(ctx: Ctx): Router {
       const instanceId = checkId("instance_id", body.instance_id);
       const bindingId = checkId("binding_id", body.binding_id);
       res.status(200).json(await cleanupBinding(adminDeps(ctx), instanceId, bindingId));
+    },
+  );
+  router.post(
+    "/admin/clusters/:clusterId/move",
+    auth,
+    express.json({ type: () => true, limit: "4kb", verify: verifyJsonDepth }),
+    async (req, res) => {
+      const body: unknown = req.body;
+      if (!isObject(body) || typeof body.to !== "string" || body.to === "") {
+        throw new BadRequestError('cluster move: the body must be a JSON object {"to": "<store>", "dry_run"?: bool, "finish"?: bool}');
+      }
+      for (const flag of ["dry_run", "finish"] as const) {
+        if (body[flag] !== undefined && typeof body[flag] !== "boolean") throw new BadRequestError(`cluster move: ${flag} must be true or false`);
+      }
+      const stores = ctx.deps.stores;
+      if (!stores) throw new UnprocessableEntityError("no stores are configured (stores: in the broker configuration): every cluster is in the control repository");
+      const clusterId = checkId("cluster", req.params.clusterId);
+      const options = { stores, clusters: () => ctx.deps.view.clusters(), clusterId, to: body.to };
+      const steps: MoveStep[] = [];
+      const plan =
+        body.dry_run === true ? await planMove(options) : body.finish === true ? await finishMove(options, (s) => steps.push(s)) : await moveCluster(options, (s) => steps.push(s));
+      res.status(200).json({ ...plan, steps });
     },
   );
   return router;

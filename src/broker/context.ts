@@ -1,6 +1,6 @@
 import type { Plan, ReadinessCheck, RepoView, Service } from "../catalog/index.js";
 import { formatProblem } from "../errors/index.js";
-import type { CommitSpec, Draft, GitWriter, Operation, OperationOutcome, SubmitResult, TreeReader } from "../gitwriter/index.js";
+import type { CommitSpec, Draft, GitWriter, Operation, OperationOutcome, SubmitResult, SubmitRoute, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { BrokerInstruments } from "../metrics/index.js";
 import type { Scheduler } from "../scheduler/index.js";
@@ -10,10 +10,14 @@ import type { ClientCertificateAuth } from "./auth.js";
 import type { OsbRequestInfo } from "./headers.js";
 import type { Rendered } from "../materialize/index.js";
 import type { Reconciler } from "../reconcile/index.js";
+import type { StoreSet } from "../stores/index.js";
 
 /** Everything the broker depends on, passed in (see createApp). */
 export interface BrokerDeps {
+  /** The control repository's writer, or the store set spanning it and the stores (ADR 0027). */
   writer: GitWriter;
+  /** With stores: where instances are and which store a cluster is in, to route each operation; cluster moves. */
+  stores?: StoreSet;
   view: RepoView;
   scheduler: Scheduler;
   status: StatusWatcher;
@@ -43,6 +47,8 @@ export interface ReconcileEndpoints {
   branch: string;
   /** Shared secret of the webhook; null: POST /admin/webhook does not exist (404). */
   webhookSecret: string | null;
+  /** The stores' repositories: a push event naming one fetches that store only (ADR 0027). */
+  stores?: { name: string; remote: string; branch: string }[];
 }
 
 /** A handler's answer: status, JSON body, optional Retry-After seconds. */
@@ -53,8 +59,8 @@ export interface OsbResponse {
 }
 
 export interface Ctx {
-  deps: Required<Omit<BrokerDeps, "readiness" | "summaries" | "reconcile" | "clientCertificates">> &
-    Pick<BrokerDeps, "readiness" | "reconcile" | "clientCertificates">;
+  deps: Required<Omit<BrokerDeps, "readiness" | "summaries" | "reconcile" | "clientCertificates" | "stores">> &
+    Pick<BrokerDeps, "readiness" | "reconcile" | "clientCertificates" | "stores">;
   /** Memo of per-subtree instance summaries (scheduling input), shared by all operations. */
   summaries: InstanceSummaryCache;
   /** The quotas of a tree (`quota/`), read once per version. */
@@ -116,15 +122,25 @@ export function appliedOverrides(ctx: Ctx, instanceId: string, ...rendered: Rend
   return [...new Set(rendered.flatMap((r) => r.overrides))];
 }
 
-/** Queue an operation; it first brings the catalog and registry in line with its base tree. */
-export async function submitOp<R>(ctx: Ctx, op: Operation<R>): Promise<SubmitResult<R>> {
+/**
+ * With stores (ADR 0027), an operation on an existing instance is queued on the store holding its
+ * record; when no store holds it, every store is fetched first, so that a "not found" or "gone"
+ * comes from current views of all of them (a store that cannot be fetched then fails the request).
+ */
+export function instanceRoute(ctx: Ctx, instanceId: string): SubmitRoute | undefined {
+  const stores = ctx.deps.stores;
+  return stores && (() => stores.locate(instanceId, "all"));
+}
+
+/** Queue an operation (on `route`'s store); it first brings the catalog and registry in line with its base tree. */
+export async function submitOp<R>(ctx: Ctx, op: Operation<R>, route?: SubmitRoute): Promise<SubmitResult<R>> {
   let spec: CommitSpec | null = null;
   const submitted = await ctx.deps.writer.submit(async (draft) => {
     await ctx.deps.view.sync(draft);
     const outcome = await op(draft);
     spec = outcome.commit; // the last run's outcome is the one that was pushed
     return outcome;
-  });
+  }, route);
   const trailers = (spec as CommitSpec | null)?.trailers;
   if (submitted.commit && trailers) {
     const { operation, instanceId, bindingId, requestIdentity } = readBrokerTrailers(trailers);
@@ -148,9 +164,9 @@ export interface OperationIds {
  * The prologue every OSB write shares: a new operation id and time, then `run` queued on the
  * writer (see submitOp). Resolves with its result once its commit is on the remote.
  */
-export async function runOperation<R>(ctx: Ctx, run: (draft: Draft, ids: OperationIds) => Promise<OperationOutcome<R>>): Promise<R> {
+export async function runOperation<R>(ctx: Ctx, run: (draft: Draft, ids: OperationIds) => Promise<OperationOutcome<R>>, route?: SubmitRoute): Promise<R> {
   const ids: OperationIds = { operationId: ctx.deps.newId(), at: ctx.deps.now().toISOString() };
-  const { result } = await submitOp(ctx, (draft) => run(draft, ids));
+  const { result } = await submitOp(ctx, (draft) => run(draft, ids), route);
   return result;
 }
 

@@ -4,7 +4,9 @@ import {
   validateParameters,
   withoutSensitiveParameters,
   type ApiVersion,
+  type ClusterEntry,
   type Plan,
+  type Service,
 } from "../catalog/index.js";
 import {
   AsyncRequiredError,
@@ -16,10 +18,12 @@ import {
   MaintenanceInfoConflictError,
   NotFoundError,
   ServiceUnavailableError,
+  SchedulingError,
   UnprocessableEntityError,
   formatProblem,
 } from "../errors/index.js";
-import type { Draft } from "../gitwriter/index.js";
+import { draftStore } from "../stores/index.js";
+import type { Draft, SubmitRoute } from "../gitwriter/index.js";
 import {
   LABEL_INSTANCE,
   LABEL_MANAGED_BY,
@@ -35,11 +39,12 @@ import {
   writeBinding,
   writeInstance,
   type InstanceRecord,
+  type InstanceSummary,
   type MaintenanceInfoRecord,
   type OperationEntry,
 } from "../repo/index.js";
 import type { OperationStatus } from "../status-watcher/index.js";
-import { appliedOverrides, commitSpec, operationEntry, planUpdateable, runOperation, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, instanceRoute, operationEntry, planUpdateable, runOperation, type Ctx, type OsbResponse } from "./context.js";
 import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
@@ -112,9 +117,6 @@ export async function provision(
   checkMaintenanceInfo(plan, body.maintenanceInfo);
   checkParameters(plan, "service_instance.create", body.parameters);
 
-  // Sensitive values never enter the record (ADR 0007); they are sealed once the cluster is known.
-  const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
-
   await settleLatest(ctx, instanceId);
   let held: Held | undefined;
   const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
@@ -128,37 +130,8 @@ export async function provision(
     checkQuota({ quotas: (await ctx.quotas(draft)).quotas, summary, service, plan, tenancy });
 
     const op = operationEntry("provision", operationId, at, osb, { planId: plan.id });
-
-    const record: InstanceRecord = {
-      apiVersion: RECORD_API_VERSION,
-      kind: "ServiceInstance",
-      metadata: { name: keyOf(instanceId), namespace: "" },
-      spec: {
-        instanceId,
-        serviceId: service.id,
-        planId: plan.id,
-        clusterId: "",
-        ...(osb.region ? { region: osb.region } : {}),
-        organizationGuid: body.organizationGuid,
-        spaceGuid: body.spaceGuid,
-        ...(body.context ? { context: body.context } : {}),
-        ...(parameters ? { parameters } : {}),
-        ...(body.maintenanceInfo ? { maintenanceInfo: body.maintenanceInfo } : {}),
-        ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
-      },
-      status: { operations: [op] },
-    };
-    const cluster = await placeInstance({
-      tree: draft,
-      cache: ctx.summaries,
-      scheduler: ctx.deps.scheduler,
-      catalog: ctx.deps.view.catalog(),
-      clusters: ctx.deps.view.clusters(),
-      service,
-      plan,
-      instance: record,
-      summary,
-    });
+    const record = newInstanceRecord(instanceId, service, plan, body, osb, op);
+    const cluster = await placeInStore(ctx, draft, { service, plan, instance: record, summary });
     record.spec.clusterId = cluster.id;
     record.metadata.namespace = cluster.namespace;
     // Rendered once the cluster is known, as Service Fabrik waited for clusterId; a bad URL is a 422.
@@ -177,8 +150,92 @@ export async function provision(
         ? { status: 202, body: { ...withDashboard(dashboard), operation: operationId } }
         : { status: 201, body: withDashboard(dashboard) },
     };
-  });
+  }, provisionRoute(ctx, instanceId, service, plan, body, osb));
   return plan.async || !held ? result : answerSynchronous(ctx, held, result, accepts);
+}
+
+/** The record of a new instance, without a cluster yet. Sensitive values never enter it (ADR 0007): they are sealed once the cluster is known. */
+function newInstanceRecord(instanceId: string, service: Service, plan: Plan, body: ProvisionBody, osb: OsbRequestInfo, op: OperationEntry<"provision">): InstanceRecord {
+  const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
+  return {
+    apiVersion: RECORD_API_VERSION,
+    kind: "ServiceInstance",
+    metadata: { name: keyOf(instanceId), namespace: "" },
+    spec: {
+      instanceId,
+      serviceId: service.id,
+      planId: plan.id,
+      clusterId: "",
+      ...(osb.region ? { region: osb.region } : {}),
+      organizationGuid: body.organizationGuid,
+      spaceGuid: body.spaceGuid,
+      ...(body.context ? { context: body.context } : {}),
+      ...(parameters ? { parameters } : {}),
+      ...(body.maintenanceInfo ? { maintenanceInfo: body.maintenanceInfo } : {}),
+      ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
+    },
+    status: { operations: [op] },
+  };
+}
+
+/**
+ * Placement inside the operation (ADR 0008). With stores (ADR 0027) the route chose the store
+ * from the last fetched tips; the operation places among that store's clusters, whose capacity
+ * it sees exactly (its tree is that store's tip), so that concurrent provisions in other stores
+ * cannot move it back and forth. Only when none of them fits does it place among all clusters
+ * (and the store set moves it to the chosen cluster's store).
+ */
+async function placeInStore(
+  ctx: Ctx,
+  draft: Draft,
+  args: { service: Service; plan: Plan; instance: InstanceRecord; summary: InstanceSummary },
+): Promise<ClusterEntry> {
+  const all = ctx.deps.view.clusters();
+  const place = (clusters: readonly ClusterEntry[]) =>
+    placeInstance({ tree: draft, cache: ctx.summaries, scheduler: ctx.deps.scheduler, catalog: ctx.deps.view.catalog(), clusters, ...args });
+  const home = draftStore(draft);
+  const stores = ctx.deps.stores;
+  if (home === undefined || !stores) return place(all);
+  const own = all.filter((c) => stores.storeOf(c.id) === home);
+  if (own.length === 0 || own.length === all.length) return place(all);
+  try {
+    return await place(own);
+  } catch (error) {
+    if (!(error instanceof SchedulingError)) throw error;
+    return place(all);
+  }
+}
+
+/**
+ * With stores (ADR 0027): a provision is queued on the store holding the id's record when one
+ * does (stores that cannot be fetched count with their last fetched tips, so that one store
+ * down does not stop every provision), else on the store of the cluster the scheduler picks from
+ * the last fetched tips. The operation schedules again on its own tree; when that picks a
+ * cluster of another store, the store set moves it there (StoreMismatchError).
+ */
+function provisionRoute(ctx: Ctx, instanceId: string, service: Service, plan: Plan, body: ProvisionBody, osb: OsbRequestInfo): SubmitRoute | undefined {
+  const stores = ctx.deps.stores;
+  if (!stores) return undefined;
+  return async () => {
+    const found = await stores.locate(instanceId, "reachable");
+    if (found !== undefined) return found;
+    try {
+      const op = operationEntry("provision", "placement", ctx.deps.now().toISOString(), osb, { planId: plan.id });
+      const cluster = await placeInstance({
+        tree: ctx.deps.writer.snapshot(),
+        cache: ctx.summaries,
+        scheduler: ctx.deps.scheduler,
+        catalog: ctx.deps.view.catalog(),
+        clusters: ctx.deps.view.clusters(),
+        service,
+        plan,
+        instance: newInstanceRecord(instanceId, service, plan, body, osb, op),
+      });
+      return stores.storeOf(cluster.id);
+    } catch {
+      return undefined; // the operation schedules again and answers why none fits
+    }
+  };
 }
 
 /** What a synchronous plan's answer waits for: the record and operation just committed. */
@@ -359,7 +416,7 @@ export async function update(
         ? { status: 202, body: { operation: operationId } }
         : { status: 200, body: {} },
     };
-  });
+  }, instanceRoute(ctx, instanceId));
   return result.status === 202 || !held ? result : answerSynchronous(ctx, held, result, accepts);
 }
 
@@ -429,7 +486,7 @@ export async function deprovision(
       commit: commitSpec(ctx, { action: "deprovision", service, plan, instanceId, operationId, osb }),
       result: plan.async ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
-  });
+  }, instanceRoute(ctx, instanceId));
   return result.status === 202 || !held ? result : answerSynchronous(ctx, held, result, accepts);
 }
 

@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import { repositoryNames } from "../nudge/index.js";
 import express, { type Request, type Router } from "express";
 import { BadRequestError, NotFoundError, OsbError, PayloadTooLargeError, UnauthorizedError } from "../errors/index.js";
 import { brokerAuth, safeEqual } from "./auth.js";
@@ -52,8 +53,25 @@ function authenticWebhook(req: Request, secret: string, body: Buffer): boolean {
   return token !== undefined && safeEqual(token, secret);
 }
 
-/** The pushed ref, from a JSON body or GitHub's form-encoded `payload=`. */
-function pushedRef(req: Request, body: Buffer): unknown {
+/** The push's ref and the web URLs it gives of its repository (GitHub's repository, GitLab's project). */
+function pushed(req: Request, body: Buffer): { ref: unknown; repositories: string[] } {
+  const payload = pushPayload(req, body);
+  if (!isObject(payload)) return { ref: undefined, repositories: [] };
+  const urls: unknown[] = [];
+  for (const holder of [payload.repository, payload.project]) {
+    if (!isObject(holder)) continue;
+    urls.push(holder.html_url, holder.clone_url, holder.ssh_url, holder.web_url, holder.git_http_url, holder.git_ssh_url, holder.homepage);
+  }
+  return { ref: payload.ref, repositories: urls.filter((u): u is string => typeof u === "string" && u !== "").map(webUrl) };
+}
+
+/** A repository's web URL, lower case, for comparing the URLs a push event and a remote give. */
+function webUrl(remote: string): string {
+  return repositoryNames(remote).htmlUrl.toLowerCase();
+}
+
+/** The payload, from a JSON body or GitHub's form-encoded `payload=`. */
+function pushPayload(req: Request, body: Buffer): unknown {
   let text = body.toString("utf8");
   if (req.is("application/x-www-form-urlencoded")) text = new URLSearchParams(text).get("payload") ?? "";
   let payload: unknown;
@@ -62,7 +80,7 @@ function pushedRef(req: Request, body: Buffer): unknown {
   } catch (e) {
     throw new BadRequestError("the webhook payload is not JSON", { cause: e });
   }
-  return isObject(payload) ? payload.ref : undefined;
+  return payload;
 }
 
 function webhook(ctx: Ctx, endpoints: ReconcileEndpoints, secret: string): express.RequestHandler {
@@ -77,18 +95,21 @@ function webhook(ctx: Ctx, endpoints: ReconcileEndpoints, secret: string): expre
       res.status(200).json({ refresh: false, reason: "ping" });
       return;
     }
-    const ref = pushedRef(req, body);
-    const wanted = `refs/heads/${endpoints.branch}`;
+    const { ref, repositories } = pushed(req, body);
+    // With stores (ADR 0027): a push to a store's repository fetches that store only.
+    const store = endpoints.stores?.find((st) => repositories.includes(webUrl(st.remote)));
+    const wanted = `refs/heads/${store?.branch ?? endpoints.branch}`;
     if ((event !== "push" && event !== "Push Hook") || ref !== wanted) {
       res.status(200).json({ refresh: false, reason: `not a push to ${wanted}` });
       return;
     }
+    const writer = store && ctx.deps.stores ? ctx.deps.stores.writer(store.name) : ctx.deps.writer;
     // Answer at once; the fetch and what it triggers run in the background.
-    ctx.deps.writer.refresh().then(
-      (tip) => log.info({ tip, event }, "webhook: fetched the remote"),
-      (e: unknown) => log.warn({ err: e }, "webhook: fetching the Git remote failed"),
+    writer.refresh().then(
+      (tip) => log.info({ tip, event, store: store?.name }, "webhook: fetched the remote"),
+      (e: unknown) => log.warn({ err: e, store: store?.name }, "webhook: fetching the Git remote failed"),
     );
-    res.status(202).json({ refresh: true });
+    res.status(202).json({ refresh: true, ...(store ? { store: store.name } : {}) });
   };
 }
 

@@ -3,6 +3,7 @@ import { cleanupBindingCommand, clustersCommand, instancesCommand, moveCommand }
 import { addConfigOptions, CONFIG_HELP, configArgv, processIo, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
 import { historyCommand } from "./history.js";
 import { importCommand } from "./import.js";
+import { moveClusterCommand } from "./move-cluster.js";
 import { renderCommand, renderTemplateCommand } from "./render.js";
 import { helmStyleArgv, renderChartCommand } from "./render-chart.js";
 import { helmModuleCall } from "../render/index.js";
@@ -48,6 +49,7 @@ export function program(io: CliIo, done: Done): Command {
     .addCommand(serveCommand(done))
     .addCommand(clustersCommand(io, done))
     .addCommand(moveCommand(io, done))
+    .addCommand(moveClusterCommand(io, done))
     .addCommand(instancesCommand(io, done))
     .addCommand(cleanupBindingCommand(io, done))
     .addCommand(updateCommand({ stdout: lines((t) => io.stdout.write(t)), stderr: lines((t) => io.stderr.write(t)) }, done))

@@ -1,15 +1,17 @@
 import path from "node:path";
 import { createRepoView, type LiveRepoView } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
-import { ensureDataDir, EMBEDDED_REMOTE_DIR, loadConfig, lockDataDir, type Config } from "../config/index.js";
-import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
+import { ensureDataDir, EMBEDDED_REMOTE_DIR, loadConfig, lockDataDir, readGitTokens, type Config } from "../config/index.js";
+import type { GitWriter } from "../gitwriter/index.js";
+import { openWriters, type StoreSet } from "../stores/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstanceSummaryCache, type InstanceSummaryCache } from "../repo/index.js";
 
 /**
  * Repository access for the administrative commands (`clusters`, `move`, `history`): the same
  * configuration as `serve`, and a git writer of their own on `<dataDir>/cli.git`, so they never
- * share a local repository with a running broker (whose is `<dataDir>/work.git`). Writes go
+ * share a local repository with a running broker (whose is `<dataDir>/work.git`; with stores,
+ * `<dataDir>/cli-stores/<name>.git` beside `work-stores/`). Writes go
  * through the same queue semantics and push to the remote like the broker's.
  */
 
@@ -17,7 +19,10 @@ export interface RepoAccess {
   config: Config;
   /** The command's own local bare repository (a clone of the remote). */
   gitdir: string;
+  /** The control repository's writer, or the store set over it and the stores (ADR 0027). */
   writer: GitWriter;
+  /** With stores configured. */
+  storeSet?: StoreSet;
   view: LiveRepoView;
   summaries: InstanceSummaryCache;
   logger: Logger;
@@ -33,24 +38,32 @@ export async function openRepo(configArgv: string[], options: { logLevel?: strin
   // Commands lock apart from `serve` (they have their own clone), one command at a time.
   const lock = await lockDataDir(config.dataDir, "cli");
   try {
-    const writer = createGitWriter({
-      gitdir,
+    let clusters: () => readonly { id: string; store?: string | undefined }[] = () => [];
+    const { writer, storeSet } = openWriters(config, {
       remoteUrl,
-      branch: config.git.branch,
-      author: config.git.author,
-      logger: logger.child({ component: "gitwriter" }),
-      remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
+      tokens: await readGitTokens(config),
+      logger,
+      clusters: () => clusters(),
+      localPrefix: "cli",
+      // A command's few commits compete with a serving broker's stream of them: it retries longer.
+      maxPushAttempts: 100,
     });
     await writer.start();
     const summaries = createInstanceSummaryCache();
-    const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries, {
-      remoteCharts: new RemoteCharts({ dir: path.join(config.dataDir, CHART_CACHE_DIR) }),
-    });
+    const view = createRepoView(
+      writer,
+      logger.child({ component: "repo-view" }),
+      summaries,
+      { remoteCharts: new RemoteCharts({ dir: path.join(config.dataDir, CHART_CACHE_DIR) }) },
+      storeSet ? { stores: new Set(storeSet.names) } : {},
+    );
+    clusters = () => view.clusters();
     await view.reload();
     return {
       config,
       gitdir,
       writer,
+      ...(storeSet ? { storeSet } : {}),
       view,
       summaries,
       logger,

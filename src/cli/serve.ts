@@ -7,7 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createApp, createHttpServer } from "../broker/index.js";
 import { Registry, collectDefaultMetrics } from "prom-client";
-import { createRepoView, fillRepoInstruments } from "../catalog/index.js";
+import { createRepoView, fillRepoInstruments, type ClusterEntry, type LiveRepoView, type ReadinessCheck } from "../catalog/index.js";
 import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
 import { createReconciler, createRecordsCollector, type Reconciler, type RecordsCollector, type RecordsCollectorOptions } from "../reconcile/index.js";
 import {
@@ -19,16 +19,18 @@ import {
   readStartSecrets,
   subjectMatcher,
   type Config,
+  type StartSecrets,
   type SubjectPattern,
 } from "../config/index.js";
 import { ConfigError, DataDirLockedError, GitRemoteError, isNegativeAnswer } from "../errors/index.js";
-import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
+import type { GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
-import { createInstruments, createPrometheusMetrics, noopMetrics, type Metrics, type PrometheusMetrics } from "../metrics/index.js";
+import { createInstruments, createPrometheusMetrics, noopMetrics, type Instruments, type Metrics, type PrometheusMetrics } from "../metrics/index.js";
 import { createNudger, type Nudger, type NudgerOptions } from "../nudge/index.js";
-import { createBindingSummaryCache, createInstanceSummaryCache } from "../repo/index.js";
+import { CONTROL_STORE, createBindingSummaryCache, createInstanceSummaryCache, type InstanceSummaryCache } from "../repo/index.js";
+import { openWriters, type StoreSet } from "../stores/index.js";
 import { createScheduler } from "../scheduler/index.js";
-import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
+import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
 import { createKubeLeaseClient, createLeaseElector, soleLeader, type Leadership, type LeaseElectorOptions } from "../leader/index.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
@@ -53,23 +55,10 @@ export interface RunningBroker {
   close(): Promise<void>;
 }
 
-/** Environment for the git CLI: ssh deploy key command, https token (via env, never argv). */
-function gitEnv(config: Config, token: string | null): Record<string, string> {
-  const env: Record<string, string> = {};
-  if (config.git.sshCommand) env.GIT_SSH_COMMAND = config.git.sshCommand;
-  if (token !== null) {
-    const basic = Buffer.from(`x-access-token:${token}`).toString("base64");
-    env.GIT_CONFIG_COUNT = "1";
-    env.GIT_CONFIG_KEY_0 = "http.extraHeader";
-    env.GIT_CONFIG_VALUE_0 = `Authorization: Basic ${basic}`;
-  }
-  return env;
-}
-
 /** A subject pattern loadConfig has checked. */
 function subjectPattern(text: string): SubjectPattern {
   const pattern = parseSubjectPattern(text);
-  if (typeof pattern === "string") throw new Error(`tls.clientSubjects: ${pattern}`);
+  if (typeof pattern === "string") throw new ConfigError([{ file: "config", path: "tls.clientSubjects", message: pattern }]);
   return pattern;
 }
 
@@ -168,33 +157,99 @@ function createShutdown(logger: Logger): Shutdown {
   };
 }
 
-async function startLocked(config: Config, options: StartOptions & { logger: Logger }, shutdown: Shutdown): Promise<RunningBroker> {
+type Started = StartOptions & { logger: Logger };
+
+async function startLocked(config: Config, options: Started, shutdown: Shutdown): Promise<RunningBroker> {
   const { logger } = options;
-  // With metrics.listen, a prom-client Registry of this broker's own (never the global one), with
-  // Node's process metrics; else the caller's factory, or none.
+  const { metrics, prometheus, instruments } = brokerMetrics(config, options.metrics);
+  const remoteUrl = await controlRemote(config, logger);
+  const secrets = await startSecrets(config, logger);
+  const repo = await startRepository(config, { remoteUrl, secrets, logger, instruments, shutdown });
+  const { writer, storeSet, view, summaries } = repo;
+  const brokerVersion = `gitops-broker/${options.version}`;
+  const delivery = startDelivery(config, options, { ...repo, remoteUrl, instruments, brokerVersion, shutdown });
+  const { status } = delivery;
+  const background = await startBackgroundWork(config, options, { ...repo, status, instruments, brokerVersion, shutdown });
+  const bindingSummaries = createBindingSummaryCache();
+  metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, bindingSummaries, instruments.repo));
+
+  const app = createApp({
+    writer,
+    ...(storeSet ? { stores: storeSet } : {}),
+    view,
+    scheduler: createScheduler(config.scheduler),
+    status,
+    logger: logger.child({ component: "broker" }),
+    metrics: instruments.broker,
+    credentials: { username: secrets.credentials.username, password: secrets.credentials.password },
+    ...(config.auth.mode !== "basic"
+      ? { clientCertificates: { mode: config.auth.mode, allows: subjectMatcher(config.tls?.clientSubjects.map(subjectPattern) ?? []) } }
+      : {}),
+    brokerVersion,
+    readiness: async () => [...(await view.readiness()), ...storeReadiness(storeSet), { name: "leader", ok: true, message: background.leadership.describe() }],
+    summaries,
+    reconcile: {
+      reconciler: background.reconciler,
+      branch: config.git.branch,
+      webhookSecret: secrets.webhookSecret,
+      stores: Object.entries(config.stores).map(([name, store]) => ({ name, remote: store.remote, branch: store.branch })),
+    },
+  });
+  const url = await listen(config, app, logger, shutdown);
+  logger.info({ url, remote: remoteUrl, branch: config.git.branch }, "gitops-broker listening");
+  const metricsServer = prometheus && config.metrics.listen ? await serveMetrics(prometheus, config.metrics.listen, logger) : undefined;
+  const polls = startPolling(config, writer, storeSet, logger);
+  shutdown.add("refuse requests", async () => {
+    for (const poll of polls) clearInterval(poll);
+    await metricsServer?.close();
+  });
+
+  return {
+    url,
+    ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
+    writer,
+    reconciler: background.reconciler,
+    nudger: delivery.nudger,
+    collector: background.collector,
+    leadership: background.leadership,
+    close: () => shutdown.run(),
+  };
+}
+
+/**
+ * With metrics.listen, a prom-client Registry of this broker's own (never the global one), with
+ * Node's process metrics; else the caller's factory, or none. Every component's instruments come
+ * from one factory.
+ */
+function brokerMetrics(config: Config, given: Metrics | undefined): { metrics: Metrics; prometheus?: PrometheusMetrics; instruments: Instruments } {
   let prometheus: PrometheusMetrics | undefined;
-  if (config.metrics.listen && !options.metrics) {
+  if (config.metrics.listen && !given) {
     const registry = new Registry();
     collectDefaultMetrics({ register: registry });
     prometheus = createPrometheusMetrics(registry);
   }
-  const metrics = options.metrics ?? prometheus ?? noopMetrics;
-  // Every component's instruments, from one factory.
-  const instruments = createInstruments(metrics);
-  let remoteUrl = config.git.remote;
-  if (remoteUrl === null) {
-    const { remoteDir } = await prepareEmbedded({
-      dataDir: config.dataDir,
-      catalogSource: SAMPLE_CATALOG_DIR,
-      registrySource: SAMPLE_REGISTRY_DIR,
-      branch: config.git.branch,
-      author: config.git.author,
-      log: logger.child({ component: "embedded" }),
-    });
-    remoteUrl = remoteDir;
-    logger.info({ remote: remoteDir }, "using the embedded Git remote");
-  }
-  const { credentials, webhookSecret, gitToken } = await readStartSecrets({ dataDir: config.dataDir, config });
+  const metrics = given ?? prometheus ?? noopMetrics;
+  return { metrics, ...(prometheus ? { prometheus } : {}), instruments: createInstruments(metrics) };
+}
+
+/** `git.remote`, or the embedded remote seeded with the sample catalog. */
+async function controlRemote(config: Config, logger: Logger): Promise<string> {
+  if (config.git.remote !== null) return config.git.remote;
+  const { remoteDir } = await prepareEmbedded({
+    dataDir: config.dataDir,
+    catalogSource: SAMPLE_CATALOG_DIR,
+    registrySource: SAMPLE_REGISTRY_DIR,
+    branch: config.git.branch,
+    author: config.git.author,
+    log: logger.child({ component: "embedded" }),
+  });
+  logger.info({ remote: remoteDir }, "using the embedded Git remote");
+  return remoteDir;
+}
+
+async function startSecrets(config: Config, logger: Logger): Promise<StartSecrets> {
+  const secrets = await readStartSecrets({ dataDir: config.dataDir, config });
+  const { credentials } = secrets;
   if (credentials.generatedNow) {
     logger.warn(
       { file: credentials.generatedFile, username: credentials.username },
@@ -203,34 +258,63 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
   } else if (credentials.generatedFile) {
     logger.info({ file: credentials.generatedFile, username: credentials.username }, "using the password generated at the first start");
   }
+  return secrets;
+}
 
-  // The writer's local repository; the history endpoint reads it through the writer (GitReader.log).
-  const workGitdir = path.join(config.dataDir, "work.git");
-  const writer = createGitWriter({
-    gitdir: workGitdir,
-    remoteUrl,
-    branch: config.git.branch,
-    author: config.git.author,
-    logger: logger.child({ component: "gitwriter" }),
-    metrics: instruments.gitwriter,
-    remoteTimeoutMs: config.git.pushTimeoutSeconds * 1000,
-    activityTimeoutMs: config.git.activityTimeoutSeconds * 1000,
-    gitEnv: gitEnv(config, gitToken),
+interface Repository {
+  writer: GitWriter;
+  storeSet?: StoreSet;
+  view: LiveRepoView;
+  summaries: InstanceSummaryCache;
+}
+
+/** The writers (the control repository's, and the stores' behind a store set) and the repository view, loaded. */
+async function startRepository(
+  config: Config,
+  deps: { remoteUrl: string; secrets: StartSecrets; logger: Logger; instruments: Instruments; shutdown: Shutdown },
+): Promise<Repository> {
+  const { logger, secrets, shutdown } = deps;
+  // The view's registry says which store a cluster is in; the writers are made before the view.
+  let clusters: () => readonly ClusterEntry[] = () => [];
+  const { writer, storeSet } = openWriters(config, {
+    remoteUrl: deps.remoteUrl,
+    tokens: { control: secrets.gitToken, stores: secrets.storeTokens },
+    logger,
+    metrics: deps.instruments.gitwriter,
     // "Gone", "not found", "conflict" only from a view fetched after the request arrived (ADR 0012).
     confirmRejection: isNegativeAnswer,
+    clusters: () => clusters(),
   });
   // Queued operations are pushed before the writer resolves; their HTTP responses go out then.
   shutdown.add("push the queue", () => writer.close());
   await writer.start();
   const summaries = createInstanceSummaryCache();
-  const view = createRepoView(writer, logger.child({ component: "repo-view" }), summaries, {
+  const view = createRepoView(
+    writer,
+    logger.child({ component: "repo-view" }),
+    summaries,
     // Remote charts (http(s) url pinned by digest) are fetched when the catalog loads, cached by digest.
-    remoteCharts: new RemoteCharts({ dir: path.join(config.dataDir, CHART_CACHE_DIR) }),
-  });
+    { remoteCharts: new RemoteCharts({ dir: path.join(config.dataDir, CHART_CACHE_DIR) }) },
+    storeSet ? { stores: new Set(storeSet.names) } : {},
+  );
+  clusters = () => view.clusters();
   shutdown.add("close the view", () => view.close());
   await view.reload();
-  // Clusters come from the view: live clusters are watched as the registry adds them, and
-  // stopped when it drops them or switches them to commit mode.
+  return { writer, ...(storeSet ? { storeSet } : {}), view, summaries };
+}
+
+/**
+ * The status watcher (clusters come from the view: live clusters are watched as the registry adds
+ * them, and stopped when it drops them or switches them to commit mode) and, after each push, the
+ * nudges of the agents of the clusters it changed (those whose registry entry asks for it).
+ */
+function startDelivery(
+  config: Config,
+  options: Started,
+  deps: Repository & { remoteUrl: string; instruments: Instruments; brokerVersion: string; shutdown: Shutdown },
+): { status: StatusWatcher; nudger: Nudger } {
+  const { logger } = options;
+  const { writer, view, instruments, shutdown } = deps;
   const kubeConfigFor = options.status?.kubeConfigFor ?? createKubeConfigResolver();
   const status = createStatusWatcher({
     view,
@@ -245,14 +329,13 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     kubeConfigFor,
   });
   shutdown.add("stop the watchers", () => status.close());
-  const brokerVersion = `gitops-broker/${options.version}`;
-  // After each push, the agents of the clusters it changed (those whose registry entry asks for it).
   const nudger = createNudger({
     clusters: () => view.clusters(),
     kubeConfigFor,
     readSecret: createSecretKeyReader(),
-    remoteUrl,
-    userAgent: brokerVersion,
+    remoteUrl: deps.remoteUrl,
+    storeRemotes: new Map(Object.entries(config.stores).map(([name, store]) => [name, store.remote])),
+    userAgent: deps.brokerVersion,
     logger: logger.child({ component: "nudge" }),
     metrics: instruments.nudge,
     ...options.nudge,
@@ -262,6 +345,20 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     stopNudging();
     return nudger.close();
   });
+  return { status, nudger };
+}
+
+/**
+ * Re-renders (on tip changes, and the catch-up after a start) and records GC, run by the leader
+ * only (ADR 0024); without leader election this process always leads.
+ */
+async function startBackgroundWork(
+  config: Config,
+  options: Started,
+  deps: Repository & { status: StatusWatcher; instruments: Instruments; brokerVersion: string; shutdown: Shutdown },
+): Promise<{ reconciler: Reconciler; collector: RecordsCollector; leadership: Leadership }> {
+  const { logger } = options;
+  const { writer, storeSet, view, status, instruments, brokerVersion, shutdown } = deps;
   const reconciler = createReconciler({
     writer,
     view,
@@ -273,9 +370,8 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     batchSize: config.reconcile.batchSize,
     retryMs: config.reconcile.retrySeconds * 1000,
   });
-
-  const collector = createRecordsCollector({
-    writer,
+  // Records GC per repository: a pass removes records and manifests of one store in one commit.
+  const collector = createRecordsCollectors(storeSet ? storeSet.names.map((name) => storeSet.writer(name)) : [writer], {
     status,
     logger: logger.child({ component: "records-gc" }),
     metrics: instruments.records,
@@ -285,8 +381,7 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     batchSize: config.records.gcBatchSize,
     ...options.records,
   });
-  // Closed even when the start fails before leadership (a step of the phase, as before this
-  // refactor the undo list closed them): what feeds them is stopped first, once it exists.
+  // Closed even when the start fails before leadership: what feeds them is stopped first, once it exists.
   let stopFeeding: () => Promise<void> = () => Promise.resolve();
   shutdown.add("stop background work", async () => {
     await stopFeeding();
@@ -295,9 +390,6 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     // A GC pass in flight finishes (its commit is small); the next one would start over anyway.
     await collector.close();
   });
-
-  // The background work (re-renders on tip changes, the catch-up, records GC) runs on the leader
-  // only (ADR 0024); without leader election this process always leads.
   const leadership = await startLeadership(config, { logger, metrics: instruments.leader, ...options.leader });
   // The next leader takes over at once instead of after the lease duration (after the work above stopped).
   shutdown.add("stop background work", () => leadership.close());
@@ -324,25 +416,11 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
     await turns;
   };
   if (leadership.isLeader()) lead(true);
-  const bindingSummaries = createBindingSummaryCache();
-  metrics.onCollect(() => fillRepoInstruments(view, writer.snapshot(), summaries, bindingSummaries, instruments.repo));
+  return { reconciler, collector, leadership };
+}
 
-  const app = createApp({
-    writer,
-    view,
-    scheduler: createScheduler(config.scheduler),
-    status,
-    logger: logger.child({ component: "broker" }),
-    metrics: instruments.broker,
-    credentials: { username: credentials.username, password: credentials.password },
-    ...(config.auth.mode !== "basic"
-      ? { clientCertificates: { mode: config.auth.mode, allows: subjectMatcher(config.tls?.clientSubjects.map(subjectPattern) ?? []) } }
-      : {}),
-    brokerVersion,
-    readiness: async () => [...(await view.readiness()), { name: "leader", ok: true, message: leadership.describe() }],
-    summaries,
-    reconcile: { reconciler, branch: config.git.branch, webhookSecret },
-  });
+/** The OSB server, listening; its URL. New connections are refused first on shutdown, the server closed once the queue's answers went out. */
+async function listen(config: Config, app: ReturnType<typeof createApp>, logger: Logger, shutdown: Shutdown): Promise<string> {
   const server = createHttpServer(app, config.http, {
     ...(config.tls
       ? {
@@ -355,8 +433,7 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
       : {}),
     logger: logger.child({ component: "http" }),
   });
-  // New connections are refused first; the server is closed once the answers waiting on the
-  // queue went out (idle keep-alive connections are closed then).
+  // Idle keep-alive connections are closed when the server closes.
   let closed: Promise<void> | undefined;
   const refuse = () => (closed ??= new Promise<void>((resolve) => server.close(() => resolve())));
   shutdown.add("refuse requests", () => void refuse());
@@ -373,30 +450,24 @@ async function startLocked(config: Config, options: StartOptions & { logger: Log
   });
   const { port } = server.address() as AddressInfo;
   const host = config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host;
-  const url = `${config.tls ? "https" : "http"}://${host}:${port}`;
-  logger.info({ url, remote: remoteUrl, branch: config.git.branch }, "gitops-broker listening");
-  const metricsServer = prometheus && config.metrics.listen ? await serveMetrics(prometheus, config.metrics.listen, logger) : undefined;
+  return `${config.tls ? "https" : "http"}://${host}:${port}`;
+}
 
-  // Notice commits of others (humans, other replicas) even when no request comes in.
-  const poll = setInterval(() => {
-    writer.refresh().catch((e: unknown) => logger.warn({ err: e }, "fetching the Git remote failed"));
-  }, config.git.pollIntervalSeconds * 1000);
-  poll.unref();
-  shutdown.add("refuse requests", async () => {
-    clearInterval(poll);
-    await metricsServer?.close();
+/**
+ * Notice commits of others (humans, other replicas) even when no request comes in: each
+ * repository on its own interval (a store that does not answer delays no other).
+ */
+function startPolling(config: Config, writer: GitWriter, storeSet: StoreSet | undefined, logger: Logger): NodeJS.Timeout[] {
+  const polled = storeSet
+    ? storeSet.names.map((name) => ({ name, writer: storeSet.writer(name), seconds: config.stores[name]?.pollIntervalSeconds ?? config.git.pollIntervalSeconds }))
+    : [{ name: CONTROL_STORE, writer, seconds: config.git.pollIntervalSeconds }];
+  return polled.map(({ name, writer: w, seconds }) => {
+    const poll = setInterval(() => {
+      w.refresh().catch((e: unknown) => logger.warn({ err: e, store: name }, "fetching the Git remote failed"));
+    }, seconds * 1000);
+    poll.unref();
+    return poll;
   });
-
-  return {
-    url,
-    ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
-    writer,
-    reconciler,
-    nudger,
-    collector,
-    leadership,
-    close: () => shutdown.run(),
-  };
 }
 
 /**
@@ -528,4 +599,31 @@ export async function serve(argv: string[], options: { version: string }): Promi
   logger.info({ signal }, "shutting down: finishing in-flight pushes");
   await broker.close();
   return 0;
+}
+
+/**
+ * A /readyz line per store (not the control repository's, which has its own): a warning, since
+ * a store that does not answer fails only the requests for its clusters (503), never the others.
+ */
+function storeReadiness(storeSet: StoreSet | undefined): ReadinessCheck[] {
+  if (!storeSet) return [];
+  return storeSet
+    .health()
+    .filter((h) => h.name !== CONTROL_STORE)
+    .map((h) => ({ name: `store ${h.name}`, ok: h.reachable, ...(h.reachable ? {} : { severity: "warning" as const, message: h.trouble }) }));
+}
+
+/** Records GC of several repositories as one collector (each pass removes records of one store per commit). */
+function createRecordsCollectors(writers: GitWriter[], options: Omit<RecordsCollectorOptions, "writer">): RecordsCollector {
+  const collectors = writers.map((writer) => createRecordsCollector({ ...options, writer }));
+  return {
+    start: () => collectors.forEach((c) => c.start()),
+    stop: async () => {
+      await Promise.all(collectors.map((c) => c.stop()));
+    },
+    collect: async () => (await Promise.all(collectors.map((c) => c.collect()))).flat(),
+    close: async () => {
+      await Promise.all(collectors.map((c) => c.close()));
+    },
+  };
 }

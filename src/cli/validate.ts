@@ -3,7 +3,10 @@ import { Command } from "commander";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { RemoteCharts } from "../charts/index.js";
+import { loadClusters } from "../catalog/index.js";
+import type { TreeReader } from "../gitwriter/index.js";
 import { dirTreeReader } from "../repo/index.js";
+import { compositeTree, CONTROL } from "../stores/index.js";
 import { formatValidationProblem, notAGitOpsRepository, validateRepo } from "../validate/index.js";
 import { runCommand, type CliIo, type Done } from "./args.js";
 
@@ -18,13 +21,18 @@ export function validateCommand(io: CliIo, done: Done): Command {
     .description("check a checkout of the GitOps repository, for its pull-request CI")
     .argument("[repo-dir]", "the checkout", ".")
     .option("--json", "print the problems as a JSON array")
+    .option(
+      "--store <name=dir>",
+      "with stores (ADR 0027): a checkout of store <name>, checked together with the control repository's checkout (repeatable)",
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
     .addHelpText(
       "after",
       "\nChecks schemas, templates, offboarding, overrides, Secret data and drift under clusters/.\n" +
         "One `file: path: message` line per problem on stdout, a summary on stderr.\n" +
         "Exit 1 on errors (warnings alone exit 0), 2 when the directory is not a GitOps repository or on usage errors.",
     )
-    .action(async (dir: string, options: { json?: boolean }) => done(await validate(dir, options, io)));
+    .action(async (dir: string, options: ValidateOptions) => done(await validate(dir, options, io)));
 }
 
 export function runValidate(
@@ -38,7 +46,33 @@ export function runValidate(
   return runCommand((done) => validateCommand(cli, done), argv, cli);
 }
 
-async function validate(repoDir: string, options: { json?: boolean }, io: CliIo): Promise<number> {
+interface ValidateOptions {
+  json?: boolean;
+  store?: string[];
+}
+
+/**
+ * The control repository's checkout with the stores' (`--store name=dir`): one tree, as the
+ * broker reads them (a cluster's directory from the store its registry entry names).
+ */
+async function withStores(control: TreeReader, stores: string[], io: CliIo): Promise<TreeReader | null> {
+  if (stores.length === 0) return control;
+  const parts = new Map<string, TreeReader>([[CONTROL, control]]);
+  for (const item of stores) {
+    const eq = item.indexOf("=");
+    const name = item.slice(0, eq);
+    const dir = path.resolve(item.slice(eq + 1));
+    if (eq <= 0 || name === CONTROL || parts.has(name) || !(await stat(dir).then((st) => st.isDirectory(), () => false))) {
+      io.stderr.write(`validate: --store ${JSON.stringify(item)}: give <name>=<directory of a checkout of that store>, once per store\n`);
+      return null;
+    }
+    parts.set(name, dirTreeReader(dir));
+  }
+  const storeOf = new Map((await loadClusters(control)).clusters.map((c) => [c.id, c.store ?? CONTROL]));
+  return compositeTree({ control, stores: parts, storeOf: (id) => storeOf.get(id) ?? CONTROL, commit: null });
+}
+
+async function validate(repoDir: string, options: ValidateOptions, io: CliIo): Promise<number> {
   const dir = path.resolve(repoDir);
   const isDir = await stat(dir).then((s) => s.isDirectory(), () => false);
   if (!isDir) {
@@ -46,12 +80,14 @@ async function validate(repoDir: string, options: { json?: boolean }, io: CliIo)
     return 2;
   }
 
-  const tree = dirTreeReader(dir);
-  const wrong = await notAGitOpsRepository(tree);
+  const control = dirTreeReader(dir);
+  const wrong = await notAGitOpsRepository(control);
   if (wrong !== null) {
     io.stderr.write(`validate: ${dir} ${wrong}\n`);
     return 2;
   }
+  const tree = await withStores(control, options.store ?? [], io);
+  if (tree === null) return 2;
   // Remote charts are downloaded, verified against their digest and cached by digest (shared
   // between runs: a cached archive is verified again when read).
   const remoteCharts = new RemoteCharts({ dir: path.join(tmpdir(), "gitops-broker-charts") });

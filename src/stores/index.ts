@@ -1,0 +1,11 @@
+/**
+ * Stores (ADR 0027): besides the control repository (`git.remote`: catalog, registry, overrides,
+ * quotas), Git repositories declared in the broker configuration (`stores.<name>`) that hold the
+ * instance records and `clusters/<id>/` manifests of the clusters whose registry entry names them
+ * (`spec.store`), in the same layout. One operation is one commit in one repository.
+ */
+export { createStoreSet, type StoreHealth, type StoreSet, type StoreSetOptions } from "./store-set.js";
+export { compositeCommit, compositeTree, draftStore, emptyTree, isCompositeTree, parseCompositeCommit, type CompositeParts, type CompositeTree } from "./composite-tree.js";
+export { CONTROL, StoreMismatchError, type StoreName } from "./types.js";
+export { gitEnv, openWriters, type OpenWritersOptions } from "./open.js";
+export { clusterFiles, finishMove, moveCluster, planMove, type MoveClusterOptions, type MovePlan, type MoveStep } from "./move-cluster.js";

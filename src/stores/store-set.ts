@@ -1,0 +1,193 @@
+import type { CommitInfo, GitWriter, HistoryRewrite, LogOptions, Operation, PushEvent, SubmitResult, SubmitRoute, TreeReader } from "../gitwriter/index.js";
+import { ServiceUnavailableError } from "../errors/index.js";
+import type { Logger } from "../log/index.js";
+import { instanceRecordDir } from "../repo/index.js";
+import { compositeCommit, compositeTree, emptyTree, parseCompositeCommit, settleWrites, type CompositeTree } from "./composite-tree.js";
+import { CONTROL, StoreMismatchError, type StoreName } from "./types.js";
+
+/** One store's state for /readyz and the admin views. */
+export interface StoreHealth {
+  name: StoreName;
+  reachable: boolean;
+  trouble?: string;
+}
+
+/**
+ * The control repository and the stores as one GitWriter (ADR 0027). Reads see one tree (see
+ * compositeTree); an operation is queued on the one store it is routed to (`submit`'s `route`,
+ * else the control repository) and re-run on the store an edit of it belongs to, so every
+ * commit is in exactly one repository. Each store keeps its own queue, pushes and fetches: a
+ * store that does not answer fails only the operations routed to it.
+ */
+export interface StoreSet extends GitWriter {
+  readonly names: readonly StoreName[];
+  writer(name: StoreName): GitWriter;
+  /** The store a cluster's instances and manifests are in (CONTROL: none of its own). */
+  storeOf(clusterId: string): StoreName;
+  /**
+   * The store holding an instance's record, from the last fetched tips. `confirm`: when none
+   * holds it, fetch every store first and look again (`"all"`: a store that cannot be fetched
+   * fails the call; `"reachable"`: its last fetched tip counts).
+   */
+  locate(instanceId: string, confirm?: "all" | "reachable"): Promise<StoreName | undefined>;
+  health(): StoreHealth[];
+}
+
+export interface StoreSetOptions {
+  control: GitWriter;
+  /** The stores other than the control repository, by name. */
+  stores: ReadonlyMap<StoreName, GitWriter>;
+  /** Which store a cluster belongs to (read from the registry as it is now); unknown clusters: CONTROL. */
+  storeOf: (clusterId: string) => StoreName;
+  logger: Logger;
+  /** Times an operation is moved to the store it edited before it fails (default 3). */
+  maxReroutes?: number;
+}
+
+const where = (store: StoreName): string => (store === CONTROL ? "the control repository" : `store ${store}`);
+
+export function createStoreSet(options: StoreSetOptions): StoreSet {
+  const { control, logger, maxReroutes = 3 } = options;
+  const writers = new Map<StoreName, GitWriter>([[CONTROL, control], ...options.stores]);
+  const names = [...writers.keys()];
+  const storeOf = (clusterId: string): StoreName => {
+    const name = options.storeOf(clusterId);
+    return writers.has(name) ? name : CONTROL;
+  };
+  const writer = (name: StoreName): GitWriter => {
+    const w = writers.get(name);
+    if (!w) throw new StoreMismatchError("", name, CONTROL);
+    return w;
+  };
+
+  function snapshot(): CompositeTree {
+    const stores = new Map<StoreName, TreeReader>([...writers].map(([name, w]) => [name, w.snapshot()]));
+    const commits = new Map([...stores].map(([name, tree]) => [name, tree.commit]));
+    return compositeTree({ control: stores.get(CONTROL)!, stores, storeOf, commit: compositeCommit(commits) });
+  }
+
+  const holder = (instanceId: string): Promise<StoreName | undefined> => snapshot().storeOfInstance(instanceRecordDir(instanceId));
+
+  async function refreshAll(tolerant: boolean): Promise<void> {
+    const results = await Promise.allSettled([...writers.values()].map((w) => w.refresh()));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (!failed) return;
+    if (!tolerant) throw failed.reason;
+    logger.warn({ err: failed.reason }, "a store could not be fetched: its last fetched tip counts");
+  }
+
+  async function submit<R>(op: Operation<R>, route?: SubmitRoute): Promise<SubmitResult<R>> {
+    let store = (await route?.()) ?? CONTROL;
+    const tried = new Set<StoreName>();
+    for (let attempt = 0; ; attempt++) {
+      tried.add(store);
+      const target = writer(store);
+      try {
+        return await target.submit(async (draft) => {
+          const stores = new Map<StoreName, TreeReader>([...writers].map(([name, w]) => [name, name === store ? draft : w.snapshot()]));
+          const tree = compositeTree({ control: stores.get(CONTROL)!, stores, storeOf, commit: draft.commit }, { name: store, draft });
+          const outcome = await op(tree);
+          await settleWrites(tree);
+          return outcome;
+        });
+      } catch (error) {
+        if (!(error instanceof StoreMismatchError) || error.owner === store) throw error;
+        if (tried.has(error.owner)) {
+          // Each run of it edits the other repository: it spans two (an instance moved across stores),
+          // or capacity changed under a provision twice; a retry tells which.
+          throw new ServiceUnavailableError(
+            `the operation edits ${error.path} of ${where(error.owner)} and paths of ${where(store)}: one operation is one commit in one repository; move the cluster (gitops-broker move-cluster) instead`,
+            { cause: error },
+          );
+        }
+        if (attempt >= maxReroutes) {
+          throw new ServiceUnavailableError(`the operation moved between stores ${maxReroutes + 1} times (${error.message}); try again`, { cause: error });
+        }
+        logger.debug({ from: store, to: error.owner, path: error.path }, "operation belongs to another store: queued there");
+        store = error.owner;
+      }
+    }
+  }
+
+  return {
+    names,
+    writer,
+    storeOf,
+    snapshot,
+    readerAt: (commit) => readerAt(writers, storeOf, commit),
+    log: (from, paths, logOptions) => log(writers, from, paths, logOptions),
+    submit,
+    async start() {
+      await control.start();
+      await Promise.all([...options.stores.values()].map((w) => w.start()));
+    },
+    async refresh() {
+      await refreshAll(false);
+      return control.snapshot().commit;
+    },
+    async locate(instanceId, confirm) {
+      const found = await holder(instanceId);
+      if (found !== undefined || confirm === undefined) return found;
+      await refreshAll(confirm === "reachable");
+      return holder(instanceId);
+    },
+    onTip: (listener) => control.onTip(listener),
+    onPushed(listener: (event: PushEvent) => void) {
+      const stops = [...writers].map(([name, w]) => w.onPushed((event) => listener({ ...event, store: name })));
+      return () => stops.forEach((stop) => stop());
+    },
+    get remoteReachable() {
+      return control.remoteReachable;
+    },
+    get remoteTrouble() {
+      return control.remoteTrouble;
+    },
+    get historyRewrite(): HistoryRewrite | undefined {
+      for (const w of writers.values()) if (w.historyRewrite) return w.historyRewrite;
+      return undefined;
+    },
+    health: () =>
+      [...writers].map(([name, w]) => ({
+        name,
+        reachable: w.remoteReachable,
+        ...(w.remoteReachable ? {} : { trouble: w.remoteTrouble ?? "last contact with the Git remote failed" }),
+      })),
+    async close() {
+      await Promise.all([...writers.values()].map((w) => w.close()));
+    },
+  };
+}
+
+/** A reader at a commit of one repository, or at a compositeCommit of several (a composite tree). */
+async function readerAt(writers: ReadonlyMap<StoreName, GitWriter>, storeOf: (clusterId: string) => StoreName, commit: string): Promise<TreeReader | null> {
+  const parts = parseCompositeCommit(commit);
+  if (!parts) {
+    for (const w of writers.values()) {
+      const reader = await w.readerAt(commit);
+      if (reader) return reader;
+    }
+    return null;
+  }
+  const stores = new Map<StoreName, TreeReader>();
+  for (const [name, at] of parts) {
+    const w = writers.get(name);
+    if (!w) return null;
+    const reader = at === null ? emptyTree : await w.readerAt(at);
+    if (!reader) return null;
+    stores.set(name, reader);
+  }
+  for (const name of writers.keys()) if (!stores.has(name)) stores.set(name, emptyTree);
+  return compositeTree({ control: stores.get(CONTROL)!, stores, storeOf, commit });
+}
+
+/** `git log` in the repository holding `from`; from a compositeCommit, every store's, newest first by author date. */
+async function log(writers: ReadonlyMap<StoreName, GitWriter>, from: string, paths: readonly string[], options: LogOptions = {}): Promise<CommitInfo[]> {
+  const parts = parseCompositeCommit(from);
+  if (!parts) {
+    for (const w of writers.values()) if (await w.readerAt(from)) return w.log(from, paths, options);
+    return writers.get(CONTROL)!.log(from, paths, options);
+  }
+  const logs = await Promise.all([...parts].flatMap(([name, at]) => (at === null || !writers.has(name) ? [] : [writers.get(name)!.log(at, paths, options)])));
+  const merged = logs.flat().sort((a, b) => Date.parse(b.authorDate) - Date.parse(a.authorDate));
+  return options.max === undefined ? merged : merged.slice(0, options.max);
+}

@@ -1,0 +1,56 @@
+import { BaseError, ServiceUnavailableError } from "../errors/index.js";
+import type { TreeReader } from "../gitwriter/index.js";
+
+/** A store's name (broker configuration `stores.<name>`); CONTROL is the control repository. */
+export type StoreName = string;
+
+/** The control repository (`git.remote`): catalog, registry, overrides, quotas, and the instances of clusters without a store. */
+export const CONTROL: StoreName = "control";
+
+/**
+ * An operation queued on one store edited a path that belongs to another (a cluster of another
+ * store, an instance recorded there) or to the control repository. Its edits are dropped; the
+ * store set runs it again on `owner` (ADR 0027). Never reaches an OSB client unless the stores
+ * keep disagreeing (then it is a 503 worth retrying).
+ */
+export class StoreMismatchError extends BaseError {
+  static override readonly code = "StoreMismatch";
+  readonly path: string;
+  readonly store: StoreName;
+  readonly owner: StoreName;
+
+  constructor(path: string, store: StoreName, owner: StoreName) {
+    super(`an operation on store ${store} edited ${path}, which belongs to ${owner === CONTROL ? "the control repository" : `store ${owner}`}`);
+    this.path = path;
+    this.store = store;
+    this.owner = owner;
+  }
+}
+
+/** An operation on a cluster whose records are being copied to another store (503, worth retrying shortly). */
+export class ClusterMovingError extends ServiceUnavailableError {
+  constructor(clusterId: string, to: StoreName) {
+    super(`cluster ${clusterId} is moving to ${to === CONTROL ? "the control repository" : `store ${to}`}; try again in a few seconds`, { retryAfter: 5 });
+  }
+}
+
+export interface CompositeParts {
+  /** The control repository's tree (its draft when `home` is the control repository). */
+  control: TreeReader;
+  /** Every store's tree, the control repository's included under CONTROL (the same reader as `control`). */
+  stores: ReadonlyMap<StoreName, TreeReader>;
+  /** The store a cluster's directory and instances belong to (CONTROL: none of its own). */
+  storeOf: (clusterId: string) => StoreName;
+  /** A composite id of the part commits (see compositeCommit). */
+  commit: string | null;
+}
+
+/** A TreeReader over several stores; `parts` lets folds over every instance fold each store alone. */
+export interface CompositeTree extends TreeReader {
+  readonly parts: ReadonlyMap<StoreName, TreeReader>;
+  /** The store a composite Draft writes into; undefined for a snapshot. */
+  readonly home?: StoreName;
+  /** The store holding the instance record directory `instances/<ab>/<cd>/<key>`; undefined: none. */
+  storeOfInstance: (dir: string) => Promise<StoreName | undefined>;
+}
+

@@ -1,0 +1,225 @@
+import { createHmac } from "node:crypto";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { runValidate } from "../../src/cli/validate.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clusterRegistryPath, instanceManifestDir } from "../../src/repo/index.js";
+import { git, pushExternalCommit } from "../support/git-fixtures.js";
+import type { OsbClient } from "../support/osb-client.js";
+import { registryFile, startStoresHarness, type StoresHarness } from "../support/stores.js";
+import { commitCount, expectOsbError, provisionBody, readyz, remoteFiles, samplePlans, type SamplePlans } from "../broker/helpers.js";
+
+/**
+ * Stores (ADR 0027), with real remotes over smart HTTP (see test/support/stores.ts): cluster
+ * `local` in the control repository, `eu-1` in store eu, `us-1` in store us.
+ */
+
+let s: StoresHarness;
+let plans: SamplePlans;
+
+const WEBHOOK_SECRET = "stores-webhook-secret";
+
+beforeAll(async () => {
+  s = await startStoresHarness({ configure: (config) => void (config.webhook.secret = WEBHOOK_SECRET) });
+  plans = await samplePlans(s.h.osb);
+}, 120_000);
+
+afterAll(async () => {
+  await s?.close();
+});
+
+const body = () => provisionBody(plans.serviceId, plans.small.id);
+
+describe("stores: two clusters in two stores, one in the control repository", () => {
+  it("serves the full OSB lifecycle, each instance's record and manifests in its cluster's store only", async () => {
+    const ids = ["life-a", "life-b", "life-c"];
+    for (const id of ids) expect((await s.h.osb.provision(id, body())).status).toBe(201);
+    const where = new Map<string, string>();
+    for (const id of ids) {
+      const inControl = await s.recordIn(s.h.remoteDir, id);
+      const inEu = await s.recordIn(s.stores.eu.dir, id);
+      const inUs = await s.recordIn(s.stores.us.dir, id);
+      // Exactly one repository holds the record, the one of the cluster it names.
+      expect([inControl, inEu, inUs].filter((r) => r !== null)).toHaveLength(1);
+      const record = (inControl ?? inEu ?? inUs)!;
+      const cluster = record.spec.clusterId as string;
+      where.set(id, cluster);
+      const expected = cluster === "local" ? s.h.remoteDir : cluster === "eu-1" ? s.stores.eu.dir : s.stores.us.dir;
+      expect(await s.recordIn(expected, id)).not.toBeNull();
+      const manifests = (await remoteFiles(expected)).filter((f) => f.startsWith(`${instanceManifestDir(cluster, id)}/`));
+      expect(manifests.length).toBeGreaterThan(0);
+      for (const other of [s.h.remoteDir, s.stores.eu.dir, s.stores.us.dir].filter((d) => d !== expected)) {
+        expect((await remoteFiles(other)).filter((f) => f.includes(`/${id}/`) || f.endsWith(`/${id}`))).toEqual([]);
+      }
+    }
+    expect(new Set(where.values())).toEqual(new Set(["local", "eu-1", "us-1"]));
+
+    for (const id of ids) {
+      expect((await s.h.osb.getInstance(id)).status).toBe(200);
+      expect((await s.h.osb.lastOperation(id)).body.state).toBe("succeeded");
+      const bound = await s.h.osb.bind(id, `${id}-b`, { service_id: plans.serviceId, plan_id: plans.small.id, bind_resource: { app_guid: "app-1" } });
+      expect(bound.status).toBe(201);
+      expect((await s.h.osb.getBinding(id, `${id}-b`)).status).toBe(200);
+      const updated = await s.h.osb.update(id, { service_id: plans.serviceId, parameters: { storageGB: 5 } });
+      expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+      expect((await s.h.osb.unbind(id, `${id}-b`, { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(200);
+      expect((await s.h.osb.deprovision(id, { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(200);
+      expect((await s.h.osb.deprovision(id, { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(410);
+      // Still only in its own store, now deleted there.
+      const cluster = where.get(id)!;
+      const dir = cluster === "local" ? s.h.remoteDir : cluster === "eu-1" ? s.stores.eu.dir : s.stores.us.dir;
+      expect((await s.recordIn(dir, id))?.status.deleted).toBe(true);
+    }
+  });
+
+  it("refuses a new id that exists in any store: the same request is 200, another 409, nothing committed", async () => {
+    const ids = ["dup-a", "dup-b", "dup-c"];
+    for (const id of ids) expect((await s.h.osb.provision(id, body())).status).toBe(201);
+    const counts = async () => Promise.all([s.h.remoteDir, s.stores.eu.dir, s.stores.us.dir].map((d) => commitCount(d)));
+    const before = await counts();
+    for (const id of ids) {
+      expect((await s.h.osb.provision(id, body())).status).toBe(200);
+      const other = await s.h.osb.provision(id, provisionBody(plans.serviceId, plans.small.id, { parameters: { storageGB: 5 } }));
+      expect(other.status, JSON.stringify(other.body)).toBe(409);
+    }
+    expect(await counts()).toEqual(before);
+  });
+
+  it("answers 404 and 410 only after fetching every store, and a fresh replica reads every store", async () => {
+    // Another broker writes into store us; this one has not fetched it since.
+    const replica = await s.h.startReplica("replica-reads");
+    let onUs: string | undefined;
+    for (const id of ["seen-a", "seen-b", "seen-c"]) {
+      expect((await replica.osb.provision(id, body())).status).toBe(201);
+      if (await s.recordIn(s.stores.us.dir, id)) onUs = id;
+    }
+    expect(onUs).toBeDefined();
+    // Not 404: the first broker's view of store us is stale, and it fetches before saying so.
+    expect((await s.h.osb.getInstance(onUs!)).status).toBe(200);
+    expect((await s.h.osb.bind(onUs!, "late-b", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
+    expectOsbError(await s.h.osb.getInstance("never-provisioned"), 404, /never-provisioned/);
+    const fresh = await s.h.startReplica("replica-fresh");
+    for (const id of ["seen-a", "seen-b", "seen-c"]) expect((await fresh.osb.getInstance(id)).status).toBe(200);
+  });
+
+  it("a store that does not answer fails only its own clusters' requests (503), and /readyz stays ready with a warning", async () => {
+    const ids = ["out-a", "out-b", "out-c"];
+    for (const id of ids) expect((await s.h.osb.provision(id, body())).status).toBe(201);
+    const onEu: string[] = [];
+    for (const id of ids) if (await s.recordIn(s.stores.eu.dir, id)) onEu.push(id);
+    expect(onEu).toHaveLength(1);
+    const others = ids.filter((id) => id !== onEu[0]);
+    s.stores.eu.git.setAvailable(false);
+    try {
+      const bindEu = await s.h.osb.bind(onEu[0]!, "b-out", { service_id: plans.serviceId, plan_id: plans.small.id });
+      expect(bindEu.status).toBe(503);
+      for (const id of others) {
+        expect((await s.h.osb.bind(id, "b-out", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
+      }
+      // Reads of what is known need no fetch.
+      expect((await s.h.osb.getInstance(onEu[0]!)).status).toBe(200);
+      const ready = await readyz(s.h.broker.url);
+      expect(ready.status).toBe(200);
+      const line = ready.body.checks.find((c) => c.name === "store eu");
+      expect(line).toMatchObject({ ok: false, severity: "warning" });
+    } finally {
+      s.stores.eu.git.setAvailable(true);
+    }
+    // Back: the refused bind can be made now.
+    expect((await s.h.osb.bind(onEu[0]!, "b-out", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
+  }, 120_000);
+
+  it("replicas racing on every store lose nothing acknowledged and make no duplicates", async () => {
+    const a = s.h.osb;
+    const b: OsbClient = (await s.h.startReplica("racer")).osb;
+    const ids = Array.from({ length: 18 }, (_, i) => `race-${String(i).padStart(2, "0")}`);
+    const replies = await Promise.all(ids.flatMap((id) => [a.provision(id, body()), b.provision(id, body())]));
+    // Each id: one 201, and the other 200 (same request, already there) or 201 never twice.
+    for (const [i, id] of ids.entries()) {
+      const pair = [replies[2 * i]!.status, replies[2 * i + 1]!.status].sort();
+      expect(pair, `${id} ${JSON.stringify(replies[2 * i]!.body)}`).toEqual([200, 201]);
+      const holders = (await Promise.all([s.h.remoteDir, s.stores.eu.dir, s.stores.us.dir].map((d) => s.recordIn(d, id)))).filter((r) => r !== null);
+      expect(holders, id).toHaveLength(1);
+    }
+  }, 180_000);
+
+  it("refuses a registry that moves a cluster to another store while its instances are still in the old one (the last good registry stays)", async () => {
+    let placed: string | undefined;
+    for (const candidate of ["stay-1", "stay-2", "stay-3"]) {
+      expect((await s.h.osb.provision(candidate, body())).status).toBe(201);
+      if (await s.recordIn(s.stores.eu.dir, candidate)) placed = candidate;
+    }
+    expect(placed).toBeDefined();
+    await pushExternalCommit(s.h.remoteDir, { [clusterRegistryPath("eu-1")]: registryFile({ id: "eu-1", store: "us" }) }, "move eu-1 by hand");
+    await s.h.broker.writer.refresh();
+    const ready = await readyz(s.h.broker.url);
+    expect(ready.status).toBe(200);
+    const repository = ready.body.checks.find((c) => c.name === "repository");
+    expect(repository?.message).toMatch(/eu-1\.yaml: spec\.store: names store us, but \d+ live instance\(s\) of cluster eu-1 are in store eu/);
+    // Still served from store eu.
+    expect((await s.h.osb.bind(placed!, "b-stay", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
+    expect(await s.recordIn(s.stores.us.dir, placed!)).toBeNull();
+    // Undone, for the tests after this one.
+    await pushExternalCommit(s.h.remoteDir, { [clusterRegistryPath("eu-1")]: registryFile({ id: "eu-1", store: "eu" }) }, "undo the hand edit");
+    await s.h.broker.writer.refresh();
+  });
+
+  it("a push event naming a store's repository fetches that store only", async () => {
+    // No push runs meanwhile, so every info/refs request is a fetch.
+    const fetches = (git: typeof s.stores.eu.git) => git.requests.filter((r) => r.path.endsWith("/info/refs")).length;
+    const before = { eu: fetches(s.stores.eu.git), us: fetches(s.stores.us.git) };
+    const body = JSON.stringify({ ref: "refs/heads/main", repository: { clone_url: s.stores.eu.url, html_url: s.stores.eu.url.replace(/\.git$/, "") } });
+    const res = await fetch(new URL("/admin/webhook", s.h.broker.url), {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "push",
+        "x-hub-signature-256": `sha256=${createHmac("sha256", WEBHOOK_SECRET).update(body).digest("hex")}`,
+      },
+      body,
+    });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toEqual({ refresh: true, store: "eu" });
+    const deadline = Date.now() + 30_000;
+    while (fetches(s.stores.eu.git) === before.eu && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(fetches(s.stores.eu.git)).toBeGreaterThan(before.eu);
+    expect(fetches(s.stores.us.git)).toBe(before.us);
+  });
+
+  it("validate checks a store's checkout against the control repository's catalog and registry (--store)", async () => {
+    let onEu: string | undefined;
+    for (const id of ["val-a", "val-b", "val-c"]) {
+      expect((await s.h.osb.provision(id, body())).status).toBe(201);
+      if (await s.recordIn(s.stores.eu.dir, id)) onEu = id;
+    }
+    expect(onEu).toBeDefined();
+    const work = await mkdtemp(path.join(tmpdir(), "gitops-broker-validate-"));
+    try {
+      const control = path.join(work, "control");
+      const eu = path.join(work, "eu");
+      await git(["clone", "-q", s.h.remoteDir, control]);
+      await git(["clone", "-q", s.stores.eu.dir, eu]);
+      const run = async (args: string[]) => {
+        const out: string[] = [];
+        const err: string[] = [];
+        const code = await runValidate(args, { stdout: (t) => out.push(t), stderr: (t) => err.push(t) });
+        return { code, out: out.join(""), err: err.join("") };
+      };
+      const clean = await run([control, "--store", `eu=${eu}`]);
+      expect(clean.code, clean.out + clean.err).toBe(0);
+      // A hand edit in the store's checkout is drift of the instance there.
+      const dir = path.join(eu, instanceManifestDir("eu-1", onEu!));
+      const [file] = (await readdir(dir)).filter((f) => f.endsWith(".yaml"));
+      await writeFile(path.join(dir, file!), `${await readFile(path.join(dir, file!), "utf8")}# edited by hand\n`);
+      const drift = await run([control, "--store", `eu=${eu}`]);
+      expect(drift.code).toBe(1);
+      expect(drift.out).toMatch(new RegExp(`${instanceManifestDir("eu-1", onEu!)}/${file!.replace(/\./g, "\\.")}: .*drift`));
+      // The control checkout alone does not hold the store's instances.
+      expect((await run([control])).code).toBe(0);
+      expect((await run([control, "--store", "eu"])).code).toBe(2);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+});
