@@ -100,16 +100,11 @@ export function createRepoView(
   } = {},
 ): LiveRepoView {
   const { historyDepth = CATALOG_HISTORY_DEPTH, progress = {}, stores } = options;
+  const history: HistorySearch = { writer, logger, catalogOptions, historyDepth };
   /** Registry problems of stores: a cluster naming an unknown store, or not the store its instances are in. */
   let fenced: ReadonlyMap<string, ReadonlySet<string>> = new Map();
   const misplaced = (parts: ReadonlyMap<string, InstanceSummary>, registry: readonly ClusterEntry[]): Problem[] =>
     stores ? storeProblems(parts, registry, stores, fenced) : [];
-  /** The clusters each store has a move fence for (a move under way, ADR 0027). */
-  async function readFences(tree: TreeReader): Promise<ReadonlyMap<string, ReadonlySet<string>>> {
-    if (!stores || !tree.parts) return new Map();
-    const each = await Promise.all([...tree.parts].map(async ([name, part]) => [name, new Set((await readMoveFences(part)).keys())] as const));
-    return new Map(each);
-  }
   let catalog: Catalog = EMPTY_CATALOG;
   let clusters: readonly ClusterEntry[] = [];
   let problems: readonly Problem[] = [];
@@ -126,7 +121,7 @@ export function createRepoView(
       summarizeStores(tree, summaries, (loaded, total) => report({ loaded, total })),
     ]);
     const summary = mergeSummaries(parts.values());
-    fenced = await readFences(tree);
+    fenced = stores ? await readFences(tree) : new Map();
     const stranded = [
       ...offboardingProblems(summary, {
         clusterIds: new Set(r.clusters.map((x) => x.id)),
@@ -143,7 +138,7 @@ export function createRepoView(
       catalog = c.catalog;
       source = { state: "tip", commit: tree.commit };
     } else if (first) {
-      await restoreLastGood(tree, c.catalog, summary, new Set(r.clusters.map((x) => x.id)));
+      ({ catalog, source } = await lastGoodCatalog(history, tree, c.catalog, summary, new Set(r.clusters.map((x) => x.id))));
     } else {
       logger.warn({ commit: tree.commit, catalogCommit: source.commit }, "catalog has problems: keeping the last good catalog");
       if (source.state === "tip") source = { ...source, state: "last-good" };
@@ -152,7 +147,10 @@ export function createRepoView(
       clusters = r.clusters;
       registrySource = { state: "tip", commit: tree.commit };
     } else if (first) {
-      await restoreLastGoodRegistry(tree, r.clusters, summary, parts);
+      ({ clusters, source: registrySource } = await lastGoodRegistry(history, tree, r.clusters, (registry) =>
+        !offboardingProblems(summary, { clusterIds: new Set(registry.map((x) => x.id)), planIds: new Set<string>() }).some((p) => p.file !== "catalog/") &&
+        misplaced(parts, registry).length === 0,
+      ));
     } else {
       logger.warn({ commit: tree.commit }, "cluster registry has problems: keeping the last good registry");
       if (registrySource.state === "tip") registrySource = { ...registrySource, state: "last-good" };
@@ -162,79 +160,6 @@ export function createRepoView(
       { commit: tree.commit, services: catalog.services.length, clusters: clusters.length, problems: problems.length },
       "repository view loaded",
     );
-  }
-
-  /**
-   * A start on a catalog with problems: serve the newest catalog of the branch's first-parent
-   * history that loads without problems and strands no live instance of `tree`, as a broker that
-   * had been running would have kept it; failing that, what loaded cleanly at `tree`.
-   */
-  async function restoreLastGood(tree: TreeReader, partial: Catalog, summary: InstanceSummary, clusterIds: Set<string>): Promise<void> {
-    const tip = tree.commit;
-    const found =
-      tip === null
-        ? { bounded: false }
-        : await newestGoodVersion(
-            () => catalogHistory(writer, tip, { catalogOptions, depth: historyDepth }),
-            (version) => {
-              const planIds = new Set(version.catalog.services.flatMap((s) => s.plans.map((p) => p.id)));
-              return !offboardingProblems(summary, { clusterIds, planIds }).some((p) => p.file === "catalog/");
-            },
-          );
-    // Reading history failed (a git error): the start goes on with what the tip offers.
-    if ("error" in found) logger.error({ err: found.error, commit: tip }, "looking for the last good catalog in the branch's history failed");
-    const { version, bounded } = found;
-    if (version) {
-      catalog = version.catalog;
-      source = { state: "last-good", commit: version.commit, back: version.back };
-      logger.error(
-        { commit: tip, catalogCommit: version.commit, subject: version.subject, back: version.back },
-        `catalog has problems: serving the last good catalog, of commit ${version.commit.slice(0, 12)} (${version.back} catalog change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
-      );
-      return;
-    }
-    catalog = partial;
-    source = { state: "partial", commit: tip };
-    logger.error(
-      { commit: tip, depth: historyDepth, bounded },
-      bounded
-        ? `catalog has problems and none of the last ${historyDepth} catalog changes loads without any: serving only what loads (the plans that fail are missing)`
-        : "catalog has problems and no earlier catalog loads without any: serving only what loads (the plans that fail are missing)",
-    );
-  }
-
-  /**
-   * A start on a registry with problems (a file that does not load, a cluster with live instances
-   * dropped): serve the newest registry of the branch's first-parent history that loads without
-   * problems and holds every cluster with live instances of `tree`, as a broker that had been
-   * running would have kept it; failing that, the clusters that loaded at `tree`.
-   */
-  async function restoreLastGoodRegistry(tree: TreeReader, partial: ClusterEntry[], summary: InstanceSummary, parts: ReadonlyMap<string, InstanceSummary>): Promise<void> {
-    const tip = tree.commit;
-    const found =
-      tip === null
-        ? { bounded: false }
-        : await newestGoodVersion(
-            () => registryHistory(writer, tip, { depth: historyDepth }),
-            (version) => {
-              const known = { clusterIds: new Set(version.clusters.map((c) => c.id)), planIds: new Set<string>() };
-              return !offboardingProblems(summary, known).some((p) => p.file !== "catalog/") && misplaced(parts, version.clusters).length === 0;
-            },
-          );
-    if ("error" in found) logger.error({ err: found.error, commit: tip }, "looking for the last good cluster registry in the branch's history failed");
-    const { version } = found;
-    if (version) {
-      clusters = version.clusters;
-      registrySource = { state: "last-good", commit: version.commit, back: version.back };
-      logger.error(
-        { commit: tip, registryCommit: version.commit, subject: version.subject, back: version.back },
-        `cluster registry has problems: serving the last good registry, of commit ${version.commit.slice(0, 12)} (${version.back} registry change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
-      );
-      return;
-    }
-    clusters = partial;
-    registrySource = { state: "partial", commit: tip };
-    logger.error({ commit: tip, depth: historyDepth }, "cluster registry has problems and no earlier registry loads without any: serving the clusters that load");
   }
 
   /** Make the view reflect `tree`'s catalog and registry (loads only when they changed). */
@@ -279,6 +204,90 @@ export function createRepoView(
     },
     close: unsubscribe,
   };
+}
+
+/** The clusters each store of a tree of several has a move fence for (a move under way, ADR 0027). */
+async function readFences(tree: TreeReader): Promise<ReadonlyMap<string, ReadonlySet<string>>> {
+  if (!tree.parts) return new Map();
+  const each = await Promise.all([...tree.parts].map(async ([name, part]) => [name, new Set((await readMoveFences(part)).keys())] as const));
+  return new Map(each);
+}
+
+/** What a start searches the branch's history with for the last good catalog and registry. */
+interface HistorySearch {
+  writer: Pick<GitReader, "log" | "readerAt">;
+  logger: Logger;
+  catalogOptions: LoadCatalogOptions;
+  historyDepth: number;
+}
+
+/**
+ * A start on a catalog with problems: the newest catalog of the branch's first-parent history
+ * that loads without problems and strands no live instance of `tree`, as a broker that had been
+ * running would have kept it; failing that, what loaded cleanly at `tree`.
+ */
+async function lastGoodCatalog(
+  { writer, logger, catalogOptions, historyDepth }: HistorySearch,
+  tree: TreeReader,
+  partial: Catalog,
+  summary: InstanceSummary,
+  clusterIds: Set<string>,
+): Promise<{ catalog: Catalog; source: CatalogSource }> {
+  const tip = tree.commit;
+  const found =
+    tip === null
+      ? { bounded: false }
+      : await newestGoodVersion(
+          () => catalogHistory(writer, tip, { catalogOptions, depth: historyDepth }),
+          (version) => {
+            const planIds = new Set(version.catalog.services.flatMap((s) => s.plans.map((p) => p.id)));
+            return !offboardingProblems(summary, { clusterIds, planIds }).some((p) => p.file === "catalog/");
+          },
+        );
+  // Reading history failed (a git error): the start goes on with what the tip offers.
+  if ("error" in found) logger.error({ err: found.error, commit: tip }, "looking for the last good catalog in the branch's history failed");
+  const { version, bounded } = found;
+  if (version) {
+    logger.error(
+      { commit: tip, catalogCommit: version.commit, subject: version.subject, back: version.back },
+      `catalog has problems: serving the last good catalog, of commit ${version.commit.slice(0, 12)} (${version.back} catalog change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
+    );
+    return { catalog: version.catalog, source: { state: "last-good", commit: version.commit, back: version.back } };
+  }
+  logger.error(
+    { commit: tip, depth: historyDepth, bounded },
+    bounded
+      ? `catalog has problems and none of the last ${historyDepth} catalog changes loads without any: serving only what loads (the plans that fail are missing)`
+      : "catalog has problems and no earlier catalog loads without any: serving only what loads (the plans that fail are missing)",
+  );
+  return { catalog: partial, source: { state: "partial", commit: tip } };
+}
+
+/**
+ * A start on a registry with problems (a file that does not load, a cluster with live instances
+ * dropped or in another store): the newest registry of the branch's first-parent history that
+ * loads without problems and that `good` accepts, as a broker that had been running would have
+ * kept it; failing that, the clusters that loaded at `tree`.
+ */
+async function lastGoodRegistry(
+  { writer, logger, historyDepth }: HistorySearch,
+  tree: TreeReader,
+  partial: ClusterEntry[],
+  good: (clusters: readonly ClusterEntry[]) => boolean,
+): Promise<{ clusters: readonly ClusterEntry[]; source: CatalogSource }> {
+  const tip = tree.commit;
+  const found = tip === null ? { bounded: false } : await newestGoodVersion(() => registryHistory(writer, tip, { depth: historyDepth }), (version) => good(version.clusters));
+  if ("error" in found) logger.error({ err: found.error, commit: tip }, "looking for the last good cluster registry in the branch's history failed");
+  const { version } = found;
+  if (version) {
+    logger.error(
+      { commit: tip, registryCommit: version.commit, subject: version.subject, back: version.back },
+      `cluster registry has problems: serving the last good registry, of commit ${version.commit.slice(0, 12)} (${version.back} registry change(s) back: ${JSON.stringify(version.subject)}) until the problems are fixed`,
+    );
+    return { clusters: version.clusters, source: { state: "last-good", commit: version.commit, back: version.back } };
+  }
+  logger.error({ commit: tip, depth: historyDepth }, "cluster registry has problems and no earlier registry loads without any: serving the clusters that load");
+  return { clusters: partial, source: { state: "partial", commit: tip } };
 }
 
 /** The /readyz line of a catalog (or registry) that is not the tip's. */
