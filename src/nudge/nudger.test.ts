@@ -200,6 +200,42 @@ describe("nudger", () => {
     expect(ks.metadata.generation).toBe(1);
   });
 
+  it("Flux annotation through an ArtifactGenerator (Flux 2.7): the Git source the Kustomization's ExternalArtifact is cut from is annotated", async () => {
+    const flux = await startSisterCluster({ id: "west", sync: "flux", remoteDir, dir: root, agent: { delay: neverPolls } });
+    clusters.push(flux);
+    const { server } = flux;
+    server.registerResource({ group: "source.toolkit.fluxcd.io", version: "v1", kind: "ExternalArtifact", plural: "externalartifacts", namespaced: true });
+    server.registerResource({ group: "source.extensions.fluxcd.io", version: "v1beta1", kind: "ArtifactGenerator", plural: "artifactgenerators", namespaced: true });
+    const meta = (name: string) => ({ name, namespace: "flux-system" });
+    server.store.upsert({
+      apiVersion: "source.extensions.fluxcd.io/v1beta1",
+      kind: "ArtifactGenerator",
+      metadata: meta("gitops"),
+      spec: { sources: [{ alias: "control", kind: "GitRepository", name: "gitops" }], artifacts: [{ name: "gitops-west", originRevision: "@control", copy: [{ from: "@control/clusters/west/**", to: "@artifact/" }] }] },
+    });
+    server.store.upsert({
+      apiVersion: "source.toolkit.fluxcd.io/v1",
+      kind: "ExternalArtifact",
+      metadata: meta("gitops-west"),
+      spec: { sourceRef: { apiVersion: "source.extensions.fluxcd.io/v1beta1", kind: "ArtifactGenerator", name: "gitops" } },
+    });
+    const ksRef = { apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", namespace: "flux-system", name: "west" };
+    const ks = server.store.get(ksRef)!;
+    server.store.upsert({ ...ks, spec: { ...(ks.spec as object), sourceRef: { kind: "ExternalArtifact", name: "gitops-west" } } });
+
+    const n = nudger([entry("west", "flux", { via: "annotation", minIntervalMs: 0 }, flux.kubeconfigPath)]);
+    n.pushed(push(null, await tip(), [["c1", ["clusters/west/a.yaml"]]]));
+    await n.idle();
+    expect(n.stats().west).toEqual({ sent: 1, failed: 0, folded: 0 });
+    const annotation = (ref: { apiVersion: string; kind: string; name: string }) =>
+      server.store.get({ ...ref, namespace: "flux-system" })?.metadata.annotations?.["reconcile.fluxcd.io/requestedAt"];
+    const requestedAt = annotation({ apiVersion: "source.toolkit.fluxcd.io/v1", kind: "GitRepository", name: "gitops" });
+    expect(Date.parse(requestedAt!)).not.toBeNaN();
+    expect(annotation(ksRef)).toBe(requestedAt);
+    // The artifact itself fetches nothing: not annotated.
+    expect(annotation({ apiVersion: "source.toolkit.fluxcd.io/v1", kind: "ExternalArtifact", name: "gitops-west" })).toBeUndefined();
+  });
+
   it("the Flux double re-applies the old artifact when only the Kustomization is annotated (why the source is annotated first)", async () => {
     const flux = await startSisterCluster({ id: "west", sync: "flux", remoteDir, dir: root, agent: { delay: neverPolls } });
     clusters.push(flux);

@@ -13,6 +13,7 @@ export const ARGOCD_REFRESH = "argocd.argoproj.io/refresh";
 
 const APPLICATION = "argoproj.io/v1alpha1";
 const KUSTOMIZATION = "kustomize.toolkit.fluxcd.io/v1";
+const ARTIFACT_GENERATOR = "source.extensions.fluxcd.io/v1beta1";
 /** A Kustomization's sourceRef names a kind; its apiVersion is optional there. */
 const SOURCE_API_VERSIONS: Record<string, string> = {
   GitRepository: "source.toolkit.fluxcd.io/v1",
@@ -79,8 +80,12 @@ async function annotateFlux(entry: ClusterEntry, sync: SyncRef, api: ObjectApi, 
     const apiVersion = sourceRef.apiVersion ?? SOURCE_API_VERSIONS[sourceRef.kind];
     if (apiVersion === undefined) throw new NudgeError(entry.id, `Kustomization ${ks.namespace}/${ks.name}: unknown source kind ${sourceRef.kind}`);
     const source: Ref = { apiVersion, kind: sourceRef.kind, name: sourceRef.name, namespace: sourceRef.namespace ?? ks.namespace };
-    await annotate(entry, api, source, FLUX_REQUESTED_AT, at);
-    done.push(`${source.kind} ${source.namespace}/${source.name}`);
+    // An ArtifactGenerator's artifact fetches nothing itself: its Git sources are what to annotate.
+    const fetching = source.kind === "ExternalArtifact" ? await generatorSources(entry, api, source) : [source];
+    for (const ref of fetching) {
+      await annotate(entry, api, ref, FLUX_REQUESTED_AT, at);
+      done.push(`${ref.kind} ${ref.namespace}/${ref.name}`);
+    }
   }
   await annotate(entry, api, ks, FLUX_REQUESTED_AT, at);
   done.push(`Kustomization ${ks.namespace}/${ks.name}`);
@@ -92,6 +97,34 @@ interface Ref {
   kind: string;
   name: string;
   namespace: string;
+}
+
+type SourceRefDoc = { apiVersion?: string; kind?: string; name?: string; namespace?: string };
+
+/**
+ * The sources an ExternalArtifact is generated from, when an ArtifactGenerator (Flux 2.7's
+ * source-watcher) made it: its `spec.sources` of a kind source-controller fetches. The artifact
+ * changes once they fetch; a Kustomization annotated alone would re-apply the old one.
+ */
+async function generatorSources(entry: ClusterEntry, api: ObjectApi, artifact: Ref): Promise<Ref[]> {
+  const read = async <T>(ref: Ref): Promise<T> => {
+    try {
+      return (await api.api.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } })) as T;
+    } catch (error) {
+      throw kubeFailure(entry, `cannot read ${ref.kind} ${ref.namespace}/${ref.name}`, error);
+    }
+  };
+  const external = await read<{ spec?: { sourceRef?: SourceRefDoc } }>(artifact);
+  const owner = external.spec?.sourceRef;
+  if (owner?.kind !== "ArtifactGenerator" || !owner.name) return [artifact];
+  const generator: Ref = { apiVersion: owner.apiVersion ?? ARTIFACT_GENERATOR, kind: "ArtifactGenerator", name: owner.name, namespace: owner.namespace ?? artifact.namespace };
+  const spec = (await read<{ spec?: { sources?: SourceRefDoc[] } }>(generator)).spec;
+  const sources = (spec?.sources ?? []).flatMap((src): Ref[] => {
+    const apiVersion = src.kind === undefined ? undefined : SOURCE_API_VERSIONS[src.kind];
+    return src.name && src.kind && src.kind !== "ExternalArtifact" && apiVersion ? [{ apiVersion, kind: src.kind, name: src.name, namespace: src.namespace ?? generator.namespace }] : [];
+  });
+  if (sources.length === 0) throw new NudgeError(entry.id, `ArtifactGenerator ${generator.namespace}/${generator.name} names no GitRepository, OCIRepository or Bucket to fetch`);
+  return sources;
 }
 
 /** A JSON merge patch of one annotation (no read-modify-write, no conflict). */

@@ -122,6 +122,17 @@ describe("Flux Kustomization", () => {
     }
   });
 
+  it("reads the commit of an ArtifactGenerator's artifact from lastAppliedOriginRevision (its own revision is a digest)", () => {
+    const observed = observeSync(FLUX, kustomization({
+      observedGeneration: 1,
+      lastAppliedRevision: `latest@sha256:${"c".repeat(64)}`,
+      lastAppliedOriginRevision: `main@sha1:${SHA_A}`,
+      conditions: [{ type: "Ready", status: "True", reason: "ReconciliationSucceeded" }],
+    }));
+    expect(observed).toMatchObject({ appliedRevision: SHA_A, healthy: true });
+    expect(observeSync(FLUX, kustomization({ observedGeneration: 1, lastAppliedRevision: `latest@sha256:${"c".repeat(64)}` })).appliedRevision).toBeUndefined();
+  });
+
   it("reports Ready=False with its reason, keeping the last applied revision", () => {
     const observed = observeSync(FLUX, kustomization({
       observedGeneration: 1,

@@ -144,7 +144,9 @@ function observeFlux(subject: string, kustomization: KubernetesObject, previous:
   const observation: SyncObservation = { subject, healthy: readyStatus === "True" };
   if (readyStatus !== undefined) observation.health = `Ready ${readyStatus}${reason ? `: ${reason}` : ""}`;
 
-  const applied = parseFluxRevision(text(field(status, "lastAppliedRevision")));
+  // From an ArtifactGenerator's artifact (Flux 2.7, examples/flux) the revision is a digest of the
+  // content; the commit it was cut from is the origin revision (with `originRevision` set).
+  const applied = parseFluxRevision(text(field(status, "lastAppliedRevision"))) ?? parseFluxRevision(text(field(status, "lastAppliedOriginRevision")));
   if (applied !== undefined) observation.appliedRevision = applied;
   // kustomize-controller applies, then runs the health checks (spec.wait, spec.healthChecks); when
   // they fail it keeps lastAppliedRevision and reports HealthCheckFailed, though the attempted
