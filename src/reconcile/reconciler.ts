@@ -95,14 +95,17 @@ async function enqueueTipChanges(
   const [next, old] = await Promise.all([writer.readerAt(tip), writer.readerAt(previous)]);
   if (!next || !old) return;
   const changes = await tipChanges(old, next);
+  // The instances from the writer's whole view: with stores (ADR 0027) the tips diffed are the
+  // control repository's, and the instances are in the stores.
+  const instances = writer.snapshot();
   for (const plan of changes.plans) {
-    const ids = await liveInstancesOfPlan(next, plan.id, planIds);
+    const ids = await liveInstancesOfPlan(instances, plan.id, planIds);
     logger.info({ plan: plan.name, planId: plan.id, instances: ids.length, commit: tip }, "plan changed: re-rendering its instances");
     for (const instance of ids) enqueue({ instance, reason: "plan-changed", cause: tip });
   }
   for (const key of changes.overrideKeys) {
     // Overrides of an id that has no live instance (yet, or any more) wait for its next render.
-    const record = await readInstance(next, key);
+    const record = await readInstance(instances, key);
     if (record && !record.status.deleted) enqueue({ instance: key, reason: "override-changed", cause: tip });
   }
 }

@@ -3,9 +3,11 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { runValidate } from "../../src/cli/validate.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { stringify } from "yaml";
 import { clusterRegistryPath, instanceManifestDir } from "../../src/repo/index.js";
-import { git, pushExternalCommit } from "../support/git-fixtures.js";
+import { git, gitLog, pushExternalCommit } from "../support/git-fixtures.js";
+import { CREDENTIALS } from "../support/broker-harness.js";
 import type { OsbClient } from "../support/osb-client.js";
 import { registryFile, startStoresHarness, type StoresHarness } from "../support/stores.js";
 import { commitCount, expectOsbError, provisionBody, readyz, remoteFiles, samplePlans, type SamplePlans } from "../broker/helpers.js";
@@ -30,6 +32,18 @@ afterAll(async () => {
 });
 
 const body = () => provisionBody(plans.serviceId, plans.small.id);
+
+const eventually = (assertion: () => Promise<void>) => vi.waitFor(assertion, { timeout: 60_000, interval: 50 });
+
+function overrideFile(instanceId: string): string {
+  return stringify({
+    apiVersion: "gitops-broker.io/v1alpha1",
+    kind: "Override",
+    description: "three replicas",
+    target: { apiVersion: "acid.zalan.do/v1", kind: "postgresql", name: `pg-${instanceId}` },
+    patch: { spec: { numberOfInstances: 3 } },
+  });
+}
 
 describe("stores: two clusters in two stores, one in the control repository", () => {
   it("serves the full OSB lifecycle, each instance's record and manifests in its cluster's store only", async () => {
@@ -221,5 +235,44 @@ describe("stores: two clusters in two stores, one in the control repository", ()
     } finally {
       await rm(work, { recursive: true, force: true });
     }
+  });
+
+  it("history reads every store, and a re-render of an instance in a store is committed there", async () => {
+    let onEu: string | undefined;
+    for (const id of ["hist-a", "hist-b", "hist-c"]) {
+      expect((await s.h.osb.provision(id, body())).status).toBe(201);
+      if (await s.recordIn(s.stores.eu.dir, id)) onEu = id;
+    }
+    expect(onEu).toBeDefined();
+    expect((await s.h.osb.bind(onEu!, "hist-b1", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
+    const auth = `Basic ${Buffer.from(`${CREDENTIALS.username}:${CREDENTIALS.password}`).toString("base64")}`;
+    const history = await fetch(new URL(`/admin/instances/${onEu}/history`, s.h.broker.url), { headers: { authorization: auth } });
+    expect(history.status).toBe(200);
+    const entries = ((await history.json()) as { entries: { action: string; commit: string }[] }).entries;
+    expect(entries.map((e) => e.action)).toEqual(["provision", "bind"]);
+    // Those commits are store eu's.
+    const euLog = await gitLog(s.stores.eu.dir);
+    for (const e of entries) expect(euLog.map((l) => l.oid)).toContain(e.commit);
+
+    const counts = async () => Promise.all(["control", "eu", "us"].map((n) => commitCount(s.dirOf(n))));
+    const before = await counts();
+    const rerender = await fetch(new URL("/admin/rerender", s.h.broker.url), {
+      method: "POST",
+      headers: { authorization: auth, "content-type": "application/json" },
+      body: JSON.stringify({ instance_id: onEu }),
+    });
+    expect(rerender.status).toBe(202);
+    await s.h.broker.reconciler.idle();
+    // Nothing changed in the plan: an identical render commits nothing, and nowhere else either.
+    expect(await counts()).toEqual(before);
+    // An override (control repository) changes the render: the re-render commit lands in store eu.
+    await pushExternalCommit(s.h.remoteDir, { [`overrides/${onEu}/labels.yaml`]: overrideFile(onEu!) }, "override the instance's labels");
+    await s.h.broker.writer.refresh();
+    await eventually(async () => {
+      await s.h.broker.reconciler.idle();
+      const after = await counts();
+      expect(after[1]).toBe(before[1]! + 1);
+    });
+    expect((await counts())[2]).toBe(before[2]);
   });
 });
