@@ -4,12 +4,14 @@
  * program. Run apart, each builds and type-checks the same program (typescript-eslint's type-aware
  * rules need one); here ESLint is handed the program tsc checked (typescript-eslint's `programs`
  * option), which saves about a third of their CPU (ADR 0019). `npm run typecheck` and
- * `npm run lint` stay the tools' own commands.
+ * `npm run lint` stay the tools' own commands. The same program's files under src/ are then measured
+ * for functions over 120 lines (scripts/function-lengths.mjs).
  *
- * Exit code: 1 when either reports an error, 2 when the configuration cannot be read.
+ * Exit code: 1 when any of them reports an error, 2 when the configuration cannot be read.
  */
 import { ESLint } from "eslint";
 import ts from "typescript";
+import { checkFunctionLengths } from "./function-lengths.mjs";
 
 const formatHost = {
   getCanonicalFileName: (/** @type {string} */ name) => name,
@@ -52,4 +54,16 @@ const formatter = await eslint.loadFormatter("stylish");
 process.stdout.write(await formatter.format(results));
 
 const lintErrors = results.reduce((sum, r) => sum + r.errorCount + r.fatalErrorCount, 0);
-if (diagnostics.length > 0 || lintErrors > 0) process.exitCode = 1;
+
+/** @type {string[]} */
+let tooLong;
+try {
+  tooLong = checkFunctionLengths(process.cwd(), program.getSourceFiles());
+} catch (error) {
+  // The allowlist cannot be read: configuration.
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(2);
+}
+if (tooLong.length > 0) process.stdout.write(`${tooLong.join("\n")}\n\nfunction lengths: ${tooLong.length} problem(s)\n`);
+
+if (diagnostics.length > 0 || lintErrors > 0 || tooLong.length > 0) process.exitCode = 1;

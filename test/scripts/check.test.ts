@@ -1,12 +1,13 @@
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { PROCESS_TEST_TIMEOUT_MS, runProcess, trackedTempDir } from "../support/processes.js";
 
 /**
- * scripts/check.mjs (`npm test`'s typecheck and lint in one program) on a project of two files:
- * it must report what tsc and typescript-eslint's type-aware rules report, and fail with them.
+ * scripts/check.mjs (`npm test`'s typecheck, lint and function lengths in one program) on a project
+ * of a few files: it must report what tsc, typescript-eslint's type-aware rules and
+ * scripts/function-lengths.mjs report, and fail with them.
  */
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -18,7 +19,7 @@ async function project(files: Record<string, string>): Promise<string> {
   const tseslint = pathToFileURL(path.join(ROOT, "node_modules/typescript-eslint/dist/index.js")).href;
   await writeFile(
     path.join(dir, "tsconfig.json"),
-    JSON.stringify({ compilerOptions: { strict: true, module: "NodeNext", lib: ["ES2022"], types: [], noEmit: true }, include: ["*.ts"] }),
+    JSON.stringify({ compilerOptions: { strict: true, module: "NodeNext", lib: ["ES2022"], types: [], noEmit: true }, include: ["*.ts", "src/**/*.ts"] }),
   );
   await writeFile(path.join(dir, "package.json"), JSON.stringify({ type: "module" }));
   await writeFile(
@@ -32,7 +33,10 @@ async function project(files: Record<string, string>): Promise<string> {
       "];",
     ].join("\n"),
   );
-  for (const [name, content] of Object.entries(files)) await writeFile(path.join(dir, name), content);
+  for (const [name, content] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
+    await writeFile(path.join(dir, name), content);
+  }
   return dir;
 }
 
@@ -56,5 +60,30 @@ describe("scripts/check.mjs", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     // no-floating-promises knows `one()` is a promise only from the program's types.
     expect(stdout).toMatch(/bad\.ts\n\s+4:3\s+error\s+Promises must be awaited[^\n]*@typescript-eslint\/no-floating-promises/);
     expect(stdout).toContain("1 problem (1 error, 0 warnings)");
+  });
+
+  describe("function lengths", () => {
+    // 1 + 118 + 1 + 1 lines: one over the limit of 120.
+    const LONG = `export function long(): number {\n${"  Math.random();\n".repeat(118)}  return 1;\n}\n`;
+
+    it("exits 1 naming a function in src/ over 120 lines, introduced on purpose", async () => {
+      const dir = await project({ "src/long.ts": LONG });
+      expect(await run(dir)).toEqual({
+        code: 1,
+        stdout:
+          "src/long.ts:1 long is 121 lines long (limit 120): split it, or list it in scripts/function-lengths.allow.json with the ADR that says why\n" +
+          "\nfunction lengths: 1 problem(s)\n",
+        stderr: "",
+      });
+    });
+
+    it("exits 0 once the allowlist names it with an ADR that says why", async () => {
+      const dir = await project({
+        "src/long.ts": LONG,
+        "scripts/function-lengths.allow.json": JSON.stringify([{ file: "src/long.ts", function: "long", adr: "docs/adr/0001-long.md" }]),
+        "docs/adr/0001-long.md": "# 1. Long functions\n\n`long` is kept whole: it is one table.\n",
+      });
+      expect(await run(dir)).toEqual({ code: 0, stdout: "", stderr: "" });
+    });
   });
 });
