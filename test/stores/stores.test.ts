@@ -21,9 +21,14 @@ let s: StoresHarness;
 let plans: SamplePlans;
 
 const WEBHOOK_SECRET = "stores-webhook-secret";
+let clockOffset = 0;
 
 beforeAll(async () => {
-  s = await startStoresHarness({ configure: (config) => void (config.webhook.secret = WEBHOOK_SECRET) });
+  s = await startStoresHarness({
+    configure: (config) => void (config.webhook.secret = WEBHOOK_SECRET),
+    // Records GC's clock, moved past the retention by the GC test (the last).
+    records: { now: () => new Date(Date.now() + clockOffset) },
+  });
   plans = await samplePlans(s.h.osb);
 }, 120_000);
 
@@ -274,5 +279,27 @@ describe("stores: two clusters in two stores, one in the control repository", ()
       expect(after[1]).toBe(before[1]! + 1);
     });
     expect((await counts())[2]).toBe(before[2]);
+  });
+
+  it("the admin listing spans every store, and records GC collects each store's records with a commit in that store (last: moves the clock)", async () => {
+    const ids = ["gc-a", "gc-b", "gc-c"];
+    for (const id of ids) expect((await s.h.osb.provision(id, body())).status).toBe(201);
+    const auth = `Basic ${Buffer.from(`${CREDENTIALS.username}:${CREDENTIALS.password}`).toString("base64")}`;
+    const listed = await fetch(new URL("/admin/instances?page_size=1000", s.h.broker.url), { headers: { authorization: auth } });
+    const page = (await listed.json()) as { instances: { instanceId: string; clusterId: string }[] };
+    const clusterOf = new Map(page.instances.map((i) => [i.instanceId, i.clusterId]));
+    expect(new Set(ids.map((id) => clusterOf.get(id)))).toEqual(new Set(["eu-1", "local", "us-1"]));
+
+    for (const id of ids) expect((await s.h.osb.deprovision(id, { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(200);
+    const before = await Promise.all(["control", "eu", "us"].map((n) => commitCount(s.dirOf(n))));
+    clockOffset = 91 * 24 * 3600 * 1000;
+    const collected = await s.h.broker.collector.collect();
+    for (const id of ids) {
+      expect(collected).toContain(id);
+      expect(await s.holders(id)).toEqual([]);
+    }
+    // One GC commit in each repository (each held deprovisioned records), none spanning two.
+    const after = await Promise.all(["control", "eu", "us"].map((n) => commitCount(s.dirOf(n))));
+    expect(after).toEqual(before.map((n) => n + 1));
   });
 });

@@ -1,6 +1,7 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parse, stringify } from "yaml";
+import type { RecordsCollectorOverrides } from "../../src/cli/serve.js";
 import type { Config } from "../../src/config/index.js";
 import { createLogger } from "../../src/log/index.js";
 import { clusterNamespacePath, clusterRegistryPath, instanceRecordPath, namespaceManifest } from "../../src/repo/index.js";
@@ -62,7 +63,7 @@ async function startStore(root: string, name: string): Promise<Store> {
   return { name, git, dir: bare, url: git.url(path.basename(bare)) };
 }
 
-export async function startStoresHarness(options: { configure?: (config: Config) => void } = {}): Promise<StoresHarness> {
+export async function startStoresHarness(options: { configure?: (config: Config) => void; records?: RecordsCollectorOverrides } = {}): Promise<StoresHarness> {
   const root = await createTempDir("gitops-broker-stores-");
   const started: Store[] = [];
   try {
@@ -82,6 +83,7 @@ export async function startStoresHarness(options: { configure?: (config: Config)
         options.configure?.(config);
       },
       ...(process.env.STORES_DEBUG ? { logger: createLogger({ level: "debug" }) } : {}),
+      ...(options.records ? { records: options.records } : {}),
     });
     const dirOf = (store: string) => (store === "control" ? h.remoteDir : stores[store as "eu" | "us"].dir);
     const recordIn = async (dir: string, instanceId: string) => {
