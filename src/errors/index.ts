@@ -14,7 +14,7 @@ export interface ErrorOptions {
 }
 
 export abstract class BaseError extends Error {
-  /** The code (and `name`) of this class's instances; every class sets its own. */
+  /** The code (and `name`) of this class's instances; every class sets its own (as `string`, so a subclass can). */
   static readonly code: string = "BaseError";
   /** The class's static `code`. */
   readonly code: string;
@@ -94,7 +94,7 @@ export function isNegativeAnswer(error: unknown): boolean {
 
 /** 400: malformed request, unknown ids, parameters failing the plan schema. */
 export class BadRequestError extends OsbError {
-  static override readonly code = "BadRequestError";
+  static override readonly code: string = "BadRequestError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(400, "BadRequest", description, options);
   }
@@ -102,14 +102,14 @@ export class BadRequestError extends OsbError {
 
 /** 400 with a specific OSB-ish code: a template could not be rendered for this request. */
 export class RenderError extends OsbError {
-  static override readonly code = "RenderError";
+  static override readonly code: string = "RenderError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(400, "RenderFailed", description, options);
   }
 }
 
 export class UnauthorizedError extends OsbError {
-  static override readonly code = "UnauthorizedError";
+  static override readonly code: string = "UnauthorizedError";
   constructor(description = "authentication required") {
     super(401, undefined, description);
   }
@@ -117,7 +117,7 @@ export class UnauthorizedError extends OsbError {
 
 /** 413: a request body over the limit of its endpoint. */
 export class PayloadTooLargeError extends OsbError {
-  static override readonly code = "PayloadTooLargeError";
+  static override readonly code: string = "PayloadTooLargeError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(413, undefined, description, options);
   }
@@ -125,7 +125,7 @@ export class PayloadTooLargeError extends OsbError {
 
 /** 415: a Content-Encoding or charset the broker does not read. */
 export class UnsupportedMediaTypeError extends OsbError {
-  static override readonly code = "UnsupportedMediaTypeError";
+  static override readonly code: string = "UnsupportedMediaTypeError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(415, undefined, description, options);
   }
@@ -136,63 +136,63 @@ export class UnsupportedMediaTypeError extends OsbError {
  * left). `error` is Service Fabrik's `Forbidden`, as its broker answered.
  */
 export class ForbiddenError extends OsbError {
-  static override readonly code = "ForbiddenError";
+  static override readonly code: string = "ForbiddenError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(403, "Forbidden", description, options);
   }
 }
 
 export class NotFoundError extends OsbError {
-  static override readonly code = "NotFoundError";
+  static override readonly code: string = "NotFoundError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(404, undefined, description, options);
   }
 }
 
 export class ConflictError extends OsbError {
-  static override readonly code = "ConflictError";
+  static override readonly code: string = "ConflictError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(409, undefined, description, options);
   }
 }
 
 export class GoneError extends OsbError {
-  static override readonly code = "GoneError";
+  static override readonly code: string = "GoneError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(410, undefined, description, options);
   }
 }
 
 export class PreconditionFailedError extends OsbError {
-  static override readonly code = "PreconditionFailedError";
+  static override readonly code: string = "PreconditionFailedError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(412, undefined, description, options);
   }
 }
 
 export class AsyncRequiredError extends OsbError {
-  static override readonly code = "AsyncRequiredError";
+  static override readonly code: string = "AsyncRequiredError";
   constructor(description = "This service plan requires client support for asynchronous service operations.") {
     super(422, "AsyncRequired", description);
   }
 }
 
 export class ConcurrencyError extends OsbError {
-  static override readonly code = "ConcurrencyError";
+  static override readonly code: string = "ConcurrencyError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(422, "ConcurrencyError", description, options);
   }
 }
 
 export class MaintenanceInfoConflictError extends OsbError {
-  static override readonly code = "MaintenanceInfoConflictError";
+  static override readonly code: string = "MaintenanceInfoConflictError";
   constructor(description: string) {
     super(422, "MaintenanceInfoConflict", description);
   }
 }
 
 export class RequiresAppError extends OsbError {
-  static override readonly code = "RequiresAppError";
+  static override readonly code: string = "RequiresAppError";
   constructor(description = "This service supports generation of credentials through binding an application only.") {
     super(422, "RequiresApp", description);
   }
@@ -200,7 +200,7 @@ export class RequiresAppError extends OsbError {
 
 /** 422 without a spec code: the request is well-formed but cannot be carried out (e.g. plan not updateable). */
 export class UnprocessableEntityError extends OsbError {
-  static override readonly code = "UnprocessableEntityError";
+  static override readonly code: string = "UnprocessableEntityError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(422, undefined, description, options);
   }
@@ -208,7 +208,7 @@ export class UnprocessableEntityError extends OsbError {
 
 /** 422: no cluster can take a new instance (none registered, all drained, all full, no selector match). */
 export class SchedulingError extends OsbError {
-  static override readonly code = "SchedulingError";
+  static override readonly code: string = "SchedulingError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(422, undefined, description, options);
   }
@@ -216,7 +216,7 @@ export class SchedulingError extends OsbError {
 
 /** 503: the Git remote did not accept the change in time; nothing was acknowledged. */
 export class ServiceUnavailableError extends OsbError {
-  static override readonly code = "ServiceUnavailableError";
+  static override readonly code: string = "ServiceUnavailableError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(503, undefined, description, { retryAfter: 5, ...options });
   }
@@ -227,7 +227,7 @@ export class ServiceUnavailableError extends OsbError {
  * for an internal invariant that cannot fail ("cannot happen"): its message says which.
  */
 export class InternalError extends OsbError {
-  static override readonly code = "InternalError";
+  static override readonly code: string = "InternalError";
   constructor(description: string, options?: OsbErrorOptions) {
     super(500, undefined, description, options);
   }
@@ -251,7 +251,7 @@ export function formatProblem(p: Problem): string {
 }
 
 export class ConfigError extends BaseError {
-  static override readonly code = "ConfigError";
+  static override readonly code: string = "ConfigError";
   readonly problems: Problem[];
   constructor(problems: Problem[], options?: ErrorOptions) {
     super(`invalid configuration:\n${problems.map(formatProblem).join("\n")}`, options);
@@ -260,7 +260,7 @@ export class ConfigError extends BaseError {
 }
 
 export class CatalogError extends BaseError {
-  static override readonly code = "CatalogError";
+  static override readonly code: string = "CatalogError";
   readonly problems: Problem[];
   constructor(problems: Problem[], options?: ErrorOptions) {
     super(`invalid catalog:\n${problems.map(formatProblem).join("\n")}`, options);
@@ -270,7 +270,7 @@ export class CatalogError extends BaseError {
 
 /** A Git remote refused a push (non-fast-forward, hook) or could not be reached. */
 export class GitRemoteError extends BaseError {
-  static override readonly code = "GitRemoteError";
+  static override readonly code: string = "GitRemoteError";
   /** `rejected`: non-fast-forward (someone else pushed); `hook`: refused by a server hook; `unreachable`. */
   readonly kind: "rejected" | "hook" | "unreachable";
   /** What the remote said (stderr of git, `remote:` lines), for logs and OSB descriptions. */
@@ -284,7 +284,7 @@ export class GitRemoteError extends BaseError {
 
 /** Another process holds the data directory (see lockDataDir). */
 export class DataDirLockedError extends BaseError {
-  static override readonly code = "DataDirLocked";
+  static override readonly code: string = "DataDirLocked";
   readonly holderPid: number | undefined;
   constructor(dataDir: string, role: string, holderPid: number | undefined, holderHost: string | undefined, options?: ErrorOptions) {
     const holder = holderPid === undefined ? "another process (PID unknown)" : `PID ${holderPid}${holderHost ? ` on ${holderHost}` : ""}`;
@@ -304,12 +304,12 @@ export class DataDirLockedError extends BaseError {
  * its own: the operation fails as an internal error.
  */
 export class GitRepositoryError extends BaseError {
-  static override readonly code = "GitRepositoryError";
+  static override readonly code: string = "GitRepositoryError";
 }
 
 /** The git writer takes no operations: not started yet, or closed for shutdown. */
 export class GitWriterClosedError extends BaseError {
-  static override readonly code = "GitWriterClosed";
+  static override readonly code: string = "GitWriterClosed";
 }
 
 /**
@@ -317,7 +317,7 @@ export class GitWriterClosedError extends BaseError {
  * Logged and counted only: it never fails an OSB request (polling stays the fallback).
  */
 export class NudgeError extends BaseError {
-  static override readonly code = "NudgeError";
+  static override readonly code: string = "NudgeError";
   readonly clusterId: string;
   /** HTTP status of the webhook or Kubernetes API answer, when there was one. */
   readonly status: number | undefined;
@@ -330,7 +330,7 @@ export class NudgeError extends BaseError {
 
 /** A Kubernetes API request failed (HTTP error with a Status, or no answer). */
 export class KubeApiError extends BaseError {
-  static override readonly code = "KubeApiError";
+  static override readonly code: string = "KubeApiError";
   /** HTTP status or Status code; undefined for network failures. */
   readonly status: number | undefined;
   /** Status `reason` (e.g. `Expired`, `TooManyRequests`) when the server sent one. */
@@ -358,7 +358,7 @@ export class KubeApiError extends BaseError {
  * RenderError naming the plan and the template. `data` says which limit stopped it, if one did.
  */
 export class TemplateFailure extends BaseError {
-  static override readonly code = "TemplateFailure";
+  static override readonly code: string = "TemplateFailure";
 }
 
 /**
@@ -366,7 +366,7 @@ export class TemplateFailure extends BaseError {
  * `debugHint`: Helm would add "Use --debug flag to render out invalid YAML".
  */
 export class ChartError extends BaseError {
-  static override readonly code = "ChartError";
+  static override readonly code: string = "ChartError";
   readonly debugHint: boolean;
   constructor(message: string, options: ErrorOptions & { debugHint?: boolean } = {}) {
     const { debugHint = false, ...rest } = options;
@@ -377,7 +377,7 @@ export class ChartError extends BaseError {
 
 /** A call that the WebAssembly module answered with an error (its text), or that could not complete. */
 export class WasmCallError extends BaseError {
-  static override readonly code = "WasmCallError";
+  static override readonly code: string = "WasmCallError";
   readonly reason: "error" | "timeout" | "exited";
   constructor(message: string, reason: "error" | "timeout" | "exited", options?: ErrorOptions) {
     super(message, options);
@@ -390,7 +390,7 @@ export class WasmCallError extends BaseError {
  * `settled` resolves. The promise is no context for a log line, so it stays out of `toJSON()`.
  */
 export class RenderPending extends BaseError {
-  static override readonly code = "RenderPending";
+  static override readonly code: string = "RenderPending";
   readonly #settled: Promise<void>;
   constructor(settled: Promise<void>) {
     super("the template is being rendered");

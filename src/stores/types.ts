@@ -29,6 +29,7 @@ export class StoreMismatchError extends BaseError {
 
 /** An operation on a cluster whose records are being copied to another store (503, worth retrying shortly). */
 export class ClusterMovingError extends ServiceUnavailableError {
+  static override readonly code = "ClusterMoving";
   constructor(clusterId: string, to: StoreName) {
     super(`cluster ${clusterId} is moving to ${to === CONTROL ? "the control repository" : `store ${to}`}; try again in a few seconds`, { retryAfter: 5 });
   }
