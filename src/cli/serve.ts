@@ -31,7 +31,7 @@ import { CONTROL_STORE, createBindingSummaryCache, createInstanceSummaryCache, t
 import { openWriters, type StoreSet } from "../stores/index.js";
 import { createScheduler } from "../scheduler/index.js";
 import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
-import { createKubeLeaseClient, createLeaseElector, soleLeader, type Leadership, type LeaseElectorOptions } from "../leader/index.js";
+import { createKubeLeaseClient, createLeaseElector, soleLeader, type Leadership, type LeaseClient, type LeaseElectorOptions } from "../leader/index.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -481,18 +481,21 @@ async function startLeadership(
   const election = config.leaderElection;
   const identity = election.identity ?? `${os.hostname()}_${randomUUID().slice(0, 8)}`;
   if (!election.enabled) return soleLeader(identity, options.metrics);
-  let kubeConfig: KubeConfig;
+  let lease: { namespace: string; client: LeaseClient };
   try {
-    kubeConfig = options.kubeConfig ?? (await createSecretKeyReader().home());
+    const kubeConfig = options.kubeConfig ?? (await createSecretKeyReader().home());
+    const namespace = election.namespace ?? brokerNamespace(kubeConfig);
+    // A kubeconfig that loads but names no cluster fails here, as the client is made.
+    lease = { namespace, client: createKubeLeaseClient({ kubeConfig, namespace, name: election.leaseName }) };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     throw new ConfigError([{ file: "config", path: "leaderElection.enabled", message: `needs the cluster's API, but its kubeconfig does not load: ${message}` }], { cause: error });
   }
-  const namespace = election.namespace ?? brokerNamespace(kubeConfig);
+  const { namespace, client } = lease;
   const logger = options.logger.child({ component: "leader" });
   logger.info({ lease: `${namespace}/${election.leaseName}`, identity }, "leader election: background work waits for the Lease");
   return createLeaseElector({
-    client: createKubeLeaseClient({ kubeConfig, namespace, name: election.leaseName }),
+    client,
     name: election.leaseName,
     namespace,
     identity,

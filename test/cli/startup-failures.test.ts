@@ -10,7 +10,7 @@
  */
 import net from "node:net";
 import { hostname } from "node:os";
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lockDataDir } from "../../src/config/index.js";
@@ -152,6 +152,20 @@ describe("start-up failures: one JSON log line, exit code 2, nothing left behind
     expect(res.code).toBe(2);
     expect(res.stderr.trim().split("\n")).toEqual(["invalid configuration:", 'env: GITOPS_BROKER_GIT_BRANCH: "bad..branch" is not a valid branch name (git check-ref-format --branch)']);
     expect(res.stdout).toBe("");
+  }, CEILING_MS);
+
+  it("leader election with a kubeconfig that names no cluster: exit 2 naming the key, and the lock free again", async () => {
+    // Found when the Lease client was made, outside the check of the kubeconfig (exit 1 with a stack).
+    const kubeconfig = path.join(root, "no-cluster.kubeconfig");
+    await writeFile(kubeconfig, "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n");
+    const res = await runCli(["serve"], { ...serveEnv(dataDir(), remote.url), KUBECONFIG: kubeconfig, GITOPS_BROKER_LEADER_ELECTION: "true" });
+    expect(res.code).toBe(2);
+    expect(res.stderr.trim().split("\n")).toEqual([
+      "invalid configuration:",
+      "config: leaderElection.enabled: needs the cluster's API, but its kubeconfig does not load: the kubeconfig for leader election has no current cluster",
+    ]);
+    expect(res.stdout).not.toMatch(/\n\s+at /);
+    await (await lockDataDir(dataDir(), "serve")).release();
   }, CEILING_MS);
 
   it("the port in use", async () => {
