@@ -48,6 +48,27 @@ export default tseslint.config(
     },
   },
   {
+    // One error hierarchy (src/errors, ../shared/STYLE.md "Errors"): the code of src/ throws its
+    // classes, never a bare Error, and declares no Error subclass of its own (a local one extends
+    // BaseError). A caught value that may not be an Error becomes one with toError. TypeError and
+    // RangeError stay for an argument that breaks a function's contract (its caller's bug).
+    files: ["src/**/*.ts"],
+    ignores: ["src/errors/**", "src/**/*.test.ts", "src/**/testdata/**"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "NewExpression[callee.name='Error'], CallExpression[callee.name='Error']",
+          message: "Throw a class of src/errors (one per failure; InternalError for what cannot happen), not a bare Error.",
+        },
+        {
+          selector: ":matches(ClassDeclaration, ClassExpression)[superClass.name=/^(Aggregate|Eval|Range|Reference|Syntax|Type|URI)?Error$/]",
+          message: "An error class extends BaseError (src/errors) and has a static code of its own.",
+        },
+      ],
+    },
+  },
+  {
     // Tests edit parsed YAML (`any` from yaml's parse) and JSON bodies freely, and stringify what
     // they parsed.
     files: ["test/**/*.ts", "src/**/*.test.ts", "src/**/testdata/**/*.ts", "bench/**/*.ts"],
