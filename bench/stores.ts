@@ -81,6 +81,7 @@ interface Layout {
   body: Record<string, unknown>;
 }
 
+const loadAtStart = os.loadavg().map((l) => l.toFixed(2)).join(" ");
 const root = await mkdtemp(path.join(os.tmpdir(), "gitops-broker-bench-stores-"));
 const started = performance.now();
 const progress = (message: string): void => {
@@ -463,8 +464,23 @@ function report(cells: Cell[], starts: Start[]): void {
       );
     }
   }
-  const medianRate = (side: SideName) => median(cells.filter((c) => c.side === side).map((c) => rate(c.load)));
-  const [one, four] = [medianRate("one store"), medianRate("four stores")];
+  const medianOf = (side: SideName, pick: (c: Cell) => number) => median(cells.filter((c) => c.side === side).map(pick));
+  const allCpu = (c: Cell) => c.cpu.broker + c.cpu.brokerGit + c.cpu.remoteGit + c.cpu.bench;
+  const stores = (c: Cell) => c.repos.filter((r) => r.store !== "control" || c.side === "control only");
+  out.push("", "Medians of the rounds, per side (CPU: every process of the setup; pushes and in flight: over the repositories holding instances):", "");
+  out.push("| side | acked ops/s | CPU ms/op, all | broker CPU ms/op | fetches/op | pushes/min per repository | push in flight, busiest repository | CPU of these, % of 2 cores | machine busy |");
+  out.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const side of THROUGHPUT_SIDES) {
+    const m = (pick: (c: Cell) => number) => medianOf(side, pick);
+    const fetches = (c: Cell) => c.repos.reduce((n, r) => n + r.fetches, 0) / Math.max(1, c.load.acked);
+    const pushesPerMinute = (c: Cell) => stores(c).reduce((n, r) => n + r.pushes, 0) / stores(c).length / (c.load.elapsedMs / 60_000);
+    const busiest = (c: Cell) => Math.max(...stores(c).map((r) => r.pushMs / c.load.elapsedMs));
+    const share = (c: Cell) => allCpu(c) / (c.load.elapsedMs / 1000) / os.cpus().length;
+    out.push(
+      `| ${side} | ${m((c) => rate(c.load)).toFixed(1)} | ${m((c) => (allCpu(c) * 1000) / Math.max(1, c.load.acked)).toFixed(2)} | ${m((c) => (c.cpu.broker * 1000) / Math.max(1, c.load.acked)).toFixed(2)} | ${m(fetches).toFixed(2)} | ${m(pushesPerMinute).toFixed(0)} | ${(m(busiest) * 100).toFixed(0)} % | ${(m(share) * 100).toFixed(0)} % | ${(m((c) => c.machineBusy) * 100).toFixed(0)} % |`,
+    );
+  }
+  const [one, four] = [medianOf("one store", (c) => rate(c.load)), medianOf("four stores", (c) => rate(c.load))];
   out.push("", "| target | measured | |", "|---|---|---|");
   out.push(`| four stores >= 1.5x one store's acknowledged ops/s (median of the rounds) | ${four.toFixed(1)} vs ${one.toFixed(1)} ops/s = ${(four / one).toFixed(2)}x | ${four >= 1.5 * one ? "met" : "MISSED"} |`);
 
@@ -486,7 +502,7 @@ function report(cells: Cell[], starts: Start[]): void {
       out.push(`| 4x${size / 4} vs 1x${size}, ${kind} | ${cellText((st) => st.listeningMs)} | ${cellText((st) => st.catalogMs)} | ${cellText((st) => st.firstAckMs)} | ${met ? "met" : "MISSED"} |`);
     }
   }
-  out.push("", `Total run time ${((performance.now() - started) / 1000).toFixed(0)} s; load average at the end ${loadText()}.`);
+  out.push("", `Total run time ${((performance.now() - started) / 1000).toFixed(0)} s; load average at the start ${loadAtStart}, at the end ${loadText()}.`);
   process.stdout.write(`\n${out.join("\n")}\n`);
 }
 
