@@ -251,9 +251,10 @@ function partCache<T>(cache: FoldCache<T>, part: string): FoldCache<T> {
 /** The fold of each part of a tree of several stores, by store name; a tree of one repository is one part, "". */
 export async function foldParts<T>(tree: TreeReader, spec: FoldSpec<T>, cache: FoldCache<T>, progress?: FoldProgress): Promise<Map<string, T>> {
   if (!tree.parts) return new Map([["", await foldInstances(tree, spec, cache, progress)]]);
-  const folds = new Map<string, T>();
-  for (const [name, part] of tree.parts) folds.set(name, await foldInstances(part, spec, partCache(cache, name), progress));
-  return folds;
+  // In parallel: a cold start reads each store's records with a git process of its own.
+  const parts = [...tree.parts];
+  const folds = await Promise.all(parts.map(([name, part]) => foldInstances(part, spec, partCache(cache, name), progress)));
+  return new Map(parts.map(([name], i) => [name, folds[i]!]));
 }
 
 /** The fold of the records of `tree`; `progress` hears of the records a cold start reads in bulk. */
