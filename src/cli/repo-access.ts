@@ -1,11 +1,11 @@
 import path from "node:path";
-import { createRepoView, type LiveRepoView } from "../catalog/index.js";
-import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
+import type { LiveRepoView } from "../catalog/index.js";
 import { ensureDataDir, EMBEDDED_REMOTE_DIR, loadConfig, lockDataDir, readGitTokens, type Config } from "../config/index.js";
 import type { GitWriter } from "../gitwriter/index.js";
-import { openWriters, type StoreSet } from "../stores/index.js";
+import type { StoreSet } from "../stores/index.js";
+import { openRepository, type OpenedRepository } from "./open-repository.js";
 import { createLogger, type Logger } from "../log/index.js";
-import { createInstanceSummaryCache, type InstanceSummaryCache } from "../repo/index.js";
+import type { InstanceSummaryCache } from "../repo/index.js";
 
 /**
  * Repository access for the administrative commands (`clusters`, `move`, `history`): the same
@@ -38,27 +38,27 @@ export async function openRepo(configArgv: string[], options: { logLevel?: strin
   // Commands lock apart from `serve` (they have their own clone), one command at a time.
   const lock = await lockDataDir(config.dataDir, "cli");
   try {
-    let clusters: () => readonly { id: string; store?: string | undefined }[] = () => [];
-    const { writer, storeSet } = openWriters(config, {
-      remoteUrl,
-      tokens: await readGitTokens(config),
-      logger,
-      clusters: () => clusters(),
-      localPrefix: "cli",
-      // A command's few commits compete with a serving broker's stream of them: it retries longer.
-      maxPushAttempts: 100,
-    });
-    await writer.start();
-    const summaries = createInstanceSummaryCache();
-    const view = createRepoView(
-      writer,
-      logger.child({ component: "repo-view" }),
-      summaries,
-      { remoteCharts: new RemoteCharts({ dir: path.join(config.dataDir, CHART_CACHE_DIR) }) },
-      storeSet ? { stores: new Set(storeSet.names) } : {},
-    );
-    clusters = () => view.clusters();
-    await view.reload();
+    const made: { writer?: GitWriter; view?: LiveRepoView } = {};
+    let opened: OpenedRepository;
+    try {
+      opened = await openRepository(
+        config,
+        {
+          remoteUrl,
+          tokens: await readGitTokens(config),
+          logger,
+          localPrefix: "cli",
+          // A command's few commits compete with a serving broker's stream of them: it retries longer.
+          maxPushAttempts: 100,
+        },
+        { writer: (w: GitWriter) => void (made.writer = w), view: (v: LiveRepoView) => void (made.view = v) },
+      );
+    } catch (e) {
+      made.view?.close();
+      await made.writer?.close().catch(() => undefined);
+      throw e;
+    }
+    const { writer, storeSet, view, summaries } = opened;
     return {
       config,
       gitdir,

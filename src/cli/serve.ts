@@ -7,8 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createApp, createHttpServer } from "../broker/index.js";
 import { Registry, collectDefaultMetrics } from "prom-client";
-import { createRepoView, fillRepoInstruments, type ClusterEntry, type LiveRepoView, type ReadinessCheck } from "../catalog/index.js";
-import { CHART_CACHE_DIR, RemoteCharts } from "../charts/index.js";
+import { fillRepoInstruments, type ReadinessCheck } from "../catalog/index.js";
 import { createReconciler, createRecordsCollector, type Reconciler, type RecordsCollector, type RecordsCollectorOptions } from "../reconcile/index.js";
 import {
   ensureDataDir,
@@ -27,8 +26,9 @@ import type { GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, createPrometheusMetrics, noopMetrics, type Instruments, type Metrics, type PrometheusMetrics } from "../metrics/index.js";
 import { createNudger, type Nudger, type NudgerOptions } from "../nudge/index.js";
-import { CONTROL_STORE, createBindingSummaryCache, createInstanceSummaryCache, type InstanceSummaryCache } from "../repo/index.js";
-import { openWriters, type StoreSet } from "../stores/index.js";
+import { CONTROL_STORE, createBindingSummaryCache } from "../repo/index.js";
+import type { StoreSet } from "../stores/index.js";
+import { openRepository, type OpenedRepository } from "./open-repository.js";
 import { createScheduler } from "../scheduler/index.js";
 import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
 import { createKubeLeaseClient, createLeaseElector, soleLeader, type Leadership, type LeaseClient, type LeaseElectorOptions } from "../leader/index.js";
@@ -261,12 +261,7 @@ async function startSecrets(config: Config, logger: Logger): Promise<StartSecret
   return secrets;
 }
 
-interface Repository {
-  writer: GitWriter;
-  storeSet?: StoreSet;
-  view: LiveRepoView;
-  summaries: InstanceSummaryCache;
-}
+type Repository = OpenedRepository;
 
 /** The writers (the control repository's, and the stores' behind a store set) and the repository view, loaded. */
 async function startRepository(
@@ -274,33 +269,22 @@ async function startRepository(
   deps: { remoteUrl: string; secrets: StartSecrets; logger: Logger; instruments: Instruments; shutdown: Shutdown },
 ): Promise<Repository> {
   const { logger, secrets, shutdown } = deps;
-  // The view's registry says which store a cluster is in; the writers are made before the view.
-  let clusters: () => readonly ClusterEntry[] = () => [];
-  const { writer, storeSet } = openWriters(config, {
-    remoteUrl: deps.remoteUrl,
-    tokens: { control: secrets.gitToken, stores: secrets.storeTokens },
-    logger,
-    metrics: deps.instruments.gitwriter,
-    // "Gone", "not found", "conflict" only from a view fetched after the request arrived (ADR 0012).
-    confirmRejection: isNegativeAnswer,
-    clusters: () => clusters(),
-  });
-  // Queued operations are pushed before the writer resolves; their HTTP responses go out then.
-  shutdown.add("push the queue", () => writer.close());
-  await writer.start();
-  const summaries = createInstanceSummaryCache();
-  const view = createRepoView(
-    writer,
-    logger.child({ component: "repo-view" }),
-    summaries,
-    // Remote charts (http(s) url pinned by digest) are fetched when the catalog loads, cached by digest.
-    { remoteCharts: new RemoteCharts({ dir: path.join(config.dataDir, CHART_CACHE_DIR) }) },
-    storeSet ? { stores: new Set(storeSet.names) } : {},
+  return openRepository(
+    config,
+    {
+      remoteUrl: deps.remoteUrl,
+      tokens: { control: secrets.gitToken, stores: secrets.storeTokens },
+      logger,
+      metrics: deps.instruments.gitwriter,
+      // "Gone", "not found", "conflict" only from a view fetched after the request arrived (ADR 0012).
+      confirmRejection: isNegativeAnswer,
+    },
+    {
+      // Queued operations are pushed before the writer resolves; their HTTP responses go out then.
+      writer: (writer) => shutdown.add("push the queue", () => writer.close()),
+      view: (view) => shutdown.add("close the view", () => view.close()),
+    },
   );
-  clusters = () => view.clusters();
-  shutdown.add("close the view", () => view.close());
-  await view.reload();
-  return { writer, ...(storeSet ? { storeSet } : {}), view, summaries };
 }
 
 /**
