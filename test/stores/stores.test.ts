@@ -38,6 +38,18 @@ afterAll(async () => {
 
 const body = () => provisionBody(plans.serviceId, plans.small.id);
 
+/** Three new instances, `<prefix>-a` to `-c`: round-robin puts one on each cluster. By the repository holding each. */
+async function spread(prefix: string): Promise<Record<"control" | "eu" | "us", string>> {
+  const placed: Partial<Record<"control" | "eu" | "us", string>> = {};
+  for (const id of ["a", "b", "c"].map((x) => `${prefix}-${x}`)) {
+    expect((await s.h.osb.provision(id, body())).status).toBe(201);
+    const [holder] = await s.holders(id);
+    placed[holder as "control" | "eu" | "us"] = id;
+  }
+  expect(Object.keys(placed).sort()).toEqual(["control", "eu", "us"]);
+  return placed as Record<"control" | "eu" | "us", string>;
+}
+
 const eventually = (assertion: () => Promise<void>) => vi.waitFor(assertion, { timeout: 60_000, interval: 50 });
 
 function overrideFile(instanceId: string): string {
@@ -164,12 +176,7 @@ describe("stores: two clusters in two stores, one in the control repository", ()
   }, 180_000);
 
   it("refuses a registry that moves a cluster to another store while its instances are still in the old one (the last good registry stays)", async () => {
-    let placed: string | undefined;
-    for (const candidate of ["stay-1", "stay-2", "stay-3"]) {
-      expect((await s.h.osb.provision(candidate, body())).status).toBe(201);
-      if (await s.recordIn(s.stores.eu.dir, candidate)) placed = candidate;
-    }
-    expect(placed).toBeDefined();
+    const placed = (await spread("stay")).eu;
     await pushExternalCommit(s.h.remoteDir, { [clusterRegistryPath("eu-1")]: registryFile({ id: "eu-1", store: "us" }) }, "move eu-1 by hand");
     await s.h.broker.writer.refresh();
     const ready = await readyz(s.h.broker.url);
@@ -177,8 +184,8 @@ describe("stores: two clusters in two stores, one in the control repository", ()
     const repository = ready.body.checks.find((c) => c.name === "repository");
     expect(repository?.message).toMatch(/eu-1\.yaml: spec\.store: names store us, but \d+ live instance\(s\) of cluster eu-1 are in store eu/);
     // Still served from store eu.
-    expect((await s.h.osb.bind(placed!, "b-stay", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
-    expect(await s.recordIn(s.stores.us.dir, placed!)).toBeNull();
+    expect((await s.h.osb.bind(placed, "b-stay", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
+    expect(await s.recordIn(s.stores.us.dir, placed)).toBeNull();
     // Undone, for the tests after this one.
     await pushExternalCommit(s.h.remoteDir, { [clusterRegistryPath("eu-1")]: registryFile({ id: "eu-1", store: "eu" }) }, "undo the hand edit");
     await s.h.broker.writer.refresh();
@@ -207,12 +214,7 @@ describe("stores: two clusters in two stores, one in the control repository", ()
   });
 
   it("validate checks a store's checkout against the control repository's catalog and registry (--store)", async () => {
-    let onEu: string | undefined;
-    for (const id of ["val-a", "val-b", "val-c"]) {
-      expect((await s.h.osb.provision(id, body())).status).toBe(201);
-      if (await s.recordIn(s.stores.eu.dir, id)) onEu = id;
-    }
-    expect(onEu).toBeDefined();
+    const onEu = (await spread("val")).eu;
     const work = await mkdtemp(path.join(tmpdir(), "gitops-broker-validate-"));
     try {
       const control = path.join(work, "control");
@@ -228,12 +230,12 @@ describe("stores: two clusters in two stores, one in the control repository", ()
       const clean = await run([control, "--store", `eu=${eu}`]);
       expect(clean.code, clean.out + clean.err).toBe(0);
       // A hand edit in the store's checkout is drift of the instance there.
-      const dir = path.join(eu, instanceManifestDir("eu-1", onEu!));
+      const dir = path.join(eu, instanceManifestDir("eu-1", onEu));
       const [file] = (await readdir(dir)).filter((f) => f.endsWith(".yaml"));
       await writeFile(path.join(dir, file!), `${await readFile(path.join(dir, file!), "utf8")}# edited by hand\n`);
       const drift = await run([control, "--store", `eu=${eu}`]);
       expect(drift.code).toBe(1);
-      expect(drift.out).toMatch(new RegExp(`${instanceManifestDir("eu-1", onEu!)}/${file!.replace(/\./g, "\\.")}: .*drift`));
+      expect(drift.out).toMatch(new RegExp(`${instanceManifestDir("eu-1", onEu)}/${file!.replace(/\./g, "\\.")}: .*drift`));
       // The control checkout alone does not hold the store's instances.
       expect((await run([control])).code).toBe(0);
       expect((await run([control, "--store", "eu"])).code).toBe(2);
@@ -243,13 +245,8 @@ describe("stores: two clusters in two stores, one in the control repository", ()
   });
 
   it("history reads every store, and a re-render of an instance in a store is committed there", async () => {
-    let onEu: string | undefined;
-    for (const id of ["hist-a", "hist-b", "hist-c"]) {
-      expect((await s.h.osb.provision(id, body())).status).toBe(201);
-      if (await s.recordIn(s.stores.eu.dir, id)) onEu = id;
-    }
-    expect(onEu).toBeDefined();
-    expect((await s.h.osb.bind(onEu!, "hist-b1", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
+    const onEu = (await spread("hist")).eu;
+    expect((await s.h.osb.bind(onEu, "hist-b1", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
     const auth = `Basic ${Buffer.from(`${CREDENTIALS.username}:${CREDENTIALS.password}`).toString("base64")}`;
     const history = await fetch(new URL(`/admin/instances/${onEu}/history`, s.h.broker.url), { headers: { authorization: auth } });
     expect(history.status).toBe(200);
@@ -271,7 +268,7 @@ describe("stores: two clusters in two stores, one in the control repository", ()
     // Nothing changed in the plan: an identical render commits nothing, and nowhere else either.
     expect(await counts()).toEqual(before);
     // An override (control repository) changes the render: the re-render commit lands in store eu.
-    await pushExternalCommit(s.h.remoteDir, { [`overrides/${onEu}/labels.yaml`]: overrideFile(onEu!) }, "override the instance's labels");
+    await pushExternalCommit(s.h.remoteDir, { [`overrides/${onEu}/labels.yaml`]: overrideFile(onEu) }, "override the instance's labels");
     await s.h.broker.writer.refresh();
     await eventually(async () => {
       await s.h.broker.reconciler.idle();
