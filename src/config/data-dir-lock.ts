@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import lockfile from "proper-lockfile";
@@ -48,8 +48,13 @@ const heldHere = new Set<string>();
 export async function lockDataDir(
   dataDir: string,
   role: LockRole,
-  options: { onCompromised?: (error: Error) => void } = {},
+  options: {
+    onCompromised?: (error: Error) => void;
+    /** A lock not refreshed for this long is stale (default STALE_MS); tests shorten it. */
+    staleMs?: number;
+  } = {},
 ): Promise<DataDirLock> {
+  const staleMs = options.staleMs ?? STALE_MS;
   const lockPath = path.join(dataDir, `${role}.lock`);
   const ownerPath = path.join(lockPath, "owner.json");
   const pidPath = path.join(dataDir, `${role}.pid`);
@@ -57,7 +62,7 @@ export async function lockDataDir(
     lockfile.lock(dataDir, {
       lockfilePath: lockPath,
       fs: lockFs,
-      stale: STALE_MS,
+      stale: staleMs,
       retries: 0,
       onCompromised: options.onCompromised ?? (() => undefined),
     });
@@ -80,7 +85,12 @@ export async function lockDataDir(
   }
   heldHere.add(lockPath);
   const owner: Owner = { pid: process.pid, host: hostname(), start: await processStart(process.pid), since: new Date().toISOString() };
+  // proper-lockfile refreshes the lock directory's mtime and takes any other change of it for a
+  // compromised lock: writing the owner file into it moves it, so it is put back (without this the
+  // lock was given up at its first refresh, and a second process could take the directory 30 s on).
+  const { mtime } = await stat(lockPath);
   await writeFile(ownerPath, `${JSON.stringify(owner)}\n`, { mode: 0o600 });
+  await utimes(lockPath, mtime, mtime);
   await writeFile(pidPath, `${process.pid}\n`, { mode: 0o644 });
   let released = false;
   return {
