@@ -4,6 +4,7 @@
  * matches the IPv4-mapped IPv6 form (`::ffff:10.1.2.3`) that a server listening on `::` sees.
  */
 import net from "node:net";
+import { InvalidArgumentError } from "../errors/index.js";
 
 export interface AddressRange {
   address: string;
@@ -35,7 +36,7 @@ export function addressMatcher(ranges: readonly string[]): (address: string | un
   const list = new net.BlockList();
   for (const text of ranges) {
     const range = parseAddressRange(text);
-    if (typeof range === "string") throw new TypeError(range);
+    if (typeof range === "string") throw new InvalidArgumentError(range);
     list.addSubnet(range.address, range.prefix, range.family);
   }
   return (address) => {

@@ -38,6 +38,15 @@ describe("toJSON keeps what a log reader needs", () => {
   });
 });
 
+describe("InvalidArgumentError", () => {
+  it("is no OSB answer of its own: the error middleware answers it as any unexpected failure (500, its message kept for the log)", () => {
+    const error = new errors.InvalidArgumentError('path "a/../b" has an invalid segment ".."');
+    expect(errors.isOsbError(error)).toBe(false);
+    expect(errors.isNegativeAnswer(error)).toBe(false);
+    expect(logged(error)).toEqual({ code: "InvalidArgument", message: 'path "a/../b" has an invalid segment ".."', data: {} });
+  });
+});
+
 describe("toError", () => {
   it("keeps an Error as it is and makes anything else thrown an InternalError with its text", () => {
     const error = new TypeError("x");
@@ -88,6 +97,7 @@ const samples: Record<string, () => BaseError> = {
   GitRemoteError: () => new errors.GitRemoteError("rejected", "non-fast-forward"),
   DataDirLockedError: () => new errors.DataDirLockedError("/data", "serve", 1, "host"),
   GitRepositoryError: () => new errors.GitRepositoryError("object missing"),
+  InvalidArgumentError: () => new errors.InvalidArgumentError("path must not be empty"),
   GitWriterClosedError: () => new errors.GitWriterClosedError("closed"),
   NudgeError: () => new errors.NudgeError("east", "webhook answered 500", { status: 500 }),
   KubeApiError: () => new errors.KubeApiError("list failed", { status: 403 }),

@@ -307,6 +307,17 @@ export class GitRepositoryError extends BaseError {
   static override readonly code: string = "GitRepositoryError";
 }
 
+/**
+ * A function was called with arguments its caller should have refused: a bug, never a user's
+ * input (the configuration loader and the OSB edge refuse bad input first). The argument guards
+ * of src/ throw it (a path, a commit message, an option out of range). Not an OsbError, so one
+ * that reaches the error middleware is answered as any unexpected failure: 500 "internal broker
+ * error", its message in the log only (ADR 0010).
+ */
+export class InvalidArgumentError extends BaseError {
+  static override readonly code: string = "InvalidArgument";
+}
+
 /** The git writer takes no operations: not started yet, or closed for shutdown. */
 export class GitWriterClosedError extends BaseError {
   static override readonly code: string = "GitWriterClosed";

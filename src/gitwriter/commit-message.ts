@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from "../errors/index.js";
 import type { CommitSpec } from "./types.js";
 
 const TRAILER_KEY = /^[A-Za-z0-9][A-Za-z0-9-]*$/;
@@ -6,16 +7,16 @@ const TRAILER_KEY = /^[A-Za-z0-9][A-Za-z0-9-]*$/;
 export function formatCommitMessage(spec: CommitSpec): string {
   const subject = spec.subject.trim();
   if (subject === "" || subject.includes("\n")) {
-    throw new TypeError(`commit subject must be one non-empty line, got ${JSON.stringify(spec.subject)}`);
+    throw new InvalidArgumentError(`commit subject must be one non-empty line, got ${JSON.stringify(spec.subject)}`);
   }
   const paragraphs = [subject];
   const body = spec.body?.trim() ?? "";
   if (body !== "") paragraphs.push(body);
   const trailers = Object.entries(spec.trailers).flatMap(([key, values]) => {
-    if (!TRAILER_KEY.test(key)) throw new TypeError(`invalid commit trailer key ${JSON.stringify(key)}`);
+    if (!TRAILER_KEY.test(key)) throw new InvalidArgumentError(`invalid commit trailer key ${JSON.stringify(key)}`);
     // A list is the key repeated, one line per value, in order.
     return (typeof values === "string" ? [values] : values).map((value) => {
-      if (/[\r\n]/.test(value)) throw new TypeError(`commit trailer ${key} must be one line`);
+      if (/[\r\n]/.test(value)) throw new InvalidArgumentError(`commit trailer ${key} must be one line`);
       return `${key}: ${value}`;
     });
   });

@@ -3,7 +3,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ConflictError, GitRemoteError } from "../errors/index.js";
+import { ConflictError, GitRemoteError, InvalidArgumentError } from "../errors/index.js";
 import { instanceRecordPath } from "../repo/index.js";
 import {
   createBareRemote,
@@ -563,7 +563,7 @@ describe("git writer", () => {
       { maxPushAttempts: 0 },
       { remoteTimeoutMs: -1 },
     ]) {
-      expect(() => createGitWriter({ ...valid, ...bad }), JSON.stringify(bad)).toThrow(TypeError);
+      expect(() => createGitWriter({ ...valid, ...bad }), JSON.stringify(bad)).toThrow(InvalidArgumentError);
     }
   });
 
@@ -580,7 +580,7 @@ describe("git writer", () => {
     ]);
 
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "rejected", "fulfilled"]);
-    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(TypeError);
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(InvalidArgumentError);
     expect((await gitLog(bare)).map((c) => c.subject)).toEqual(["write ok-2.txt", "write ok-1.txt", "initial commit"]);
   });
 });

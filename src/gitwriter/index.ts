@@ -6,6 +6,7 @@
  */
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { InvalidArgumentError } from "../errors/index.js";
 import { noopInstruments, type GitWriterInstruments } from "../metrics/index.js";
 import { ObjectStore } from "./object-store.js";
 import { Remote, type FetchProgress } from "./remote.js";
@@ -112,7 +113,7 @@ const MIN_COMMAND_TIMEOUT_MS = 10_000;
 
 export function createGitWriter(options: GitWriterOptions): GitWriter {
   const problems = validate(options);
-  if (problems.length > 0) throw new TypeError(`invalid git writer options: ${problems.join("; ")}`);
+  if (problems.length > 0) throw new InvalidArgumentError(`invalid git writer options: ${problems.join("; ")}`);
   const gitdir = path.resolve(options.gitdir);
   const remoteTimeoutMs = options.remoteTimeoutMs ?? 30_000;
   return new Writer({

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { inflateSync } from "node:zlib";
-import { GitRepositoryError } from "../errors/index.js";
+import { GitRepositoryError, InvalidArgumentError } from "../errors/index.js";
 import {
   EMPTY_TREE_OID,
   commitTreeOid,
@@ -283,7 +283,7 @@ export class ObjectStore {
   }
 
   private find(oid: string): GitObject | null {
-    if (!/^[0-9a-f]{40}$/.test(oid)) throw new TypeError(`${JSON.stringify(oid)} is not an object id`);
+    if (!/^[0-9a-f]{40}$/.test(oid)) throw new InvalidArgumentError(`${JSON.stringify(oid)} is not an object id`);
     const pending = this.pending.get(oid);
     if (pending !== undefined) return pending;
     const found = this.fromPacks(oid) ?? this.fromLoose(oid);

@@ -9,7 +9,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ConflictError } from "../errors/index.js";
+import { ConflictError, InvalidArgumentError } from "../errors/index.js";
 import { createInstruments, createPrometheusMetrics, type PrometheusMetrics } from "../metrics/index.js";
 import { createBareRemote, createTempDir, git, gitLog, pushExternalCommit, readRemoteFiles } from "../../test/support/git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "../../test/support/git-http-server.js";
@@ -263,7 +263,7 @@ describe("push pacing", () => {
     const valid: GitWriterOptions = { gitdir: path.join(root, "unused.git"), remoteUrl: "https://git.example.com/x.git", branch: "main", author: AUTHOR, logger: silent };
     expect(() => createGitWriter({ ...valid, minPushIntervalMs: 10_000, store: "eu-1" })).not.toThrow();
     for (const bad of [{ minPushIntervalMs: -1 }, { minPushIntervalMs: Number.NaN }, { minPushIntervalMs: Number.POSITIVE_INFINITY }, { store: "" }]) {
-      expect(() => createGitWriter({ ...valid, ...bad }), JSON.stringify(bad)).toThrow(TypeError);
+      expect(() => createGitWriter({ ...valid, ...bad }), JSON.stringify(bad)).toThrow(InvalidArgumentError);
     }
   });
 });

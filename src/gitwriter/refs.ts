@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { promises as fsp } from "node:fs";
 import path from "node:path";
-import { GitRepositoryError } from "../errors/index.js";
+import { GitRepositoryError, InvalidArgumentError } from "../errors/index.js";
 
 /**
  * The two refs the writer keeps (its branch, and the remote-tracking ref `git fetch` updates),
@@ -63,7 +63,7 @@ export async function readRef(gitdir: string, ref: string): Promise<string | nul
 /** Points `ref` at `oid`, or deletes it (loose and packed) for null. */
 export async function writeRef(gitdir: string, ref: string, oid: string | null): Promise<void> {
   if (oid !== null) {
-    if (!OID.test(oid)) throw new TypeError(`not an object id: ${JSON.stringify(oid)}`);
+    if (!OID.test(oid)) throw new InvalidArgumentError(`not an object id: ${JSON.stringify(oid)}`);
     await writeAtomically(path.join(gitdir, ref), `${oid}\n`);
     return;
   }

@@ -1,5 +1,6 @@
 import fs from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { InvalidArgumentError } from "../errors/index.js";
 import { catFileBatch, createBareRemote, createTempDir, fsck, git, revParse } from "../../test/support/git-fixtures.js";
 import { formatCommitMessage, parseTrailers } from "./commit-message.js";
 import { blobOid, ObjectStore, type Tip } from "./object-store.js";
@@ -77,9 +78,9 @@ describe("TreeView", () => {
   it("refuses invalid paths", async () => {
     const view = new TreeView(store, base);
     for (const bad of ["", "/a", "a//b", "a/", "../x", "a/../b", "./a", "a/.git/config", ".GIT", "a\0b"]) {
-      await expect(view.readFile(bad), bad).rejects.toBeInstanceOf(TypeError);
+      await expect(view.readFile(bad), bad).rejects.toBeInstanceOf(InvalidArgumentError);
     }
-    await expect(view.list("/")).rejects.toBeInstanceOf(TypeError);
+    await expect(view.list("/")).rejects.toBeInstanceOf(InvalidArgumentError);
     expect(await view.list("")).not.toBeNull();
   });
 });
@@ -216,8 +217,8 @@ describe("DraftTree", () => {
 
   it("refuses edits after it was sealed and edits of invalid paths", () => {
     const draft = new DraftTree(store, base);
-    expect(() => draft.write("a/../b", "x")).toThrow(TypeError);
-    expect(() => draft.remove("/abs")).toThrow(TypeError);
+    expect(() => draft.write("a/../b", "x")).toThrow(InvalidArgumentError);
+    expect(() => draft.remove("/abs")).toThrow(InvalidArgumentError);
     draft.seal();
     expect(() => draft.write("late.txt", "x")).toThrow(/closed/);
   });
@@ -235,14 +236,14 @@ describe("formatCommitMessage", () => {
     const message = formatCommitMessage({ subject: "s", trailers: { Reason: "r", "Instance-Id": ["a", "b"], One: ["c"], X: "y" } });
     expect(message).toBe("s\n\nReason: r\nInstance-Id: a\nInstance-Id: b\nOne: c\nX: y\n");
     expect(parseTrailers(message.split("\n\n")[1]!)).toEqual({ Reason: "r", "Instance-Id": ["a", "b"], One: "c", X: "y" });
-    expect(() => formatCommitMessage({ subject: "s", trailers: { Key: ["ok", "two\nlines"] } })).toThrow(TypeError);
+    expect(() => formatCommitMessage({ subject: "s", trailers: { Key: ["ok", "two\nlines"] } })).toThrow(InvalidArgumentError);
   });
 
   it("refuses a multi-line subject and malformed trailers", () => {
-    expect(() => formatCommitMessage({ subject: "a\nb", trailers: {} })).toThrow(TypeError);
-    expect(() => formatCommitMessage({ subject: " ", trailers: {} })).toThrow(TypeError);
-    expect(() => formatCommitMessage({ subject: "s", trailers: { "Bad Key": "v" } })).toThrow(TypeError);
-    expect(() => formatCommitMessage({ subject: "s", trailers: { Key: "two\nlines" } })).toThrow(TypeError);
+    expect(() => formatCommitMessage({ subject: "a\nb", trailers: {} })).toThrow(InvalidArgumentError);
+    expect(() => formatCommitMessage({ subject: " ", trailers: {} })).toThrow(InvalidArgumentError);
+    expect(() => formatCommitMessage({ subject: "s", trailers: { "Bad Key": "v" } })).toThrow(InvalidArgumentError);
+    expect(() => formatCommitMessage({ subject: "s", trailers: { Key: "two\nlines" } })).toThrow(InvalidArgumentError);
   });
 });
 

@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from "../errors/index.js";
 import { blobOid, EMPTY_TREE_OID, type ObjectStore, type Tip, type Tree, type TreeEntry } from "./object-store.js";
 import { parseDirPath, parsePath } from "./paths.js";
 import type { BulkReader, Draft, TreeEntryInfo, TreeReader } from "./types.js";
@@ -157,7 +158,7 @@ export class DraftTree extends TreeView implements Draft {
     this.assertOpen();
     const segments = parsePath(path);
     if (typeof content !== "string" && !(content instanceof Uint8Array)) {
-      throw new TypeError(`content of ${JSON.stringify(path)} must be a string or a Uint8Array`);
+      throw new InvalidArgumentError(`content of ${JSON.stringify(path)} must be a string or a Uint8Array`);
     }
     // Copied: the caller may reuse its buffer after write() returned.
     const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : Uint8Array.from(content);
@@ -269,7 +270,7 @@ export class DraftTree extends TreeView implements Draft {
   }
 
   private assertOpen(): void {
-    if (this.sealed) throw new TypeError("the draft is closed: edit it before the operation returns");
+    if (this.sealed) throw new InvalidArgumentError("the draft is closed: edit it before the operation returns");
   }
 }
 

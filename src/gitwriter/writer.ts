@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { BaseError, GitRemoteError, GitRepositoryError, GitWriterClosedError } from "../errors/index.js";
+import { BaseError, GitRemoteError, GitRepositoryError, GitWriterClosedError, InvalidArgumentError } from "../errors/index.js";
 import type { GitWriterInstruments } from "../metrics/index.js";
 import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
 import { formatCommitMessage } from "./commit-message.js";
@@ -177,7 +177,7 @@ export class Writer implements GitWriter {
 
   submit<R>(op: Operation<R>): Promise<SubmitResult<R>> {
     if (this.state !== "open") return Promise.reject(this.notOpenError());
-    if (typeof op !== "function") return Promise.reject(new TypeError("an operation must be a function"));
+    if (typeof op !== "function") return Promise.reject(new InvalidArgumentError("an operation must be a function"));
     return new Promise<SubmitResult<R>>((resolve, reject) => {
       this.entries.push({
         op,
@@ -217,9 +217,9 @@ export class Writer implements GitWriter {
   }
 
   log(from: string, paths: readonly string[], options: LogOptions = {}): Promise<CommitInfo[]> {
-    if (!/^[0-9a-f]{40}$/.test(from)) return Promise.reject(new TypeError(`log needs a commit id, got ${JSON.stringify(from)}`));
+    if (!/^[0-9a-f]{40}$/.test(from)) return Promise.reject(new InvalidArgumentError(`log needs a commit id, got ${JSON.stringify(from)}`));
     if (options.max !== undefined && !(Number.isInteger(options.max) && options.max > 0)) {
-      return Promise.reject(new TypeError(`log: max must be a positive integer, got ${options.max}`));
+      return Promise.reject(new InvalidArgumentError(`log: max must be a positive integer, got ${options.max}`));
     }
     return this.deps.store.log(from, paths, options);
   }
@@ -501,7 +501,7 @@ export class Writer implements GitWriter {
       draft.seal();
     }
     if (typeof outcome !== "object" || outcome === null || !("commit" in outcome)) {
-      throw new TypeError("an operation must resolve with { commit, result }");
+      throw new InvalidArgumentError("an operation must resolve with { commit, result }");
     }
     const { commit: spec, result } = outcome as OperationOutcome<unknown>;
     if (spec === null || !draft.changed) return { tip: base, result, paths: [] };

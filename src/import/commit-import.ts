@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from "../errors/index.js";
 import type { Draft, GitWriter } from "../gitwriter/index.js";
 import { brokerTrailers, IMPORT_REASON, readInstance } from "../repo/index.js";
 import type { ImportPlan, PlannedInstance } from "./plan-import.js";
@@ -37,7 +38,7 @@ async function replay(draft: Draft, instance: PlannedInstance): Promise<void> {
 
 export async function commitImport(writer: GitWriter, plan: ImportPlan, options: CommitImportOptions): Promise<CommitImportResult> {
   const size = options.batchSize ?? 500;
-  if (!(Number.isInteger(size) && size >= 1)) throw new TypeError(`batch size ${size} is not a positive integer`);
+  if (!(Number.isInteger(size) && size >= 1)) throw new InvalidArgumentError(`batch size ${size} is not a positive integer`);
   const result: CommitImportResult = { commits: [], imported: [], present: [] };
   const total = plan.imported.length;
   for (let start = 0; start < total; start += size) {

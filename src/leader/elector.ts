@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
 import { noopInstruments, type LeaderInstruments } from "../metrics/index.js";
 import type { Lease, LeaseClient } from "./lease-client.js";
@@ -115,7 +116,7 @@ export function leadsAfter(round: { held: boolean; leading: boolean; sinceRenewM
 export function createLeaseElector(options: LeaseElectorOptions): Leadership {
   const { client, name, namespace, identity, leaseDurationMs, renewDeadlineMs, retryPeriodMs } = options;
   if (!(retryPeriodMs > 0 && renewDeadlineMs > retryPeriodMs && leaseDurationMs > renewDeadlineMs)) {
-    throw new TypeError(`leader election needs 0 < retryPeriod (${retryPeriodMs} ms) < renewDeadline (${renewDeadlineMs} ms) < leaseDuration (${leaseDurationMs} ms)`);
+    throw new InvalidArgumentError(`leader election needs 0 < retryPeriod (${retryPeriodMs} ms) < renewDeadline (${renewDeadlineMs} ms) < leaseDuration (${leaseDurationMs} ms)`);
   }
   const logger = options.logger.child({ lease: `${namespace}/${name}`, identity });
   const metrics = options.metrics ?? noopInstruments.leader;

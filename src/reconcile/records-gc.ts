@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from "../errors/index.js";
 import type { GitWriter, Operation, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import { noopInstruments, type RecordsInstruments } from "../metrics/index.js";
@@ -130,9 +131,9 @@ function gcOperation(options: RecordsCollectorOptions, { ids, cutoff, retentionD
 
 export function createRecordsCollector(options: RecordsCollectorOptions): RecordsCollector {
   const { writer, logger, status, retentionDays, intervalMs, batchSize } = options;
-  if (!(Number.isInteger(retentionDays) && retentionDays >= 0)) throw new TypeError(`retentionDays must be an integer >= 0, got ${retentionDays}`);
-  if (!(intervalMs > 0)) throw new TypeError(`intervalMs must be > 0, got ${intervalMs}`);
-  if (!(Number.isInteger(batchSize) && batchSize >= 1)) throw new TypeError(`batchSize must be an integer >= 1, got ${batchSize}`);
+  if (!(Number.isInteger(retentionDays) && retentionDays >= 0)) throw new InvalidArgumentError(`retentionDays must be an integer >= 0, got ${retentionDays}`);
+  if (!(intervalMs > 0)) throw new InvalidArgumentError(`intervalMs must be > 0, got ${intervalMs}`);
+  if (!(Number.isInteger(batchSize) && batchSize >= 1)) throw new InvalidArgumentError(`batchSize must be an integer >= 1, got ${batchSize}`);
   const metrics = options.metrics ?? noopInstruments.records;
   const now = options.now ?? (() => new Date());
   const delay =

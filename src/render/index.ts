@@ -4,7 +4,7 @@
  * docs/templates.md.
  */
 import type { PlanTemplate } from "../catalog/index.js";
-import { formatProblem, RenderError, RenderPending, TemplateFailure, type Problem } from "../errors/index.js";
+import { formatProblem, InvalidArgumentError, RenderError, RenderPending, TemplateFailure, type Problem } from "../errors/index.js";
 import { engineFor, engineProblem, type TemplateContext } from "./engine.js";
 import "./engines.js";
 import { isDns1123Label, isLabelValue, qualifiedNameProblem } from "./kubernetes.js";
@@ -138,11 +138,11 @@ export function renderNow(req: RenderRequest): Manifest[] {
 function assertManifestRequest(req: RenderRequest): void {
   assertRequest(req);
   if (!isDns1123Label(req.defaultNamespace)) {
-    throw new TypeError(`defaultNamespace ${JSON.stringify(req.defaultNamespace)} is not a DNS-1123 label`);
+    throw new InvalidArgumentError(`defaultNamespace ${JSON.stringify(req.defaultNamespace)} is not a DNS-1123 label`);
   }
   for (const [key, value] of Object.entries(req.labels)) {
     const problem = qualifiedNameProblem(key) ?? (isLabelValue(value) ? undefined : `value ${JSON.stringify(value)} is not a label value`);
-    if (problem !== undefined) throw new TypeError(`broker label ${JSON.stringify(key)}: ${problem}`);
+    if (problem !== undefined) throw new InvalidArgumentError(`broker label ${JSON.stringify(key)}: ${problem}`);
   }
 }
 
@@ -206,6 +206,6 @@ export async function compileCheck(templates: PlanTemplate[], planName: string, 
 }
 
 function assertRequest(req: Omit<RenderRequest, "defaultNamespace" | "labels">): void {
-  if (typeof req.action !== "string" || req.action === "") throw new TypeError("action must be a non-empty string");
-  if (!Array.isArray(req.templates)) throw new TypeError("templates must be an array");
+  if (typeof req.action !== "string" || req.action === "") throw new InvalidArgumentError("action must be a non-empty string");
+  if (!Array.isArray(req.templates)) throw new InvalidArgumentError("templates must be an array");
 }

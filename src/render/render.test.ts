@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RenderError } from "../errors/index.js";
+import { InvalidArgumentError, RenderError } from "../errors/index.js";
 import type { PlanTemplate } from "../catalog/index.js";
 import { compileCheck, hasTemplate, render, renderNow, renderTextNow, type RenderRequest } from "./index.js";
 
@@ -355,7 +355,7 @@ metadata: {name: b}
   });
 
   it("refuses an invalid default namespace or broker label (a broker bug, not a template error)", () => {
-    expect(() => renderNow(request(CONFIG_MAP, { defaultNamespace: "Tenant" }))).toThrow(TypeError);
+    expect(() => renderNow(request(CONFIG_MAP, { defaultNamespace: "Tenant" }))).toThrow(InvalidArgumentError);
     expect(() => renderNow(request(CONFIG_MAP, { labels: { "gitops-broker.io/instance-id": "x".repeat(64) } }))).toThrow(
       /broker label "gitops-broker.io\/instance-id": value "x+" is not a label value/,
     );

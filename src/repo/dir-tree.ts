@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
+import { InvalidArgumentError } from "../errors/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
 
 /**
@@ -12,7 +13,7 @@ import type { TreeReader } from "../gitwriter/index.js";
 export function dirTreeReader(root: string): TreeReader {
   const resolve = (p: string): string => {
     if (p.startsWith("/") || p.split("/").includes("..")) {
-      throw new TypeError(`not a repo-relative path: ${JSON.stringify(p)}`);
+      throw new InvalidArgumentError(`not a repo-relative path: ${JSON.stringify(p)}`);
     }
     return path.join(root, ...p.split("/").filter((s) => s !== ""));
   };

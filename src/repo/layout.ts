@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { InvalidArgumentError } from "../errors/index.js";
 
 /**
  * Layout of the GitOps repository (documented in repo-layout/README.md, ADR 0002).
@@ -107,6 +108,6 @@ export function clusterRegistryPath(clusterId: string): string {
 
 export function assertClusterId(clusterId: string): void {
   if (!isDns1123Label(clusterId)) {
-    throw new TypeError(`cluster id ${JSON.stringify(clusterId)} is not a DNS-1123 label`);
+    throw new InvalidArgumentError(`cluster id ${JSON.stringify(clusterId)} is not a DNS-1123 label`);
   }
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { InvalidArgumentError } from "../errors/index.js";
 import { backoffDelayMs } from "./index.js";
 
 const POLICY = { baseMs: 1_000, capMs: 8_000 };
@@ -22,6 +23,6 @@ describe("backoffDelayMs", () => {
   });
 
   it("refuses an attempt that is not a whole number from 1", () => {
-    for (const attempt of [0, -1, 1.5, Number.NaN]) expect(() => backoffDelayMs(attempt, POLICY)).toThrow(RangeError);
+    for (const attempt of [0, -1, 1.5, Number.NaN]) expect(() => backoffDelayMs(attempt, POLICY)).toThrow(InvalidArgumentError);
   });
 });

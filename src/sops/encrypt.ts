@@ -1,5 +1,6 @@
 import { createCipheriv, createHash, randomBytes as nodeRandomBytes } from "node:crypto";
 import { Document, Scalar } from "yaml";
+import { InvalidArgumentError } from "../errors/index.js";
 
 /**
  * A writer of SOPS-encrypted YAML, as `sops encrypt --age <recipients> --encrypted-regex
@@ -45,12 +46,12 @@ type Node = Leaf | null | Tree | Node[];
  * metadata appended, as YAML. Keys are written in byte order at every level: the MAC covers
  * the values in the order sops walks them, and kustomize-controller re-serializes a resource as
  * JSON (sorted keys) before it decrypts, so sorted is the one order both agree on.
- * Throws TypeError for a document sops cannot hold (a `sops` key, a value that is not a string,
+ * Throws InvalidArgumentError for a document sops cannot hold (a `sops` key, a value that is not a string,
  * finite number, boolean, null, array or mapping) or an invalid recipient.
  */
 export async function encryptYaml(document: Record<string, unknown>, options: SopsEncryptOptions): Promise<string> {
-  if (options.recipients.length === 0) throw new TypeError("at least one age recipient is needed");
-  if (Object.hasOwn(document, "sops")) throw new TypeError("the document already has a sops key (reserved for the metadata)");
+  if (options.recipients.length === 0) throw new InvalidArgumentError("at least one age recipient is needed");
+  if (Object.hasOwn(document, "sops")) throw new InvalidArgumentError("the document already has a sops key (reserved for the metadata)");
   const random = options.randomBytes ?? ((size: number) => new Uint8Array(nodeRandomBytes(size)));
   const tree = canonical(document, "") as Tree;
 
@@ -85,7 +86,7 @@ function canonical(value: unknown, at: string): Node {
   if (value === null || typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number") {
     const unsafe = !Number.isFinite(value) || /e/i.test(String(value)) || (Number.isInteger(value) && !Number.isSafeInteger(value));
-    if (unsafe) throw new TypeError(`${at || "the document"}: ${value} cannot be written as sops writes numbers`);
+    if (unsafe) throw new InvalidArgumentError(`${at || "the document"}: ${value} cannot be written as sops writes numbers`);
     return value;
   }
   if (Array.isArray(value)) return value.map((v, i) => canonical(v, `${at}[${i}]`));
@@ -93,7 +94,7 @@ function canonical(value: unknown, at: string): Node {
     const keys = Object.keys(value).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     return Object.fromEntries(keys.map((k) => [k, canonical((value as Record<string, unknown>)[k], at ? `${at}.${k}` : k)]));
   }
-  throw new TypeError(`${at || "the document"}: a ${typeof value} cannot be stored in a sops file`);
+  throw new InvalidArgumentError(`${at || "the document"}: a ${typeof value} cannot be stored in a sops file`);
 }
 
 /**
@@ -141,7 +142,7 @@ async function wrapDataKey(dataKey: Uint8Array, recipient: string): Promise<stri
   try {
     encrypter.addRecipient(recipient);
   } catch (e) {
-    throw new TypeError(`${JSON.stringify(recipient)} is not an age recipient`, { cause: e });
+    throw new InvalidArgumentError(`${JSON.stringify(recipient)} is not an age recipient`, { cause: e });
   }
   return armor.encode(await encrypter.encrypt(dataKey));
 }

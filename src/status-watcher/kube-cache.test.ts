@@ -3,7 +3,7 @@ import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startKubeApiServer, type KubeApiServer, type KubeObject } from "../../test/support/kube-api-server.js";
 import { createLogger } from "../log/index.js";
-import { KubeApiError } from "../errors/index.js";
+import { InvalidArgumentError, KubeApiError } from "../errors/index.js";
 import { createWatchCache, type WatchCache, type WatchCacheEvent, type WatchCacheOptions } from "./kube-cache.js";
 import type { ListWatchTransport } from "./list-watch.js";
 import { EVENT_CEILING_MS } from "../../test/support/processes.js";
@@ -351,8 +351,8 @@ describe("createWatchCache", () => {
 
   it("rejects a path it cannot watch", () => {
     const logger = captureLogs().logger;
-    expect(() => createWatchCache({ kubeConfig: kc, path: "apis/x", logger })).toThrow(TypeError);
-    expect(() => createWatchCache({ kubeConfig: kc, path: "/api/v1/secrets?watch=1", logger })).toThrow(TypeError);
+    expect(() => createWatchCache({ kubeConfig: kc, path: "apis/x", logger })).toThrow(InvalidArgumentError);
+    expect(() => createWatchCache({ kubeConfig: kc, path: "/api/v1/secrets?watch=1", logger })).toThrow(InvalidArgumentError);
   });
 });
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
-import { KubeApiError } from "../errors/index.js";
+import { InvalidArgumentError, KubeApiError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
 import type { Counter, Labels } from "../metrics/index.js";
 import { clientNodeListWatch, type KubeStatus, type ListWatchTransport } from "./list-watch.js";
@@ -72,9 +72,9 @@ export interface WatchCache<T extends KubernetesObject = KubernetesObject> {
 /** The transport of `options`: the one given, else client-node's with the kubeConfig. */
 function transportOf<T extends KubernetesObject>(options: WatchCacheOptions<T>): ListWatchTransport<T> {
   const { path, labelSelector, kubeConfig, watchTimeoutSeconds } = options;
-  if (!path.startsWith("/") || path.includes("?")) throw new TypeError(`watch cache path must be an absolute path without query: ${path}`);
+  if (!path.startsWith("/") || path.includes("?")) throw new InvalidArgumentError(`watch cache path must be an absolute path without query: ${path}`);
   if (options.transport !== undefined) return options.transport;
-  if (kubeConfig === undefined) throw new TypeError("watch cache needs a kubeConfig or a transport");
+  if (kubeConfig === undefined) throw new InvalidArgumentError("watch cache needs a kubeConfig or a transport");
   return clientNodeListWatch<T>({
     kubeConfig,
     path,
@@ -119,7 +119,7 @@ export function createWatchCache<T extends KubernetesObject = KubernetesObject>(
   const { path, labelSelector } = options;
   const transport = transportOf(options);
   const relistIntervalMs = options.relistIntervalMs ?? 5 * 60_000;
-  if (!(relistIntervalMs > 0)) throw new TypeError(`relistIntervalMs must be positive: ${relistIntervalMs}`);
+  if (!(relistIntervalMs > 0)) throw new InvalidArgumentError(`relistIntervalMs must be positive: ${relistIntervalMs}`);
   const random = options.random ?? Math.random;
   const now = options.now ?? (() => new Date());
   const log = options.logger.child({ path, ...(labelSelector === undefined ? {} : { labelSelector }) });

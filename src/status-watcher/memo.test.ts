@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { InvalidArgumentError } from "../errors/index.js";
 import { createMemo, sameInputs } from "./memo.js";
 
 describe("sameInputs", () => {
@@ -65,6 +66,6 @@ describe("a memo of computed results", () => {
   });
 
   it("refuses a limit that is not a whole number from 1", () => {
-    for (const limit of [0, -1, 1.5, Number.NaN]) expect(() => createMemo(limit)).toThrow(RangeError);
+    for (const limit of [0, -1, 1.5, Number.NaN]) expect(() => createMemo(limit)).toThrow(InvalidArgumentError);
   });
 });

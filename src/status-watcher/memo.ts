@@ -10,6 +10,7 @@
  * order; storing a key again keeps its place), as the watcher's maps did. Not least-recently-used:
  * a lookup stays a plain Map read.
  */
+import { InvalidArgumentError } from "../errors/index.js";
 
 export interface Memo<V> {
   /** The value stored for `key` from these `inputs`; undefined when none was, or from others. */
@@ -31,7 +32,7 @@ export function sameInputs(a: readonly unknown[], b: readonly unknown[]): boolea
 }
 
 export function createMemo<V>(limit: number): Memo<V> {
-  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`memo limit must be a whole number from 1: ${limit}`);
+  if (!Number.isInteger(limit) || limit < 1) throw new InvalidArgumentError(`memo limit must be a whole number from 1: ${limit}`);
   const entries = new Map<string, { inputs: readonly unknown[]; value: V }>();
   const memo: Memo<V> = {
     get(key, inputs) {
