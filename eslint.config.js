@@ -7,6 +7,46 @@
 import eslint from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+/**
+ * One error hierarchy (src/errors, ../shared/STYLE.md "Errors"): the code of src/ throws its
+ * classes, never a bare Error nor one of the built-in kinds (TypeError, RangeError, SyntaxError,
+ * ReferenceError, EvalError, URIError, AggregateError), and declares no Error subclass of its own
+ * (a local one extends BaseError). An argument that breaks a function's contract (its caller's bug)
+ * is an InvalidArgumentError; a caught value that may not be an Error becomes one with toError.
+ * One use of a built-in kind stays: an AggregateError of several causes given as the `cause` of
+ * an error of the hierarchy (`{ cause: new AggregateError(causes) }`, or a variable named `cause`),
+ * as the configuration loader and the start-up secrets do; it is never thrown itself.
+ * Exported for test/scripts/check.test.ts, which shows each selector firing.
+ */
+export const errorHierarchy = {
+  files: ["src/**/*.ts"],
+  ignores: ["src/errors/**", "src/**/*.test.ts", "src/**/testdata/**"],
+  rules: {
+    "no-restricted-syntax": [
+      "error",
+      {
+        selector: ":matches(NewExpression, CallExpression)[callee.name='Error']",
+        message: "Throw a class of src/errors (one per failure; InternalError for what cannot happen), not a bare Error.",
+      },
+      {
+        selector: ":matches(NewExpression, CallExpression)[callee.name=/^(Eval|Range|Reference|Syntax|Type|URI)Error$/]",
+        message:
+          "Throw a class of src/errors, not a built-in error kind: InvalidArgumentError for an argument its caller should have refused, the class of the failure otherwise.",
+      },
+      {
+        selector:
+          ":matches(NewExpression, CallExpression)[callee.name='AggregateError']:not(Property[key.name='cause'] *, VariableDeclarator[id.name='cause'] *)",
+        message:
+          "An AggregateError is only the cause of an error of src/errors ({ cause: new AggregateError(causes) }); throw the class of the failure.",
+      },
+      {
+        selector: ":matches(ClassDeclaration, ClassExpression)[superClass.name=/^(Aggregate|Eval|Range|Reference|Syntax|Type|URI)?Error$/]",
+        message: "An error class extends BaseError (src/errors) and has a static code of its own.",
+      },
+    ],
+  },
+};
+
 export default tseslint.config(
   // wasm/wasm_exec.js is Go's own loader, copied from the Go distribution unchanged (ADR 0011).
   { ignores: ["dist/", "node_modules/", "go/", "deploy/", "examples/", "repo-layout/", "wasm/wasm_exec.js", "**/*.generated.ts"] },
@@ -47,27 +87,7 @@ export default tseslint.config(
       ],
     },
   },
-  {
-    // One error hierarchy (src/errors, ../shared/STYLE.md "Errors"): the code of src/ throws its
-    // classes, never a bare Error, and declares no Error subclass of its own (a local one extends
-    // BaseError). A caught value that may not be an Error becomes one with toError. TypeError and
-    // RangeError stay for an argument that breaks a function's contract (its caller's bug).
-    files: ["src/**/*.ts"],
-    ignores: ["src/errors/**", "src/**/*.test.ts", "src/**/testdata/**"],
-    rules: {
-      "no-restricted-syntax": [
-        "error",
-        {
-          selector: "NewExpression[callee.name='Error'], CallExpression[callee.name='Error']",
-          message: "Throw a class of src/errors (one per failure; InternalError for what cannot happen), not a bare Error.",
-        },
-        {
-          selector: ":matches(ClassDeclaration, ClassExpression)[superClass.name=/^(Aggregate|Eval|Range|Reference|Syntax|Type|URI)?Error$/]",
-          message: "An error class extends BaseError (src/errors) and has a static code of its own.",
-        },
-      ],
-    },
-  },
+  errorHierarchy,
   {
     // Tests edit parsed YAML (`any` from yaml's parse) and JSON bodies freely, and stringify what
     // they parsed.

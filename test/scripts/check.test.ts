@@ -86,4 +86,92 @@ describe("scripts/check.mjs", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
       expect(await run(dir)).toEqual({ code: 0, stdout: "", stderr: "" });
     });
   });
+
+  describe("the error hierarchy rule of eslint.config.js", () => {
+    // The project's own rule (its export `errorHierarchy`) in a project of a few files: what it
+    // rejects in src/, and what it leaves alone (src/errors, tests, an AggregateError as a cause).
+    const ESLINT_CONFIG = [
+      `import tseslint from ${JSON.stringify(pathToFileURL(path.join(ROOT, "node_modules/typescript-eslint/dist/index.js")).href)};`,
+      `import { errorHierarchy } from ${JSON.stringify(pathToFileURL(path.join(ROOT, "eslint.config.js")).href)};`,
+      "export default [",
+      "  { ignores: ['eslint.config.js'] },",
+      "  { files: ['**/*.ts'], languageOptions: { parser: tseslint.parser, parserOptions: { projectService: true } } },",
+      "  errorHierarchy,",
+      "];",
+    ].join("\n");
+    const lines = (...ls: string[]) => `${ls.join("\n")}\n`;
+
+    /** `file:line which` for each no-restricted-syntax error in stylish's output, `which` named by its message. */
+    function violations(stdout: string, dir: string): string[] {
+      const which: [RegExp, string][] = [
+        [/^Throw a class of src\/errors \(one per failure/, "bare Error"],
+        [/^Throw a class of src\/errors, not a built-in error kind: InvalidArgumentError/, "built-in kind"],
+        [/^An AggregateError is only the cause/, "AggregateError"],
+        [/^An error class extends BaseError/, "Error subclass"],
+      ];
+      const found: string[] = [];
+      let file = "";
+      for (const line of stdout.split("\n")) {
+        if (line.startsWith(dir)) file = path.relative(dir, line).split(path.sep).join("/");
+        const m = /^\s+(\d+):\d+\s+error\s+(.*?)\s+no-restricted-syntax$/.exec(line);
+        if (m) found.push(`${file}:${m[1]} ${which.find(([re]) => re.test(m[2]!))?.[1] ?? m[2]}`);
+      }
+      return found;
+    }
+
+    it("rejects a bare Error, every built-in error kind and an Error subclass in src/, and leaves alone src/errors, tests and an AggregateError as a cause", async () => {
+      const dir = await project({
+        "eslint.config.js": ESLINT_CONFIG,
+        "src/guard.ts": lines(
+          "export function guard(n: number): number {",
+          "  if (n < 1) throw new TypeError(`n must be from 1: ${n}`);",
+          "  if (n > 9) throw new RangeError(`n must be at most 9: ${n}`);",
+          "  return n;",
+          "}",
+          "export const rejected = (): Promise<never> => Promise.reject(new TypeError(\"no\"));",
+          "export const bare = (): Error => new Error(\"bare\");",
+          "export class Local extends RangeError {}",
+        ),
+        "src/kinds.ts": lines(
+          "export const kinds: Error[] = [",
+          "  new SyntaxError(\"s\"),",
+          "  ReferenceError(\"r\"),",
+          "  new EvalError(\"e\"),",
+          "  URIError(\"u\"),",
+          "];",
+          "export function fail(errors: Error[]): never {",
+          "  throw new AggregateError(errors, \"several\");",
+          "}",
+        ),
+        "src/causes.ts": lines(
+          "export function causeOf(errors: Error[]): { cause: unknown } {",
+          "  return { cause: errors.length > 1 ? new AggregateError(errors) : errors[0] };",
+          "}",
+          "export function firstOr(errors: Error[]): unknown {",
+          "  const cause = errors.length > 1 ? new AggregateError(errors, \"several underlying errors\") : errors[0];",
+          "  return cause;",
+          "}",
+        ),
+        "src/errors/index.ts": lines("export class InvalidArgumentError extends TypeError {}", "export const made = new RangeError(\"the hierarchy's own folder\");"),
+        "src/guard.test.ts": lines("export const inTest = new TypeError(\"a test may\");"),
+        "other.ts": lines("export const outsideSrc = new TypeError(\"not src/\");"),
+      });
+      const { code, stdout } = await run(dir);
+      expect(code).toBe(1);
+      expect(violations(stdout, dir)).toEqual([
+        "src/guard.ts:2 built-in kind",
+        "src/guard.ts:3 built-in kind",
+        "src/guard.ts:6 built-in kind",
+        "src/guard.ts:7 bare Error",
+        "src/guard.ts:8 Error subclass",
+        "src/kinds.ts:2 built-in kind",
+        "src/kinds.ts:3 built-in kind",
+        "src/kinds.ts:4 built-in kind",
+        "src/kinds.ts:5 built-in kind",
+        "src/kinds.ts:8 AggregateError",
+      ]);
+      expect(stdout).toContain("10 problems (10 errors, 0 warnings)");
+      expect(stdout).not.toContain("tsc:");
+    });
+  });
 });
