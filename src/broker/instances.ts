@@ -22,7 +22,7 @@ import {
   UnprocessableEntityError,
   formatProblem,
 } from "../errors/index.js";
-import { draftStore } from "../stores/index.js";
+import { draftStore, storeForNewInstance } from "../stores/index.js";
 import type { Draft, SubmitRoute } from "../gitwriter/index.js";
 import {
   LABEL_INSTANCE,
@@ -150,7 +150,7 @@ export async function provision(
         ? { status: 202, body: { ...withDashboard(dashboard), operation: operationId } }
         : { status: 201, body: withDashboard(dashboard) },
     };
-  }, provisionRoute(ctx, instanceId, service, plan, body, osb));
+  }, provisionRoute(ctx, instanceId));
   return plan.async || !held ? result : answerSynchronous(ctx, held, result, accepts);
 }
 
@@ -180,10 +180,10 @@ function newInstanceRecord(instanceId: string, service: Service, plan: Plan, bod
 
 /**
  * Placement inside the operation (ADR 0008). With stores (ADR 0027) the route chose the store
- * from the last fetched tips; the operation places among that store's clusters, whose capacity
- * it sees exactly (its tree is that store's tip), so that concurrent provisions in other stores
- * cannot move it back and forth. Only when none of them fits does it place among all clusters
- * (and the store set moves it to the chosen cluster's store).
+ * (provisionRoute); the operation places among that store's clusters, whose capacity it sees
+ * exactly (its tree is that store's tip). Only when none of them fits does it place among all
+ * clusters (and the store set moves it to the chosen cluster's store): then two replicas given
+ * the same new id at once could place it in two stores, which a full store makes possible.
  */
 async function placeInStore(
   ctx: Ctx,
@@ -207,35 +207,17 @@ async function placeInStore(
 }
 
 /**
- * With stores (ADR 0027): a provision is queued on the store holding the id's record when one
- * does (stores that cannot be fetched count with their last fetched tips, so that one store
- * down does not stop every provision), else on the store of the cluster the scheduler picks from
- * the last fetched tips. The operation schedules again on its own tree; when that picks a
- * cluster of another store, the store set moves it there (StoreMismatchError).
+ * With stores (ADR 0027): a provision is queued on the store holding the id's record in the last
+ * fetched tips, else on the store `storeForNewInstance` gives the id: a function of the id and the
+ * registry, so every replica sends a new id to the same store, whatever it has fetched, and two
+ * provisions of one id meet in one queue (the second answers 200 or 409), never creating it twice.
+ * No store is fetched for it (that cost every provision a fetch of every repository). The
+ * operation places among that store's clusters (placeInStore).
  */
-function provisionRoute(ctx: Ctx, instanceId: string, service: Service, plan: Plan, body: ProvisionBody, osb: OsbRequestInfo): SubmitRoute | undefined {
+function provisionRoute(ctx: Ctx, instanceId: string): SubmitRoute | undefined {
   const stores = ctx.deps.stores;
   if (!stores) return undefined;
-  return async () => {
-    const found = await stores.locate(instanceId, "reachable");
-    if (found !== undefined) return found;
-    try {
-      const op = operationEntry("provision", "placement", ctx.deps.now().toISOString(), osb, { planId: plan.id });
-      const cluster = await placeInstance({
-        tree: ctx.deps.writer.snapshot(),
-        cache: ctx.summaries,
-        scheduler: ctx.deps.scheduler,
-        catalog: ctx.deps.view.catalog(),
-        clusters: ctx.deps.view.clusters(),
-        service,
-        plan,
-        instance: newInstanceRecord(instanceId, service, plan, body, osb, op),
-      });
-      return stores.storeOf(cluster.id);
-    } catch {
-      return undefined; // the operation schedules again and answers why none fits
-    }
-  };
+  return async () => (await stores.locate(instanceId)) ?? storeForNewInstance(instanceId, ctx.deps.view.clusters(), (id) => stores.storeOf(id));
 }
 
 /** What a synchronous plan's answer waits for: the record and operation just committed. */

@@ -9,3 +9,4 @@ export { compositeCommit, compositeTree, draftStore, emptyTree, isCompositeTree,
 export { CONTROL, StoreMismatchError, type StoreName } from "./types.js";
 export { gitEnv, openWriters, type OpenWritersOptions } from "./open.js";
 export { clusterFiles, finishMove, moveCluster, planMove, type MoveClusterOptions, type MovePlan, type MoveStep } from "./move-cluster.js";
+export { storeForNewInstance } from "./store-choice.js";

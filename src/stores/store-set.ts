@@ -26,10 +26,9 @@ export interface StoreSet extends GitWriter {
   storeOf(clusterId: string): StoreName;
   /**
    * The store holding an instance's record, from the last fetched tips. `confirm`: when none
-   * holds it, fetch every store first and look again (`"all"`: a store that cannot be fetched
-   * fails the call; `"reachable"`: its last fetched tip counts).
+   * holds it, fetch every store and look again (a store that cannot be fetched fails the call).
    */
-  locate(instanceId: string, confirm?: "all" | "reachable"): Promise<StoreName | undefined>;
+  locate(instanceId: string, confirm?: "all"): Promise<StoreName | undefined>;
   health(): StoreHealth[];
 }
 
@@ -68,12 +67,11 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
 
   const holder = (instanceId: string): Promise<StoreName | undefined> => snapshot().storeOfInstance(instanceRecordDir(instanceId));
 
-  async function refreshAll(tolerant: boolean): Promise<void> {
+  /** Fetch every store; the first failure rejects (a "not found" needs every store current). */
+  async function refreshAll(): Promise<void> {
     const results = await Promise.allSettled([...writers.values()].map((w) => w.refresh()));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (!failed) return;
-    if (!tolerant) throw failed.reason;
-    logger.warn({ err: failed.reason }, "a store could not be fetched: its last fetched tip counts");
+    if (failed) throw failed.reason;
   }
 
   async function submit<R>(op: Operation<R>, route?: SubmitRoute): Promise<SubmitResult<R>> {
@@ -122,13 +120,13 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
       await Promise.all([...options.stores.values()].map((w) => w.start()));
     },
     async refresh() {
-      await refreshAll(false);
+      await refreshAll();
       return control.snapshot().commit;
     },
     async locate(instanceId, confirm) {
       const found = await holder(instanceId);
       if (found !== undefined || confirm === undefined) return found;
-      await refreshAll(confirm === "reachable");
+      await refreshAll();
       return holder(instanceId);
     },
     onTip: (listener) => control.onTip(listener),

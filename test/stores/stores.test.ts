@@ -38,13 +38,17 @@ afterAll(async () => {
 
 const body = () => provisionBody(plans.serviceId, plans.small.id);
 
-/** Three new instances, `<prefix>-a` to `-c`: round-robin puts one on each cluster. By the repository holding each. */
-async function spread(prefix: string): Promise<Record<"control" | "eu" | "us", string>> {
+/**
+ * New instances `<prefix>-<n>` until each repository holds one (a new id's store is a hash of it,
+ * ADR 0027); by the repository holding each. The others provisioned on the way stay.
+ */
+async function spread(prefix: string, osb: OsbClient = s.h.osb): Promise<Record<"control" | "eu" | "us", string>> {
   const placed: Partial<Record<"control" | "eu" | "us", string>> = {};
-  for (const id of ["a", "b", "c"].map((x) => `${prefix}-${x}`)) {
-    expect((await s.h.osb.provision(id, body())).status).toBe(201);
+  for (let n = 0; Object.keys(placed).length < 3 && n < 60; n++) {
+    const id = `${prefix}-${n}`;
+    expect((await osb.provision(id, body())).status).toBe(201);
     const [holder] = await s.holders(id);
-    placed[holder as "control" | "eu" | "us"] = id;
+    placed[holder as "control" | "eu" | "us"] ??= id;
   }
   expect(Object.keys(placed).sort()).toEqual(["control", "eu", "us"]);
   return placed as Record<"control" | "eu" | "us", string>;
@@ -64,8 +68,7 @@ function overrideFile(instanceId: string): string {
 
 describe("stores: two clusters in two stores, one in the control repository", () => {
   it("serves the full OSB lifecycle, each instance's record and manifests in its cluster's store only", async () => {
-    const ids = ["life-a", "life-b", "life-c"];
-    for (const id of ids) expect((await s.h.osb.provision(id, body())).status).toBe(201);
+    const ids = Object.values(await spread("life"));
     const where = new Map<string, string>();
     for (const id of ids) {
       const inControl = await s.recordIn(s.h.remoteDir, id);
@@ -105,8 +108,7 @@ describe("stores: two clusters in two stores, one in the control repository", ()
   });
 
   it("refuses a new id that exists in any store: the same request is 200, another 409, nothing committed", async () => {
-    const ids = ["dup-a", "dup-b", "dup-c"];
-    for (const id of ids) expect((await s.h.osb.provision(id, body())).status).toBe(201);
+    const ids = Object.values(await spread("dup"));
     const counts = async () => Promise.all([s.h.remoteDir, s.stores.eu.dir, s.stores.us.dir].map((d) => commitCount(d)));
     const before = await counts();
     for (const id of ids) {
@@ -120,27 +122,20 @@ describe("stores: two clusters in two stores, one in the control repository", ()
   it("answers 404 and 410 only after fetching every store, and a fresh replica reads every store", async () => {
     // Another broker writes into store us; this one has not fetched it since.
     const replica = await s.h.startReplica("replica-reads");
-    let onUs: string | undefined;
-    for (const id of ["seen-a", "seen-b", "seen-c"]) {
-      expect((await replica.osb.provision(id, body())).status).toBe(201);
-      if (await s.recordIn(s.stores.us.dir, id)) onUs = id;
-    }
-    expect(onUs).toBeDefined();
+    const seen = await spread("seen", replica.osb);
+    const onUs = seen.us;
     // Not 404: the first broker's view of store us is stale, and it fetches before saying so.
-    expect((await s.h.osb.getInstance(onUs!)).status).toBe(200);
-    expect((await s.h.osb.bind(onUs!, "late-b", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
+    expect((await s.h.osb.getInstance(onUs)).status).toBe(200);
+    expect((await s.h.osb.bind(onUs, "late-b", { service_id: plans.serviceId, plan_id: plans.small.id })).status).toBe(201);
     expectOsbError(await s.h.osb.getInstance("never-provisioned"), 404, /never-provisioned/);
     const fresh = await s.h.startReplica("replica-fresh");
-    for (const id of ["seen-a", "seen-b", "seen-c"]) expect((await fresh.osb.getInstance(id)).status).toBe(200);
+    for (const id of Object.values(seen)) expect((await fresh.osb.getInstance(id)).status).toBe(200);
   });
 
   it("a store that does not answer fails only its own clusters' requests (503), and /readyz stays ready with a warning", async () => {
-    const ids = ["out-a", "out-b", "out-c"];
-    for (const id of ids) expect((await s.h.osb.provision(id, body())).status).toBe(201);
-    const onEu: string[] = [];
-    for (const id of ids) if (await s.recordIn(s.stores.eu.dir, id)) onEu.push(id);
-    expect(onEu).toHaveLength(1);
-    const others = ids.filter((id) => id !== onEu[0]);
+    const out = await spread("out");
+    const onEu = [out.eu];
+    const others = [out.control, out.us];
     s.stores.eu.git.setAvailable(false);
     try {
       const bindEu = await s.h.osb.bind(onEu[0]!, "b-out", { service_id: plans.serviceId, plan_id: plans.small.id });
@@ -279,8 +274,7 @@ describe("stores: two clusters in two stores, one in the control repository", ()
   });
 
   it("the admin listing spans every store, and records GC collects each store's records with a commit in that store (last: moves the clock)", async () => {
-    const ids = ["gc-a", "gc-b", "gc-c"];
-    for (const id of ids) expect((await s.h.osb.provision(id, body())).status).toBe(201);
+    const ids = Object.values(await spread("gc"));
     const auth = `Basic ${Buffer.from(`${CREDENTIALS.username}:${CREDENTIALS.password}`).toString("base64")}`;
     const listed = await fetch(new URL("/admin/instances?page_size=1000", s.h.broker.url), { headers: { authorization: auth } });
     const page = (await listed.json()) as { instances: { instanceId: string; clusterId: string }[] };
