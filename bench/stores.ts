@@ -53,6 +53,11 @@ const START_SIZES = quick ? [10_000] : [10_000, 100_000];
 const START_ROUNDS = quick ? 1 : 2;
 const CLUSTERS = ["c1", "c2", "c3", "c4"];
 const CHILD = path.join(import.meta.dirname, "stores-broker.ts");
+/**
+ * A hosted remote's round trip (REMOTE_LATENCY_MS=150): every smart-HTTP request is answered this
+ * much later. 0 (default): loopback, where the machine's CPU, not the remote, limits the pushes.
+ */
+const REMOTE_LATENCY_MS = Number(process.env.REMOTE_LATENCY_MS ?? "0");
 /** How the brokers place new instances over the four clusters (SCHEDULER=least-utilized to compare). */
 const SCHEDULER = (process.env.SCHEDULER ?? "round-robin") as Config["scheduler"]["type"];
 const CLOCK_TICKS = 100;
@@ -390,7 +395,7 @@ function order<T>(sides: readonly T[], round: number): T[] {
 }
 
 async function main(): Promise<void> {
-  const git = await startGitHttpServer({ root });
+  const git = await startGitHttpServer({ root, latencyMs: REMOTE_LATENCY_MS });
   const cells: Cell[] = [];
   const starts: Start[] = [];
   try {
@@ -442,7 +447,7 @@ function report(cells: Cell[], starts: Start[]): void {
   const out: string[] = [];
   const cpuModel = os.cpus()[0]?.model.trim() ?? "?";
   out.push(`## Stores, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} CPUs (${cpuModel}), node ${process.version}${quick ? ", --quick" : ""}`, "");
-  out.push(`### Throughput: ${THROUGHPUT_INSTANCES} instances pre-filled, ${CLIENTS} clients, ${CELL_MS / 1000} s per cell, scheduler ${SCHEDULER}`, "");
+  out.push(`### Throughput: ${THROUGHPUT_INSTANCES} instances pre-filled, ${CLIENTS} clients, ${CELL_MS / 1000} s per cell, scheduler ${SCHEDULER}, remote latency ${REMOTE_LATENCY_MS} ms`, "");
   out.push("| side | round | acked ops/s | p50 ms | p99 ms | acked | non-2xx | fetches/op | broker CPU ms/op | its git ms/op | remote git ms/op | bench ms/op | CPU of these, % of 2 cores | machine busy | load before / after |");
   out.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
   const perOp = (c: Cell, seconds: number) => ((seconds * 1000) / Math.max(1, c.load.acked)).toFixed(2);

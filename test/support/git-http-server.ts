@@ -33,6 +33,8 @@ import { createGunzip } from "node:zlib";
 export interface GitHttpServerOptions {
   /** Directory holding the bare repositories: `<root>/<name>` is served as `/<name>`. */
   root: string;
+  /** Each request is answered this much later: a hosted remote's round trip, for benchmarks (default 0). */
+  latencyMs?: number;
 }
 
 export interface RecordedRequest {
@@ -76,7 +78,8 @@ export async function startGitHttpServer(options: GitHttpServerOptions): Promise
       res.writeHead(503, { "content-type": "text/plain" }).end("unavailable\n");
       return;
     }
-    serveGit(root, req, res, url, record);
+    if (options.latencyMs) setTimeout(() => serveGit(root, req, res, url, record), options.latencyMs);
+    else serveGit(root, req, res, url, record);
   });
 
   server.listen(0, "127.0.0.1");
