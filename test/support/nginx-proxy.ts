@@ -10,9 +10,8 @@
  *   fetch(`${proxy.url}/v2/catalog`) ... await proxy.close();
  */
 import { access, writeFile } from "node:fs/promises";
-import net from "node:net";
 import path from "node:path";
-import { startProcess, trackedTempDir, waitUntil, type TrackedProcess } from "./processes.js";
+import { freePort, startProcess, trackedTempDir, waitUntil, type TrackedProcess } from "./processes.js";
 
 export interface NginxProxy {
   /** http://127.0.0.1:<port> */
@@ -41,15 +40,6 @@ async function nginxBinary(): Promise<string> {
     }
   }
   throw new Error("nginx is not installed: .ci/run installs Debian's package (apt-get install nginx)");
-}
-
-/** A free port on 127.0.0.1, as the kernel hands out for port 0 (a race with another binder is retried below). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 function config(dir: string, port: number, upstream: URL, sourceAddress: string): string {

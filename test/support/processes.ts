@@ -14,6 +14,7 @@
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
 import { rmSync } from "node:fs";
 import fs from "node:fs/promises";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -226,4 +227,16 @@ export async function waitUntil(
     if (performance.now() > deadline) throw new Error(`${what}: not within ${ceilingMs} ms`);
     await sleep(intervalMs);
   }
+}
+
+/**
+ * A free port on 127.0.0.1, as the kernel hands out for port 0, for a process that takes its port
+ * as an argument (etcd, kube-apiserver, nginx). Another binder may take it first: callers retry.
+ */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

@@ -19,11 +19,10 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 import https from "node:https";
-import net from "node:net";
 import path from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments, stringify } from "yaml";
-import { EVENT_CEILING_MS, runProcess, startProcess, trackedTempDir, waitUntil, type TrackedProcess } from "./processes.js";
+import { freePort, EVENT_CEILING_MS, runProcess, startProcess, trackedTempDir, waitUntil, type TrackedProcess } from "./processes.js";
 import { testTool } from "./test-tools.js";
 
 export interface KubeObject {
@@ -66,15 +65,6 @@ export interface RealKube {
   /** How long the last kube-apiserver start took until /readyz answered ok. */
   readonly lastStartMs: number;
   close(): Promise<void>;
-}
-
-/** A free port on 127.0.0.1, as the kernel hands out for port 0 (a race with other binders is retried by the callers). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 interface Pki {
