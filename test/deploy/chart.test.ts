@@ -199,7 +199,9 @@ describe("deploy/chart", () => {
     createInstruments(recording);
     const service = objects.find((o) => o.kind === "Service")!;
     for (const r of rules) {
-      const [, metric, selector] = /^max\((\w+)\{([^}]*)\}\) > \d+$/.exec(r.expr as string) ?? [];
+      // A writer's series carry a store label (ADR 0027): its alerts fire per repository.
+      const [, by, metric, selector] = /^max(?: by \((\w+)\))? ?\((\w+)\{([^}]*)\}\) > \d+$/.exec(r.expr as string) ?? [];
+      expect(by, r.alert as string).toBe((metric ?? "").startsWith("gitops_broker_git_") ? "store" : undefined);
       expect(registered, `${r.alert as string}: ${r.expr as string}`).toContain(metric);
       expect(selector).toBe(`namespace="default",job="${service.metadata.name}"`);
     }
