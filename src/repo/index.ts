@@ -19,6 +19,7 @@ export {
   keyOf,
   overridesDir,
   sensitiveSecretPath,
+  storeLabel,
 } from "./layout.js";
 export {
   RECORD_API_VERSION,

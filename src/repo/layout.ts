@@ -29,6 +29,11 @@ export const QUOTA_DIR = "quota";
 /** The store name of the control repository (`git.remote`), where clusters without `spec.store` live (ADR 0027). */
 export const CONTROL_STORE = "control";
 
+/** How messages name a store: `store <name>`, or the control repository. */
+export function storeLabel(store: string): string {
+  return store === CONTROL_STORE ? "the control repository" : `store ${store}`;
+}
+
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 export function isDns1123Label(s: string): boolean {

@@ -1,6 +1,6 @@
 import type { Problem } from "../errors/index.js";
 import type { InstanceSummary } from "./instance-summary.js";
-import { CONTROL_STORE, clusterRegistryPath } from "./layout.js";
+import { CONTROL_STORE, clusterRegistryPath, storeLabel } from "./layout.js";
 
 /**
  * Offboarding protection: a cluster or a plan that still has live instances cannot leave the
@@ -66,11 +66,10 @@ export function storeProblems(
       let n = 0;
       for (const count of plans.values()) n += count;
       if (n === 0) continue;
-      const where = (s: string) => (s === CONTROL_STORE ? "the control repository" : `store ${s}`);
       problems.push({
         file: clusterRegistryPath(clusterId),
         path: "spec.store",
-        message: `names ${where(named)}, but ${n} live instance(s) of cluster ${clusterId} are in ${where(part)}: move a cluster with gitops-broker move-cluster`,
+        message: `names ${storeLabel(named)}, but ${n} live instance(s) of cluster ${clusterId} are in ${storeLabel(part)}: move a cluster with gitops-broker move-cluster`,
       });
     }
   }

@@ -10,6 +10,7 @@ import {
   moveFencePath,
   moveFenceYaml,
   readMoveFences,
+  storeLabel,
   type FoldSpec,
 } from "../repo/index.js";
 import type { StoreSet } from "./store-set.js";
@@ -80,9 +81,8 @@ const same = (a: Uint8Array | null | undefined, b: Uint8Array | null | undefined
   a === b || (a != null && b != null && Buffer.from(a).equals(Buffer.from(b)));
 
 function spec(step: string, clusterId: string, from: StoreName, to: StoreName): CommitSpec {
-  const where = (s: StoreName) => (s === CONTROL ? "the control repository" : `store ${s}`);
   return {
-    subject: `move cluster ${clusterId} from ${where(from)} to ${where(to)}: ${step}`,
+    subject: `move cluster ${clusterId} from ${storeLabel(from)} to ${storeLabel(to)}: ${step}`,
     trailers: { "Move-Cluster": clusterId, "Move-From": from, "Move-To": to },
   };
 }
@@ -129,7 +129,7 @@ export async function planMove(options: MoveClusterOptions): Promise<MovePlan> {
     for (const name of stores.names) {
       if (name !== to && (await readMoveFences(stores.writer(name).snapshot())).get(clusterId)?.to === to) sources.push(name);
     }
-    if (sources.length === 0) throw new ConflictError(`cluster ${clusterId} is in ${to === CONTROL ? "the control repository" : `store ${to}`} already`);
+    if (sources.length === 0) throw new ConflictError(`cluster ${clusterId} is in ${storeLabel(to)} already`);
     from = sources[0]!;
     stage = "finish";
   }
@@ -156,7 +156,7 @@ export async function moveCluster(options: MoveClusterOptions, onStep: (step: Mo
     for (const [path, content] of first) {
       const there = await draft.readFile(path);
       if (same(there, content)) continue;
-      if (there !== null) throw new ConflictError(`${to === CONTROL ? "the control repository" : `store ${to}`} already holds ${path} with other content: not overwritten`);
+      if (there !== null) throw new ConflictError(`${storeLabel(to)} already holds ${path} with other content: not overwritten`);
       draft.write(path, content);
       n++;
     }

@@ -1,7 +1,7 @@
 import type { CommitInfo, GitWriter, HistoryRewrite, LogOptions, Operation, PushEvent, SubmitResult, SubmitRoute, TreeReader } from "../gitwriter/index.js";
 import { ServiceUnavailableError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
-import { instanceRecordDir } from "../repo/index.js";
+import { instanceRecordDir, storeLabel } from "../repo/index.js";
 import { compositeCommit, compositeTree, emptyTree, parseCompositeCommit, settleWrites, type CompositeTree } from "./composite-tree.js";
 import { CONTROL, StoreMismatchError, type StoreName } from "./types.js";
 
@@ -42,8 +42,6 @@ export interface StoreSetOptions {
   /** Times an operation is moved to the store it edited before it fails (default 3). */
   maxReroutes?: number;
 }
-
-const where = (store: StoreName): string => (store === CONTROL ? "the control repository" : `store ${store}`);
 
 export function createStoreSet(options: StoreSetOptions): StoreSet {
   const { control, logger, maxReroutes = 3 } = options;
@@ -94,7 +92,7 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
           // Each run of it edits the other repository: it spans two (an instance moved across stores),
           // or capacity changed under a provision twice; a retry tells which.
           throw new ServiceUnavailableError(
-            `the operation edits ${error.path} of ${where(error.owner)} and paths of ${where(store)}: one operation is one commit in one repository; move the cluster (gitops-broker move-cluster) instead`,
+            `the operation edits ${error.path} of ${storeLabel(error.owner)} and paths of ${storeLabel(store)}: one operation is one commit in one repository; move the cluster (gitops-broker move-cluster) instead`,
             { cause: error },
           );
         }

@@ -1,11 +1,12 @@
 import { BaseError, ServiceUnavailableError } from "../errors/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
+import { CONTROL_STORE, storeLabel } from "../repo/index.js";
 
 /** A store's name (broker configuration `stores.<name>`); CONTROL is the control repository. */
 export type StoreName = string;
 
 /** The control repository (`git.remote`): catalog, registry, overrides, quotas, and the instances of clusters without a store. */
-export const CONTROL: StoreName = "control";
+export const CONTROL: StoreName = CONTROL_STORE;
 
 /**
  * An operation queued on one store edited a path that belongs to another (a cluster of another
@@ -20,7 +21,7 @@ export class StoreMismatchError extends BaseError {
   readonly owner: StoreName;
 
   constructor(path: string, store: StoreName, owner: StoreName) {
-    super(`an operation on store ${store} edited ${path}, which belongs to ${owner === CONTROL ? "the control repository" : `store ${owner}`}`);
+    super(`an operation on store ${store} edited ${path}, which belongs to ${storeLabel(owner)}`);
     this.path = path;
     this.store = store;
     this.owner = owner;
@@ -31,7 +32,7 @@ export class StoreMismatchError extends BaseError {
 export class ClusterMovingError extends ServiceUnavailableError {
   static override readonly code = "ClusterMoving";
   constructor(clusterId: string, to: StoreName) {
-    super(`cluster ${clusterId} is moving to ${to === CONTROL ? "the control repository" : `store ${to}`}; try again in a few seconds`, { retryAfter: 5 });
+    super(`cluster ${clusterId} is moving to ${storeLabel(to)}; try again in a few seconds`, { retryAfter: 5 });
   }
 }
 
