@@ -6,7 +6,7 @@ import { RemoteCharts } from "../charts/index.js";
 import { loadClusters } from "../catalog/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
 import { dirTreeReader } from "../repo/index.js";
-import { compositeTree, CONTROL } from "../stores/index.js";
+import { clusterStores, compositeTree, CONTROL } from "../stores/index.js";
 import { formatValidationProblem, notAGitOpsRepository, validateRepo } from "../validate/index.js";
 import { runCommand, type CliIo, type Done } from "./args.js";
 
@@ -68,8 +68,8 @@ async function withStores(control: TreeReader, stores: string[], io: CliIo): Pro
     }
     parts.set(name, dirTreeReader(dir));
   }
-  const storeOf = new Map((await loadClusters(control)).clusters.map((c) => [c.id, c.store ?? CONTROL]));
-  return compositeTree({ control, stores: parts, storeOf: (id) => storeOf.get(id) ?? CONTROL, commit: null });
+  const { clusters } = await loadClusters(control);
+  return compositeTree({ control, stores: parts, storeOf: clusterStores(() => clusters), commit: null });
 }
 
 async function validate(repoDir: string, options: ValidateOptions, io: CliIo): Promise<number> {

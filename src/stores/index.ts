@@ -5,8 +5,8 @@
  * (`spec.store`), in the same layout. One operation is one commit in one repository.
  */
 export { createStoreSet, type StoreHealth, type StoreSet, type StoreSetOptions } from "./store-set.js";
-export { compositeCommit, compositeTree, draftStore, emptyTree, isCompositeTree, parseCompositeCommit, type CompositeParts, type CompositeTree } from "./composite-tree.js";
-export { CONTROL, StoreMismatchError, type StoreName } from "./types.js";
-export { gitEnv, openWriters, type OpenWritersOptions } from "./open.js";
-export { clusterFiles, finishMove, moveCluster, planMove, type MoveClusterOptions, type MovePlan, type MoveStep } from "./move-cluster.js";
+export { compositeTree, draftStore } from "./composite-tree.js";
+export { CONTROL, StoreMismatchError, type CompositeParts, type CompositeTree, type StoreName } from "./types.js";
+export { clusterStores, openWriters, type OpenWritersOptions } from "./open.js";
+export { finishMove, moveCluster, planMove, type MoveClusterOptions, type MovePlan, type MoveStep } from "./move-cluster.js";
 export { storeForNewInstance } from "./store-choice.js";

@@ -26,7 +26,7 @@ export interface OpenWritersOptions {
 }
 
 /** Environment for the git CLI: ssh deploy key command, https token (via env, never argv). */
-export function gitEnv(sshCommand: string | undefined, token: string | null): Record<string, string> {
+function gitEnv(sshCommand: string | undefined, token: string | null): Record<string, string> {
   const env: Record<string, string> = {};
   if (sshCommand) env.GIT_SSH_COMMAND = sshCommand;
   if (token !== null) {
@@ -85,8 +85,8 @@ export function openWriters(config: Config, options: OpenWritersOptions): { writ
   return { writer: storeSet, storeSet };
 }
 
-/** Which store a cluster is in, from the registry served now (memoized per registry). */
-function clusterStores(clusters: () => readonly { id: string; store?: string | undefined }[]): (clusterId: string) => string {
+/** Which store a cluster is in, from the registry `clusters()` returns now (memoized per registry); unknown clusters: CONTROL. */
+export function clusterStores(clusters: () => readonly { id: string; store?: string | undefined }[]): (clusterId: string) => string {
   let seen: readonly { id: string; store?: string | undefined }[] | undefined;
   let byId = new Map<string, string>();
   return (clusterId) => {
