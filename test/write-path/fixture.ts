@@ -90,6 +90,44 @@ export async function send(osb: OsbClient, sent: Omit<Sent, "identity" | "reply"
   return record;
 }
 
+/**
+ * Load on a broker until it is killed: `clients` closed-loop clients provisioning (the n-th
+ * request of client c is `provision(c, n)`), until `until` resolves (it sees whether a request
+ * was acknowledged yet), then kill -9. The clients stop first, so no request is sent after the
+ * kill (a refusal no crash window explains). Every request sent, answered or not.
+ */
+export async function loadAndKill(
+  broker: { osb: OsbClient; kill(): Promise<void> },
+  plans: SamplePlans,
+  options: {
+    clients: number;
+    provision: (client: number, n: number) => { instanceId: string; body: Record<string, unknown> };
+    until: (progress: { acked: boolean }) => Promise<void>;
+  },
+): Promise<Sent[]> {
+  const sent: Sent[] = [];
+  const progress = { acked: false };
+  let killed = false;
+  const client = async (c: number): Promise<void> => {
+    for (let n = 0; !killed; n++) {
+      const { instanceId, body } = options.provision(c, n);
+      const result = await send(broker.osb, { kind: "provision", instanceId }, body, plans);
+      sent.push(result);
+      if (result.reply && result.reply.status < 300) progress.acked = true;
+    }
+  };
+  const clients = Array.from({ length: options.clients }, (_, c) => client(c));
+  try {
+    await options.until(progress);
+  } finally {
+    // Also when the wait failed: the clients stop, the broker goes.
+    killed = true;
+    await broker.kill();
+    await Promise.all(clients);
+  }
+  return sent;
+}
+
 /** Whether an acknowledged answer means the request changed the repository (one commit). */
 export function committed(sent: Sent): boolean {
   const status = sent.reply?.status ?? 0;

@@ -7,7 +7,7 @@ import { clusterNamespacePath, clusterRegistryPath, namespaceManifest } from "..
 import { createBareRemote, fsck, installPreReceiveHook, pushExternalCommit } from "../support/git-fixtures.js";
 import { PROCESS_TEST_TIMEOUT_MS, stopProcesses } from "../support/processes.js";
 import { BIN, spawnBroker, type BrokerProcess } from "./broker-process.js";
-import { counts, history, instanceRecords, samplePlans, send, startRemote, type Remote, type SamplePlans, type Sent } from "./fixture.js";
+import { counts, history, instanceRecords, loadAndKill, samplePlans, send, startRemote, type Remote, type SamplePlans, type Sent } from "./fixture.js";
 
 /**
  * kill -9 of a broker with a store (ADR 0027) under load: new instances go to cluster `local`
@@ -60,30 +60,19 @@ function provisionBody(): Record<string, unknown> {
   return { service_id: plans.serviceId, plan_id: plans.small, organization_guid: "org", space_guid: "space" };
 }
 
-async function loadAndKill(broker: BrokerProcess, round: number, afterMs: number): Promise<Sent[]> {
-  const sent: Sent[] = [];
-  let killed = false;
-  const client = async (c: number): Promise<void> => {
-    for (let n = 0; !killed; n++) sent.push(await send(broker.osb, { kind: "provision", instanceId: `ks${round}-c${c}-${n}` }, provisionBody(), plans));
-  };
-  const clients = Array.from({ length: CLIENTS }, (_, c) => client(c));
-  try {
-    await sleep(afterMs);
-  } finally {
-    killed = true;
-    await broker.kill();
-    await Promise.all(clients);
-  }
-  return sent;
-}
-
 describe("kill -9 under load, with a store", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it(`loses and duplicates nothing over ${KILL_AFTER_MS.length} kills, in either repository`, async () => {
     const sent: Sent[] = [];
     for (const [round, afterMs] of KILL_AFTER_MS.entries()) {
       const broker = await start();
       plans ??= await samplePlans(broker.osb);
-      sent.push(...(await loadAndKill(broker, round, afterMs)));
+      sent.push(
+        ...(await loadAndKill(broker, plans, {
+          clients: CLIENTS,
+          provision: (c, n) => ({ instanceId: `ks${round}-c${c}-${n}`, body: provisionBody() }),
+          until: () => sleep(afterMs),
+        })),
+      );
     }
     const answered = sent.filter((s) => s.reply !== undefined);
     const unanswered = sent.filter((s) => s.reply === undefined);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fsck, installPreReceiveHook } from "../support/git-fixtures.js";
 import { PROCESS_TEST_TIMEOUT_MS, stopProcesses, waitUntil } from "../support/processes.js";
 import { spawnBroker, type BrokerProcess } from "./broker-process.js";
-import { counts, history, instanceRecords, samplePlans, send, startRemote, type Remote, type SamplePlans, type Sent } from "./fixture.js";
+import { counts, history, instanceRecords, loadAndKill, samplePlans, send, startRemote, type Remote, type SamplePlans, type Sent } from "./fixture.js";
 
 /**
  * kill -9 of a broker under load, again and again on the same data directory: before, during and
@@ -73,30 +73,16 @@ function provisionBody(n: number): Record<string, unknown> {
 }
 
 /** Load on a broker until it is killed at `point`; every request sent, answered or not. */
-async function loadAndKill(broker: BrokerProcess, round: number, point: KillPoint): Promise<Sent[]> {
-  const sent: Sent[] = [];
-  let killed = false;
-  let acked = false;
-  const client = async (c: number): Promise<void> => {
-    for (let n = 0; !killed; n++) {
-      const result = await send(broker.osb, { kind: "provision", instanceId: `k${round}-c${c}-${n}` }, provisionBody(n), plans);
-      sent.push(result);
-      if (result.reply && result.reply.status < 300) acked = true;
-    }
-  };
-  const clients = Array.from({ length: CLIENTS }, (_, c) => client(c));
-  try {
-    if ("afterFirstAck" in point) await waitUntil(() => acked, "a first acknowledgement");
-    else if ("duringPush" in point) await pushInFlight(point.duringPush);
-    else await sleep(point.delayMs);
-  } finally {
-    // Also when the wait failed: the clients stop, the broker goes. The clients stop first: a
-    // request sent after the kill would be refused, which no crash window explains.
-    killed = true;
-    await broker.kill();
-    await Promise.all(clients);
-  }
-  return sent;
+function loadUntilKill(broker: BrokerProcess, round: number, point: KillPoint): Promise<Sent[]> {
+  return loadAndKill(broker, plans, {
+    clients: CLIENTS,
+    provision: (c, n) => ({ instanceId: `k${round}-c${c}-${n}`, body: provisionBody(n) }),
+    until: async (progress) => {
+      if ("afterFirstAck" in point) await waitUntil(() => progress.acked, "a first acknowledgement");
+      else if ("duringPush" in point) await pushInFlight(point.duringPush);
+      else await sleep(point.delayMs);
+    },
+  });
 }
 
 describe("kill -9 under load", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
@@ -105,7 +91,7 @@ describe("kill -9 under load", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     for (const [round, point] of KILL_POINTS.entries()) {
       const broker = await spawnBroker({ dataDir, remoteUrl: remote.url, keepLogs: false });
       plans ??= await samplePlans(broker.osb);
-      sent.push(...(await loadAndKill(broker, round, point)));
+      sent.push(...(await loadUntilKill(broker, round, point)));
     }
     const answered = sent.filter((s) => s.reply !== undefined);
     const unanswered = sent.filter((s) => s.reply === undefined);
