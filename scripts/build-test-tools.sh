@@ -4,8 +4,13 @@
 #   kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver  (tools/kube-apiserver)
 #   etcd            go.etcd.io/etcd/server/v3              (tools/etcd)
 #   helm            helm.sh/helm/v3/cmd/helm               (tools/helm)
-#   crds            the CustomResourceDefinitions of Flux's GitRepository and Kustomization and Argo
-#                   CD's Application, as their projects ship them in their modules (CRDS below)
+#   source-controller     github.com/fluxcd/source-controller     (tools/source-controller)
+#   kustomize-controller  github.com/fluxcd/kustomize-controller  (tools/kustomize-controller)
+#   argocd          github.com/argoproj/argo-cd/v3/cmd     (tools/argocd): Argo CD's one binary,
+#                   whose name (or ARGOCD_BINARY_NAME) says which program it is
+#   crds            the CustomResourceDefinitions of Flux's source- and kustomize-controller and of
+#                   Argo CD, as their projects ship them in the modules the tools above are built
+#                   from (CRDS below)
 # None of them ships: they are test tools (ADR 0022). Each tools/<name> module pins its versions in
 # its go.mod and go.sum; a binary is cached under $GITOPS_BROKER_TEST_TOOLS (default
 # ~/.cache/gitops-broker/test-tools) by a key of those files, the flags and the Go release, and
@@ -54,22 +59,45 @@ spec() {
         ldflags="$ldflags -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=$minor"
       done
       ;;
-    *) echo "scripts/build-test-tools.sh: no tool named $1 (kube-apiserver, etcd, helm, crds)" >&2; exit 2 ;;
+    source-controller|kustomize-controller)
+      # Flux's Makefile: GO_STATIC_FLAGS=-ldflags "-s -w" (its version comes from the module's build info).
+      package=github.com/fluxcd/$1
+      ldflags="-s -w"
+      ;;
+    argocd)
+      # Argo CD's Makefile: common.version from its VERSION file, kubectlVersion from client-go.
+      local v; v=$(version_of argocd github.com/argoproj/argo-cd/v3)
+      local p=github.com/argoproj/argo-cd/v3/common
+      package=github.com/argoproj/argo-cd/v3/cmd
+      ldflags="-s -w -X $p.version=${v#v} -X $p.gitTag=$v -X $p.gitTreeState=clean -X $p.kubectlVersion=$(version_of argocd k8s.io/client-go)"
+      ;;
+    *) echo "scripts/build-test-tools.sh: no tool named $1 (kube-apiserver, etcd, helm, source-controller, kustomize-controller, argocd, crds)" >&2; exit 2 ;;
   esac
 }
 
-# module@version and the CRD's path in it: Flux and Argo CD releases whose modules the proxy serves
-# and Go 1.26 accepts (source- and kustomize-controller v1.10 and Argo CD v3.6 need Go 1.27).
-CRDS=(
-  "github.com/fluxcd/source-controller@v1.9.6 config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml"
-  "github.com/fluxcd/kustomize-controller@v1.9.6 config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"
-  "github.com/argoproj/argo-cd/v3@v3.5.7 manifests/crds/application-crd.yaml"
-)
+# module@version and the CRDs' paths in it: the modules the Flux and Argo CD tools above are built
+# from (ADR 0035), at the versions their tools modules pin. The newest Flux (v1.10) and Argo CD
+# (v3.6) need Go 1.27 and modules the proxy refuses; ADR 0035 says which.
+crd_list() {
+  local flux_source flux_kustomize argocd
+  flux_source=$(version_of source-controller github.com/fluxcd/source-controller)
+  flux_kustomize=$(version_of kustomize-controller github.com/fluxcd/kustomize-controller)
+  argocd=$(version_of argocd github.com/argoproj/argo-cd/v3)
+  local kind
+  for kind in buckets externalartifacts gitrepositories helmcharts helmrepositories ocirepositories; do
+    echo "github.com/fluxcd/source-controller@$flux_source config/crd/bases/source.toolkit.fluxcd.io_$kind.yaml"
+  done
+  echo "github.com/fluxcd/kustomize-controller@$flux_kustomize config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"
+  for kind in application applicationset appproject; do
+    echo "github.com/argoproj/argo-cd/v3@$argocd manifests/crds/$kind-crd.yaml"
+  done
+}
 
 # The CRDs, copied out of the module cache into one directory (go mod download checks each
 # module against go.sum's database like any dependency).
 crds() {
-  local key dir
+  local key dir CRDS
+  mapfile -t CRDS < <(crd_list)
   key=$(printf '%s\n' "${CRDS[@]}" | sha256sum | cut -c1-16)
   dir="$cache/crds-$key"
   if [ ! -d "$dir" ]; then
@@ -113,5 +141,5 @@ build() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(kube-apiserver etcd helm crds)
+[ ${#names[@]} -gt 0 ] || names=(kube-apiserver etcd helm source-controller kustomize-controller argocd crds)
 for name in "${names[@]}"; do build "$name"; done
