@@ -21,7 +21,9 @@ cd "$(dirname "$0")/.."
 root=$PWD
 cache=${GITOPS_BROKER_TEST_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/gitops-broker/test-tools}
 
-# Tools modules name a toolchain like go/go.mod: the same Go, never a silent switch.
+# Tools modules name a toolchain like go/go.mod: the same Go, never a silent switch. A tools
+# module whose program needs a newer Go names that release in its own go.mod (tools/argocd:
+# go1.27.3, ADR 0035): the go command then takes it from the Go module proxy, for that module only.
 want=$(sed -n 's/^toolchain //p' go/go.mod)
 if [ "${GOTOOLCHAIN:-local}" != "$want" ]; then export GOTOOLCHAIN=local; fi
 have=$(go env GOVERSION)
@@ -31,8 +33,17 @@ if [ "$have" != "$want" ]; then
 fi
 export CGO_ENABLED=0 GOFLAGS="-trimpath -mod=readonly -buildvcs=false"
 
+# The Go release tools/NAME names (its toolchain line).
+toolchain_of() { sed -n 's/^toolchain //p' "$root/tools/$1/go.mod"; }
+# `go` with the toolchain of tools/NAME: the machine's own (GOTOOLCHAIN=local) or the one it names.
+go_for() {
+  local name=$1 release; shift
+  release=$(toolchain_of "$name")
+  if [ "$release" = "$have" ]; then GOTOOLCHAIN=local go "$@"; else GOTOOLCHAIN=$release go "$@"; fi
+}
+
 # The version of a module the tools module requires.
-version_of() { (cd "tools/$1" && go list -m -f '{{.Version}}' "$2"); }
+version_of() { (cd "tools/$1" && go_for "$1" list -m -f '{{.Version}}' "$2"); }
 
 # NAME -> package and link flags. The flags set the version the programs report, as their own
 # release builds do (Kubernetes' hack/lib/version.sh, Helm's Makefile); without them kube-apiserver
@@ -85,28 +96,29 @@ crd_list() {
   argocd=$(version_of argocd github.com/argoproj/argo-cd/v3)
   local kind
   for kind in buckets externalartifacts gitrepositories helmcharts helmrepositories ocirepositories; do
-    echo "github.com/fluxcd/source-controller@$flux_source config/crd/bases/source.toolkit.fluxcd.io_$kind.yaml"
+    echo "github.com/fluxcd/source-controller@$flux_source config/crd/bases/source.toolkit.fluxcd.io_$kind.yaml source-controller"
   done
-  echo "github.com/fluxcd/kustomize-controller@$flux_kustomize config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"
+  echo "github.com/fluxcd/kustomize-controller@$flux_kustomize config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml kustomize-controller"
   for kind in application applicationset appproject; do
-    echo "github.com/argoproj/argo-cd/v3@$argocd manifests/crds/$kind-crd.yaml"
+    echo "github.com/argoproj/argo-cd/v3@$argocd manifests/crds/$kind-crd.yaml argocd"
   done
 }
 
 # The CRDs, copied out of the module cache into one directory (go mod download checks each
 # module against go.sum's database like any dependency).
 crds() {
-  local key dir CRDS
-  mapfile -t CRDS < <(crd_list)
+  local key dir CRDS list
+  list=$(crd_list)
+  mapfile -t CRDS <<<"$list"
   key=$(printf '%s\n' "${CRDS[@]}" | sha256sum | cut -c1-16)
   dir="$cache/crds-$key"
   if [ ! -d "$dir" ]; then
     mkdir -p "$cache"
-    local tmp entry module file moddir
+    local tmp entry module file tool moddir
     tmp=$(mktemp -d "$cache/.crds-XXXXXX")
     for entry in "${CRDS[@]}"; do
-      read -r module file <<<"$entry"
-      moddir=$(cd "$tmp" && GOFLAGS= go mod download -json "$module" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+      read -r module file tool <<<"$entry"
+      moddir=$(cd "$tmp" && GOFLAGS= go_for "$tool" mod download -json "$module" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
       [ -n "$moddir" ] || { echo "scripts/build-test-tools.sh: go mod download $module failed" >&2; exit 1; }
       cp "$moddir/$file" "$tmp/$(basename "$file")"
     done
@@ -121,6 +133,7 @@ build() {
   spec "$name"
   local key
   key=$(cat "tools/$name/go.mod" "tools/$name/go.sum" <(echo "$package $ldflags $have $GOFLAGS") | sha256sum | cut -c1-16)
+  local release; release=$(toolchain_of "$name")
   local dir="$cache/$name-$key"
   if [ ! -x "$dir/$name" ]; then
     mkdir -p "$cache"
@@ -131,7 +144,8 @@ build() {
       echo "building $name ($package) into $dir: a few minutes on a fresh machine" >&2
       local started=$SECONDS tmp
       tmp=$(mktemp -d "$cache/.$name-XXXXXX")
-      (cd "tools/$name" && go build -ldflags "$ldflags" -o "$tmp/$name" "$package")
+      [ "$release" = "$have" ] || echo "$name needs $release: the go command takes it from the Go module proxy" >&2
+      (cd "tools/$name" && go_for "$name" build -ldflags "$ldflags" -o "$tmp/$name" "$package")
       rm -rf "$dir" && mv "$tmp" "$dir"
       echo "built $name in $((SECONDS - started)) s" >&2
     fi
