@@ -32,6 +32,8 @@ export interface WriterDeps {
   metrics: GitWriterInstruments;
   /** The store this writer writes (the `store` label of its metrics). */
   storeName: string;
+  /** The repository's name in errors and messages ("the control repository", "store eu"). */
+  repository: string;
   /**
    * The push window: a push starts at least this long after the start of the last push the
    * remote answered (accepted, or refused by a hook); 0: no window (see awaitWindow).
@@ -68,6 +70,18 @@ interface Entry {
 }
 
 /**
+ * A push that got no verdict after it may have delivered its pack (GitRemoteError.inDoubt): the
+ * remote may still take `commit`. Its operations keep their place in the queue and are answered
+ * when the remote's branch tells: acknowledged with `outcomes` when a fetched tip holds `commit`,
+ * run again when the branch moved elsewhere (the remote only moves it from the push's base), or
+ * carried by the next push of ours, which lands instead of it or finds it there.
+ */
+interface Doubt {
+  commit: string;
+  outcomes: Map<Entry, { result: unknown; commit: string | null }>;
+}
+
+/**
  * Commits of queued operations not yet on the remote: `entries[0, built)` ran, in order, on
  * drafts starting at `base` (the remote tip they were built on); `tip` is the last commit.
  */
@@ -80,6 +94,18 @@ interface Chain {
 interface Waiter<T> {
   resolve: (value: T) => void;
   reject: (reason: unknown) => void;
+  /** performance.now() by which it is answered, with the remote's answer or without it. */
+  deadline: number;
+  settled?: boolean;
+}
+
+/**
+ * Pushes are spaced by the window plus this much of it (at most 5 s): the remote counts a push
+ * when it arrives, and arrivals jitter. With 10 %, k + 1 pushes span at least k windows plus k
+ * tenths as the remote sees them, whatever each arrival's delay within that many tenths.
+ */
+export function pushSpacingMs(windowMs: number): number {
+  return windowMs === 0 ? 0 : windowMs + Math.min(windowMs / 10, 5_000);
 }
 
 type State = "new" | "open" | "closing" | "closed";
@@ -141,6 +167,10 @@ export class Writer implements GitWriter {
    * pushed earlier, so their wait for an unreachable remote counts from here (onUnreachable).
    */
   private windowOpenedAt = Number.NEGATIVE_INFINITY;
+  /** Pushes in doubt (see Doubt), all on the remote tip `remoteTip` had when they failed. */
+  private pushesInDoubt: Doubt[] = [];
+  /** The last failure of the current outage that was not a command killed for want of an answer: what the remote said. */
+  private lastTrouble: GitRemoteError | undefined;
 
   constructor(deps: WriterDeps) {
     this.deps = deps;
@@ -201,10 +231,31 @@ export class Writer implements GitWriter {
     return tree === null ? null : new TreeView(this.deps.store, { commit, tree });
   }
 
+  /**
+   * Resolves with the fetched tip, or rejects at the latest `remoteTimeoutMs` from now (a push
+   * in flight or a remote that does not answer: unreachable), so a read waits no longer than a
+   * write for the remote.
+   */
   refresh(): Promise<string | null> {
     if (this.state !== "open" && this.state !== "closing") return Promise.reject(this.notOpenError());
     return new Promise<string | null>((resolve, reject) => {
-      this.refreshWaiters.push({ resolve, reject });
+      const waiter: Waiter<string | null> = { resolve, reject, deadline: performance.now() + this.deps.remoteTimeoutMs };
+      const timer = setTimeout(() => {
+        if (waiter.settled) return;
+        waiter.settled = true;
+        reject(this.timeoutError("a read"));
+      }, this.deps.remoteTimeoutMs);
+      waiter.resolve = (tip) => {
+        clearTimeout(timer);
+        if (!waiter.settled) resolve(tip);
+        waiter.settled = true;
+      };
+      waiter.reject = (error) => {
+        clearTimeout(timer);
+        if (!waiter.settled) reject(error);
+        waiter.settled = true;
+      };
+      this.refreshWaiters.push(waiter);
       // A chain waiting for its push window lets the fetch go first.
       this.wake?.();
       this.kick();
@@ -266,6 +317,21 @@ export class Writer implements GitWriter {
     if (tip.commit !== null) this.notify(tip.commit, null);
   }
 
+  /** `what` got no answer from the remote within its bound. */
+  private timeoutError(what: string): GitRemoteError {
+    const seconds = this.deps.remoteTimeoutMs / 1000;
+    return new GitRemoteError("unreachable", `no answer from the remote within ${seconds} s (git.pushTimeoutSeconds) for ${what}`, { repository: this.deps.repository });
+  }
+
+  /** When an entry is answered at the latest, unless it is in a push in doubt: its wait for the remote counts from its arrival, or from the opening of the window it waited for. */
+  private deadline(entry: Entry): number {
+    return Math.max(entry.queuedAt, this.windowOpenedAt) + this.deps.remoteTimeoutMs;
+  }
+
+  private inDoubt(entry: Entry): boolean {
+    return this.pushesInDoubt.some((d) => d.outcomes.has(entry));
+  }
+
   private notOpenError(): BaseError {
     return new GitWriterClosedError(this.state === "new" ? "git writer not started" : "git writer is closed");
   }
@@ -310,35 +376,14 @@ export class Writer implements GitWriter {
     }
     // Paced: the chain waits for the window, taking on arrivals; a fetch to serve comes first.
     if (this.deps.minPushIntervalMs > 0 && this.chain.tip.commit !== this.remoteTip.commit && !(await this.awaitWindow())) return;
+    // What ran out of time while it ran or waited is answered now, never pushed.
+    this.expire(this.entries, performance.now());
     const batch = this.entries.slice(0, this.chain.built);
     if (batch.length === 0) return;
     const tip = this.chain.tip;
     const before = this.remoteTip.commit;
     const pushed = tip.commit !== before;
-    if (pushed) {
-      const started = performance.now();
-      const failure = await this.pushWhileBuilding(tip.commit!);
-      const { metrics } = this.deps;
-      metrics.pushSeconds.observe((performance.now() - started) / 1000, this.labels);
-      if (failure === undefined) this.viewAsOf = Math.max(this.viewAsOf, started);
-      if (failure !== undefined) {
-        if (!(failure.error instanceof GitRemoteError)) throw failure.error;
-        metrics.pushes.inc({ ...this.labels, result: failure.error.kind });
-        // A push the remote took and refused counts for the window; a lost race or a remote out
-        // of reach is retried on its own backoff (see awaitWindow).
-        if (failure.error.kind === "hook") this.lastPushAt = started;
-        await this.onPushFailure(failure.error, batch);
-        return;
-      }
-      this.lastPushAt = started;
-      metrics.pushes.inc({ ...this.labels, result: "accepted" });
-      metrics.batchOperations.observe(batch.length, this.labels);
-      this.rejections = 0;
-      this.markReachable();
-      const commits = batch.filter((e) => typeof e.outcome?.commit === "string").length;
-      const ms = Math.round(performance.now() - started);
-      this.deps.logger.info({ commit: tip.commit, ops: batch.length, commits, ms }, "pushed");
-    }
+    if (pushed && !(await this.pushBatch(tip, batch))) return;
     // Whatever ran on top of the pushed tip stays on the chain, now based on that tip.
     this.entries.splice(0, batch.length);
     this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
@@ -353,25 +398,113 @@ export class Writer implements GitWriter {
     this.maintain();
   }
 
-  /** Flushes and pushes `commit`, building arrivals until the push is over; resolves with its failure if any. */
-  private async pushWhileBuilding(commit: string): Promise<{ error: unknown } | undefined> {
+  /** Pushes the chain's tip carrying `batch`; true when the remote accepted it (failures are handled here). */
+  private async pushBatch(tip: Tip, batch: Entry[]): Promise<boolean> {
+    const started = performance.now();
+    // Killed when its first operation's time is up (a push in doubt has no deadline of its own).
+    const bounded = batch.filter((e) => !this.inDoubt(e));
+    const deadline = bounded.length === 0 ? undefined : Math.min(...bounded.map((e) => this.deadline(e)));
+    const failure = await this.pushWhileBuilding(tip, batch.length, deadline);
+    const { metrics } = this.deps;
+    metrics.pushSeconds.observe((performance.now() - started) / 1000, this.labels);
+    if (failure !== undefined) {
+      if (!(failure.error instanceof GitRemoteError)) throw failure.error;
+      metrics.pushes.inc({ ...this.labels, result: failure.error.kind });
+      // A push the remote took (refused by a hook, or in doubt) counts for the window; a lost
+      // race or a remote out of reach is retried on its own backoff (see awaitWindow).
+      if (failure.error.kind === "hook" || failure.error.inDoubt) this.lastPushAt = started;
+      await this.onPushFailure(failure.error, batch, tip);
+      return false;
+    }
+    this.viewAsOf = Math.max(this.viewAsOf, started);
+    this.lastPushAt = started;
+    // The branch moved from the base of any push in doubt: none of them can land any more, and
+    // this one carried their operations (see Doubt).
+    this.pushesInDoubt = [];
+    metrics.pushes.inc({ ...this.labels, result: "accepted" });
+    metrics.batchOperations.observe(batch.length, this.labels);
+    this.rejections = 0;
+    this.markReachable();
+    const commits = batch.filter((e) => typeof e.outcome?.commit === "string").length;
+    const ms = Math.round(performance.now() - started);
+    this.deps.logger.info({ commit: tip.commit, ops: batch.length, commits, ms }, "pushed");
+    return true;
+  }
+
+  /**
+   * Flushes and pushes `tip` (the chain's first `batchLength` entries), killed at `deadline`;
+   * builds arrivals meanwhile, and answers those that run out of time waiting behind it (they
+   * were never pushed). Resolves with the push's failure if any.
+   */
+  private async pushWhileBuilding(tip: Tip, batchLength: number, deadline: number | undefined): Promise<{ error: unknown } | undefined> {
     let settled: { failure: { error: unknown } | undefined } | undefined;
     const pushed = (async () => {
       await this.deps.store.flush();
-      await this.deps.remote.push(commit);
+      await this.deps.remote.push(tip.commit!, deadline);
     })().then(
       () => void (settled = { failure: undefined }),
       (error: unknown) => void (settled = { failure: { error } }),
     );
+    const behind = () => this.entries.slice(batchLength);
     while (settled === undefined) {
+      this.expireBehind(batchLength, tip);
+      const due = Math.min(...[...behind(), ...this.doubted].map((e) => this.deadline(e)));
       if (this.chain.built < this.entries.length) {
-        await this.build(() => settled !== undefined);
+        await this.build(() => settled !== undefined || performance.now() >= due);
         continue;
       }
-      await Promise.race([pushed, new Promise<void>((resolve) => (this.wake = resolve))]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        pushed,
+        new Promise<void>((resolve) => {
+          this.wake = resolve;
+          if (Number.isFinite(due)) timer = setTimeout(resolve, Math.max(0, due - performance.now()));
+        }),
+      ]);
+      clearTimeout(timer);
       this.wake = undefined;
     }
     return settled.failure;
+  }
+
+  /**
+   * During a push: answers the operations behind it (and refusals waiting to be confirmed) whose
+   * time is up. They are not in the push, so they are never written; the chain is cut back to
+   * the pushed tip and what stays queued runs again on it.
+   */
+  private expireBehind(batchLength: number, pushedTip: Tip): void {
+    const now = performance.now();
+    const late = this.doubted.filter((e) => now >= this.deadline(e));
+    if (late.length > 0) {
+      this.doubted = this.doubted.filter((e) => !late.includes(e));
+      for (const entry of late) entry.reject(this.timeoutError("a write waiting to be confirmed"));
+    }
+    const expired = this.entries.slice(batchLength).filter((e) => now >= this.deadline(e));
+    if (expired.length === 0) return;
+    const set = new Set(expired);
+    if (this.entries.slice(batchLength, this.chain.built).some((e) => set.has(e))) {
+      this.chain = { base: this.chain.base, tip: pushedTip, built: batchLength };
+    }
+    this.removeEntries(set);
+    const error = this.timeoutError("a write queued behind a push that is still waiting for it");
+    this.deps.logger.error({ ops: expired.length, remoteMessage: error.remoteMessage }, "git remote not answering, queued operations rejected");
+    for (const entry of expired) entry.reject(error);
+  }
+
+  /** Answers `candidates` whose time is up and that are in no push in doubt (503: never pushed, or the push failed for sure). */
+  private expire(candidates: Entry[], now: number, error?: GitRemoteError): void {
+    const expired = candidates.filter((e) => now >= this.deadline(e) && !this.inDoubt(e));
+    if (expired.length === 0) return;
+    const reason = error ?? this.timeoutError("a write");
+    this.deps.logger.error({ remoteMessage: reason.remoteMessage, ops: expired.length }, "git remote unreachable, operations rejected");
+    this.rejectEntries(expired, reason);
+  }
+
+  private removeEntries(set: ReadonlySet<Entry>): void {
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      if (set.has(this.entries[i]!)) this.entries.splice(i, 1);
+    }
+    this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
   }
 
   /**
@@ -387,7 +520,7 @@ export class Writer implements GitWriter {
    * confirm: a fetch never waits for the window). step() comes back here after it.
    */
   private async awaitWindow(): Promise<boolean> {
-    const opensAt = this.lastPushAt + this.deps.minPushIntervalMs;
+    const opensAt = this.lastPushAt + pushSpacingMs(this.deps.minPushIntervalMs);
     const fetchWaiting = () => this.refreshWaiters.length > 0 || this.doubted.length > 0;
     const done = () => this.state !== "open" || fetchWaiting() || performance.now() >= opensAt;
     if (done()) return this.windowEnds(!fetchWaiting());
@@ -518,12 +651,13 @@ export class Writer implements GitWriter {
     return { tip: { commit, tree }, result, paths: draft.editedPaths() };
   }
 
-  private async onPushFailure(error: GitRemoteError, batch: Entry[]): Promise<void> {
+  private async onPushFailure(error: GitRemoteError, batch: Entry[], tip: Tip): Promise<void> {
     const { logger, maxPushAttempts, delay } = this.deps;
     switch (error.kind) {
       case "hook":
         this.markReachable();
         this.rejections = 0;
+        this.pushesInDoubt = [];
         logger.error({ remoteMessage: error.remoteMessage, ops: batch.length }, "push refused by the remote");
         this.rejectEntries(batch, error);
         return;
@@ -533,7 +667,7 @@ export class Writer implements GitWriter {
         if (this.rejections >= maxPushAttempts) {
           logger.warn({ attempts: this.rejections, ops: batch.length }, "push rejected too often, giving up");
           this.rejections = 0;
-          this.rejectEntries(batch, error);
+          this.rejectEntries(batch.filter((e) => !this.inDoubt(e)), error);
           return;
         }
         logger.info(
@@ -542,36 +676,68 @@ export class Writer implements GitWriter {
         );
         await delay(backoffDelayMs(this.rejections, REJECTED_BACKOFF));
         try {
-          await this.adopt(await this.fetchTip());
+          const bounded = this.entries.filter((e) => !this.inDoubt(e));
+          await this.adopt(await this.fetchTip(bounded.length === 0 ? undefined : Math.min(...bounded.map((e) => this.deadline(e)))));
         } catch (fetchError) {
           if (!(fetchError instanceof GitRemoteError)) throw fetchError;
           await this.onUnreachable(fetchError);
         }
         return;
       case "unreachable":
+        if (error.inDoubt) this.recordDoubt(tip, batch, error);
         await this.onUnreachable(error);
+    }
+  }
+
+  /** Records a push in doubt (see Doubt): its operations wait for the remote's branch to tell. */
+  private recordDoubt(tip: Tip, batch: Entry[], error: GitRemoteError): void {
+    const outcomes = new Map(batch.map((e) => [e, { result: e.outcome?.result, commit: e.outcome?.commit ?? null }] as const));
+    this.pushesInDoubt.push({ commit: tip.commit!, outcomes });
+    this.deps.logger.error(
+      { commit: tip.commit, ops: batch.length, remoteMessage: error.remoteMessage },
+      "push without an answer after its pack may have reached the remote: its operations wait until the remote's branch shows whether it took them",
+    );
+  }
+
+  /**
+   * The branch moved to `tip` from the base of the pushes in doubt: each push is on it (its
+   * operations are acknowledged with what they answered then) or can never land (the remote moves
+   * a branch only from the old tip a push names), and its operations run again.
+   */
+  private async settleDoubts(tip: Tip): Promise<void> {
+    const doubts = this.pushesInDoubt;
+    this.pushesInDoubt = [];
+    for (const doubt of doubts) {
+      const landed = tip.commit !== null && (await this.deps.remote.lostCommits(doubt.commit, tip.commit, 1).then((lost) => lost.length === 0, () => false));
+      if (!landed) continue;
+      const entries = [...doubt.outcomes.keys()].filter((e) => this.entries.includes(e));
+      this.removeEntries(new Set(entries));
+      this.deps.logger.info({ commit: doubt.commit, ops: entries.length }, "the push in doubt is on the remote: its operations are acknowledged");
+      for (const entry of entries) entry.resolve(doubt.outcomes.get(entry)!);
     }
   }
 
   /** Rejects what waited too long, then waits before the next attempt (never past a deadline). */
   private async onUnreachable(error: GitRemoteError): Promise<void> {
-    const { logger, remoteTimeoutMs, delay } = this.deps;
-    this.reachable = false;
+    const { logger, delay } = this.deps;
+    this.markUnreachable();
     this.outages += 1;
     const now = performance.now();
-    // An operation held by a push window waits for the remote from the window's opening.
-    const since = (e: Entry) => Math.max(e.queuedAt, this.windowOpenedAt);
-    const expired = this.entries.filter((e) => now - since(e) >= remoteTimeoutMs);
-    if (expired.length > 0) {
-      logger.error(
-        { remoteMessage: error.remoteMessage, ops: expired.length },
-        "git remote unreachable, operations rejected",
-      );
-      this.rejectEntries(expired, error);
+    if (!error.timedOut) this.lastTrouble = error;
+    else if (this.lastTrouble !== undefined) {
+      error = new GitRemoteError("unreachable", `${error.remoteMessage}; before that: ${this.lastTrouble.remoteMessage}`, { repository: this.deps.repository, timedOut: true });
     }
+    if (this.state === "closing") {
+      // Shutting down: a push in doubt is not waited for past its operations' time; their answer
+      // says that the remote may have taken them (a retry is answered from the repository).
+      const unknown = this.entries.filter((e) => this.inDoubt(e) && now >= this.deadline(e));
+      if (unknown.length > 0) this.rejectEntries(unknown, new GitRemoteError("unreachable", error.remoteMessage, { repository: this.deps.repository, inDoubt: true }));
+    }
+    this.expire(this.entries, now, error);
     if (this.entries.length === 0) return;
     logger.warn({ remoteMessage: error.remoteMessage, attempt: this.outages }, "git remote unreachable, retrying");
-    const nextDeadline = Math.min(...this.entries.map((e) => since(e) + remoteTimeoutMs));
+    const bounded = this.entries.filter((e) => !this.inDoubt(e));
+    const nextDeadline = bounded.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...bounded.map((e) => this.deadline(e)));
     await delay(Math.max(0, Math.min(backoffDelayMs(this.outages, UNREACHABLE_BACKOFF), nextDeadline - now)));
   }
 
@@ -582,12 +748,17 @@ export class Writer implements GitWriter {
   }
 
   private async serveRefresh(): Promise<void> {
-    const waiters = this.refreshWaiters;
+    // Those that ran out of time were answered already (see refresh, expireBehind).
+    const waiters = this.refreshWaiters.filter((w) => !w.settled);
     const doubted = this.doubted;
     this.refreshWaiters = [];
     this.doubted = [];
+    if (waiters.length === 0 && doubted.length === 0) return;
+    // Killed by the first deadline of whatever waits: a read, a refusal to confirm, or a queued
+    // write (which is answered right after, see below: a fetch must not hold it past its time).
+    const queued = this.entries.filter((e) => !this.inDoubt(e)).map((e) => this.deadline(e));
     try {
-      const tip = await this.fetchTip();
+      const tip = await this.fetchTip(Math.min(...waiters.map((w) => w.deadline), ...doubted.map((e) => this.deadline(e)), ...queued));
       const previous = this.remoteTip.commit;
       await this.adopt(tip);
       for (const waiter of waiters) waiter.resolve(tip.commit);
@@ -602,17 +773,18 @@ export class Writer implements GitWriter {
       // The refusal cannot be confirmed: the remote is not reachable, say so (503), not "gone".
       for (const entry of doubted) entry.reject(error);
     }
+    this.expire(this.entries, performance.now());
   }
 
   /** Fetches the branch; resolves with the remote tip. Marks the remote (un)reachable. */
-  private async fetchTip(): Promise<Tip> {
+  private async fetchTip(deadline?: number): Promise<Tip> {
     const { remote, store } = this.deps;
     const started = performance.now();
     let found: boolean;
     try {
-      found = await remote.fetch();
+      found = await remote.fetch(deadline === undefined || Number.isFinite(deadline) ? deadline : undefined);
     } catch (error) {
-      this.reachable = false;
+      this.markUnreachable();
       throw error;
     }
     this.markReachable();
@@ -679,6 +851,7 @@ export class Writer implements GitWriter {
   private async adopt(tip: Tip): Promise<void> {
     const previous = this.remoteTip;
     if (previous.commit === tip.commit) return;
+    if (this.pushesInDoubt.length > 0) await this.settleDoubts(tip);
     this.remoteTip = tip;
     this.notify(tip.commit, previous.commit);
     try {
@@ -717,16 +890,19 @@ export class Writer implements GitWriter {
     if (!this.reachable) this.deps.logger.info({ after: this.outages }, "git remote reachable again");
     this.reachable = true;
     this.outages = 0;
+    this.lastTrouble = undefined;
     this.deps.metrics.fetched.mark(this.labels);
+    this.deps.metrics.remoteUp.set(1, this.labels);
+  }
+
+  private markUnreachable(): void {
+    this.reachable = false;
+    this.deps.metrics.remoteUp.set(0, this.labels);
   }
 
   /** Settles `rejected` with `error` and drops the chain: whatever stays queued re-runs from the remote tip. */
   private rejectEntries(rejected: Entry[], error: unknown): void {
-    const set = new Set(rejected);
-    for (let i = this.entries.length - 1; i >= 0; i--) {
-      if (set.has(this.entries[i]!)) this.entries.splice(i, 1);
-    }
-    this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
+    this.removeEntries(new Set(rejected));
     for (const entry of rejected) entry.reject(error);
     this.chain = { base: this.remoteTip, tip: this.remoteTip, built: 0 };
   }
