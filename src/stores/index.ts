@@ -6,7 +6,7 @@
  */
 export { createStoreSet, type StoreHealth, type StoreSet, type StoreSetOptions } from "./store-set.js";
 export { compositeTree, draftStore } from "./composite-tree.js";
-export { CONTROL, StoreMismatchError, type CompositeParts, type CompositeTree, type StoreName } from "./types.js";
+export { CONTROL, StoreMismatchError, StoreUnavailableError, type CompositeParts, type CompositeTree, type StoreName } from "./types.js";
 export { clusterStores, openWriters, type OpenWritersOptions } from "./open.js";
 export { finishMove, moveCluster, planMove, type MoveClusterOptions, type MovePlan, type MoveStep } from "./move-cluster.js";
 export { storeForNewInstance } from "./store-choice.js";

@@ -1,9 +1,11 @@
 import type { CommitInfo, GitWriter, HistoryRewrite, LogOptions, Operation, PushEvent, SubmitResult, SubmitRoute, TreeReader } from "../gitwriter/index.js";
 import { ServiceUnavailableError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
+import type { GitWriterInstruments } from "../metrics/index.js";
 import { instanceRecordDir, storeLabel } from "../repo/index.js";
 import { compositeCommit, compositeTree, emptyTree, parseCompositeCommit, settleWrites, type CompositeTree } from "./composite-tree.js";
-import { CONTROL, StoreMismatchError, type StoreName } from "./types.js";
+import { startStores, type StoreStarts } from "./store-start.js";
+import { CONTROL, StoreMismatchError, StoreUnavailableError, type StoreName } from "./types.js";
 
 /** One store's state for /readyz and the admin views. */
 export interface StoreHealth {
@@ -30,6 +32,8 @@ export interface StoreSet extends GitWriter {
    */
   locate(instanceId: string, confirm?: "all"): Promise<StoreName | undefined>;
   health(): StoreHealth[];
+  /** False for a store that has not answered since the broker started (its requests are answered 503; it is retried in the background). */
+  available(name: StoreName): boolean;
 }
 
 export interface StoreSetOptions {
@@ -41,11 +45,21 @@ export interface StoreSetOptions {
   logger: Logger;
   /** Times an operation is moved to the store it edited before it fails (default 3). */
   maxReroutes?: number;
+  /**
+   * How long start() waits for the stores (the control repository is always waited for): a store
+   * that has not answered by then is served as unavailable until it does (default 10000 ms).
+   */
+  startWaitMs?: number;
+  /** The writers' instruments: `remoteUp` shows a store that has not answered since start. */
+  metrics?: GitWriterInstruments;
 }
 
 export function createStoreSet(options: StoreSetOptions): StoreSet {
   const { control, logger, maxReroutes = 3 } = options;
   const writers = new Map<StoreName, GitWriter>([[CONTROL, control], ...options.stores]);
+  /** The stores' starts: which have not answered yet, retried in the background. */
+  let starts: StoreStarts | undefined;
+  const unavailable = (name: StoreName): StoreUnavailableError | undefined => starts?.unavailable(name);
   const names = [...writers.keys()];
   const storeOf = (clusterId: string): StoreName => {
     const name = options.storeOf(clusterId);
@@ -67,7 +81,10 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
 
   /** Fetch every store; the first failure rejects (a "not found" needs every store current). */
   async function refreshAll(): Promise<void> {
-    const results = await Promise.allSettled([...writers.values()].map((w) => w.refresh()));
+    const results = await Promise.allSettled([...writers].map(([name, w]) => {
+      const down = unavailable(name);
+      return down ? Promise.reject(down) : w.refresh();
+    }));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
   }
@@ -78,6 +95,8 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
     for (let attempt = 0; ; attempt++) {
       tried.add(store);
       const target = writer(store);
+      const down = unavailable(store);
+      if (down) throw down;
       try {
         return await target.submit(async (draft) => {
           const stores = new Map<StoreName, TreeReader>([...writers].map(([name, w]) => [name, name === store ? draft : w.snapshot()]));
@@ -114,9 +133,12 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
     log: (from, paths, logOptions) => log(writers, from, paths, logOptions),
     submit,
     async start() {
+      // The control repository must answer: it holds the catalog and the registry.
       await control.start();
-      await Promise.all([...options.stores.values()].map((w) => w.start()));
+      starts = startStores(options.stores, { logger, waitMs: options.startWaitMs ?? 10_000, ...(options.metrics ? { metrics: options.metrics } : {}) });
+      await starts.started;
     },
+    available: (name) => unavailable(name) === undefined,
     async refresh() {
       await refreshAll();
       return control.snapshot().commit;
@@ -142,16 +164,21 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
       for (const w of writers.values()) if (w.historyRewrite) return w.historyRewrite;
       return undefined;
     },
-    health: () =>
-      [...writers].map(([name, w]) => ({
-        name,
-        reachable: w.remoteReachable,
-        ...(w.remoteReachable ? {} : { trouble: w.remoteTrouble ?? "last contact with the Git remote failed" }),
-      })),
+    health: () => health(writers, unavailable),
     async close() {
+      starts?.stop();
       await Promise.all([...writers.values()].map((w) => w.close()));
     },
   };
+}
+
+/** Each store's state: unavailable since start, or how its last contact with its remote went. */
+function health(writers: ReadonlyMap<StoreName, GitWriter>, unavailable: (name: StoreName) => Error | undefined): StoreHealth[] {
+  return [...writers].map(([name, w]) => {
+    const down = unavailable(name);
+    if (down) return { name, reachable: false, trouble: down.message };
+    return { name, reachable: w.remoteReachable, ...(w.remoteReachable ? {} : { trouble: w.remoteTrouble ?? "last contact with the Git remote failed" }) };
+  });
 }
 
 /** A reader at a commit of one repository, or at a compositeCommit of several (a composite tree). */
