@@ -320,7 +320,11 @@ export class Writer implements GitWriter {
   /** `what` got no answer from the remote within its bound. */
   private timeoutError(what: string): GitRemoteError {
     const seconds = this.deps.remoteTimeoutMs / 1000;
-    return new GitRemoteError("unreachable", `no answer from the remote within ${seconds} s (git.pushTimeoutSeconds) for ${what}`, { repository: this.deps.repository });
+    const said = this.lastTrouble ? `; it last said: ${this.lastTrouble.remoteMessage}` : "";
+    return new GitRemoteError("unreachable", `no answer from the remote within ${seconds} s (git.pushTimeoutSeconds) for ${what}${said}`, {
+      repository: this.deps.repository,
+      timedOut: true,
+    });
   }
 
   /** When an entry is answered at the latest, unless it is in a push in doubt: its wait for the remote counts from its arrival, or from the opening of the window it waited for. */
@@ -785,6 +789,7 @@ export class Writer implements GitWriter {
       found = await remote.fetch(deadline === undefined || Number.isFinite(deadline) ? deadline : undefined);
     } catch (error) {
       this.markUnreachable();
+      if (error instanceof GitRemoteError && !error.timedOut) this.lastTrouble = error;
       throw error;
     }
     this.markReachable();
