@@ -1,6 +1,6 @@
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import { KubeApiError } from "../errors/index.js";
-import { loadClientNode, type ClientNode } from "../status-watcher/index.js";
+import { loadClientNode, type ClientNode } from "../kube/index.js";
 import type { ClusterClient, KubeObject, ObjectIdentity } from "./landscape.js";
 
 /**
