@@ -4,10 +4,17 @@ import { BaseError, GitRemoteError, GitRepositoryError, GitWriterClosedError, In
 import type { GitWriterInstruments } from "../metrics/index.js";
 import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
 import { formatCommitMessage } from "./commit-message.js";
+import { HistoryWatch } from "./history-watch.js";
+import { PushDoubts } from "./push-doubts.js";
+import { PushWindow } from "./push-window.js";
+import { Reachability } from "./reachability.js";
+import { Repacker } from "./repacker.js";
 import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
 import type { Remote } from "./remote.js";
 import { DraftTree, TreeView } from "./tree-view.js";
 import type { CommitInfo, GitAuthor, LogOptions, GitWriter, HistoryRewrite, Operation, OperationOutcome, PushEvent, SubmitResult, TreeReader } from "./types.js";
+
+export { pushSpacingMs } from "./push-window.js";
 
 /** The logger the writer needs (a pino logger fits). */
 export interface GitWriterLogger {
@@ -47,9 +54,6 @@ export interface WriterDeps {
   confirmRejection?: (error: unknown) => boolean;
 }
 
-/** A fetch bringing this many objects (a clone, mostly) is repacked for reading (see capDeltaChains). */
-const CAP_DELTAS_AFTER_FETCHING = 20_000;
-
 /** After a rejected push: someone else just pushed, so retry soon. */
 const REJECTED_BACKOFF: BackoffPolicy = { baseMs: 25, capMs: 1_000 };
 /** While the remote is unreachable. */
@@ -70,18 +74,6 @@ interface Entry {
 }
 
 /**
- * A push that got no verdict after it may have delivered its pack (GitRemoteError.inDoubt): the
- * remote may still take `commit`. Its operations keep their place in the queue and are answered
- * when the remote's branch tells: acknowledged with `outcomes` when a fetched tip holds `commit`,
- * run again when the branch moved elsewhere (the remote only moves it from the push's base), or
- * carried by the next push of ours, which lands instead of it or finds it there.
- */
-interface Doubt {
-  commit: string;
-  outcomes: Map<Entry, { result: unknown; commit: string | null }>;
-}
-
-/**
  * Commits of queued operations not yet on the remote: `entries[0, built)` ran, in order, on
  * drafts starting at `base` (the remote tip they were built on); `tip` is the last commit.
  */
@@ -97,15 +89,6 @@ interface Waiter<T> {
   /** performance.now() by which it is answered, with the remote's answer or without it. */
   deadline: number;
   settled?: boolean;
-}
-
-/**
- * Pushes are spaced by the window plus this much of it (at most 5 s): the remote counts a push
- * when it arrives, and arrivals jitter. With 10 %, k + 1 pushes span at least k windows plus k
- * tenths as the remote sees them, whatever each arrival's delay within that many tenths.
- */
-export function pushSpacingMs(windowMs: number): number {
-  return windowMs === 0 ? 0 : windowMs + Math.min(windowMs / 10, 5_000);
 }
 
 type State = "new" | "open" | "closing" | "closed";
@@ -125,6 +108,11 @@ type State = "new" | "open" | "closing" | "closed";
  * The local branch ref only ever moves to a tip the remote holds (after a push or a fetch);
  * unpushed commits live in `chain` only, so nothing unpushed is ever visible and a crash loses
  * nothing that was acknowledged.
+ *
+ * The writer holds the queue and the chain and composes pieces that keep their own state, each
+ * with its own tests: Reachability (last contact, outage attempts, the view's age), PushWindow
+ * (pacing), PushDoubts (pushes whose outcome is unknown), HistoryWatch (force-pushes) and
+ * Repacker (background repacks); the remote's commands with their deadlines are Remote's.
  */
 export class Writer implements GitWriter {
   private readonly deps: WriterDeps;
@@ -133,7 +121,7 @@ export class Writer implements GitWriter {
   private state: State = "new";
   private starting: Promise<void> | undefined;
   private remoteTip: Tip = EMPTY_TIP;
-  private reachable = true;
+  // The queue and the chain (group commit), the worker that drains them, and who waits on them.
   private readonly entries: Entry[] = [];
   private chain: Chain = { base: EMPTY_TIP, tip: EMPTY_TIP, built: 0 };
   private refreshWaiters: Waiter<string | null>[] = [];
@@ -142,39 +130,26 @@ export class Writer implements GitWriter {
   private readonly pushListeners = new Set<(event: PushEvent) => void>();
   /** Consecutive rejected pushes of the current batch. */
   private rejections = 0;
-  /** Consecutive failures to reach the remote. */
-  private outages = 0;
-  /** Wakes the worker waiting for a push when an operation arrives (see pushWhileBuilding). */
+  /** Wakes the worker waiting for a push or a window when an operation or a fetch arrives. */
   private wake: (() => void) | undefined;
-  /** The repack in progress (compaction or delta-chain capping): one at a time, in the background. */
-  private compacting: Promise<void> | undefined;
-  /**
-   * performance.now() when the remote was last known to hold `remoteTip`: the start of the last
-   * successful fetch or push (the remote held it at some moment after that).
-   */
-  private viewAsOf = Number.NEGATIVE_INFINITY;
-  /** Operations refused on a view older than their request: re-run after the next fetch. */
+  /** Operations refused on a view older than their request: re-run after the next fetch (ADR 0012). */
   private doubted: Entry[] = [];
-  private rewrite: HistoryRewrite | undefined;
   /** The `store` label of every metric update. */
   private readonly labels: { store: string };
-  /** performance.now() at the start of the last push the remote answered: the window counts from here. */
-  private lastPushAt = Number.NEGATIVE_INFINITY;
-  /** Since when the chain has been waiting for the current window (undefined: it is not). */
-  private heldSince: number | undefined;
-  /**
-   * When the last window the chain waited for opened: operations queued before it could not be
-   * pushed earlier, so their wait for an unreachable remote counts from here (onUnreachable).
-   */
-  private windowOpenedAt = Number.NEGATIVE_INFINITY;
-  /** Pushes in doubt (see Doubt), all on the remote tip `remoteTip` had when they failed. */
-  private pushesInDoubt: Doubt[] = [];
-  /** The last failure of the current outage that was not a command killed for want of an answer: what the remote said. */
-  private lastTrouble: GitRemoteError | undefined;
-
+  // The pieces, each with its own state.
+  private readonly reach: Reachability;
+  private readonly window: PushWindow;
+  private readonly inDoubtPushes = new PushDoubts<Entry, { result: unknown; commit: string | null }>();
+  private readonly history: HistoryWatch;
+  private readonly repacker: Repacker;
   constructor(deps: WriterDeps) {
     this.deps = deps;
     this.labels = { store: deps.storeName };
+    const { logger, metrics } = deps;
+    this.reach = new Reachability({ logger, metrics, labels: this.labels, activityTimeoutMs: deps.activityTimeoutMs, waitingMs: () => deps.remote.waitingMs });
+    this.window = new PushWindow(deps.minPushIntervalMs);
+    this.history = new HistoryWatch({ lostCommits: (a, b, max) => deps.remote.lostCommits(a, b, max), logger, metrics, labels: this.labels, now: deps.now });
+    this.repacker = new Repacker({ store: deps.store, logger });
     this.branchRef = `refs/heads/${deps.branch}`;
     this.trackingRef = `refs/remotes/origin/${deps.branch}`;
   }
@@ -184,16 +159,11 @@ export class Writer implements GitWriter {
   }
 
   get historyRewrite(): HistoryRewrite | undefined {
-    return this.rewrite;
+    return this.history.rewrite;
   }
 
   get remoteTrouble(): string | undefined {
-    if (!this.reachable) return "last contact with the Git remote failed";
-    const waiting = this.deps.remote.waitingMs;
-    if (waiting > this.deps.activityTimeoutMs) {
-      return `the Git remote has not answered for ${Math.floor(waiting / 1000)} s (activity timeout ${this.deps.activityTimeoutMs / 1000} s)`;
-    }
-    return undefined;
+    return this.reach.trouble;
   }
 
   start(): Promise<void> {
@@ -291,7 +261,7 @@ export class Writer implements GitWriter {
     // A chain waiting for its push window is pushed at once.
     this.wake?.();
     while (this.worker !== undefined) await this.worker;
-    await this.compacting;
+    await this.repacker.idle();
     this.deps.store.close();
     this.state = "closed";
     this.deps.logger.info({ tip: this.remoteTip.commit }, "git writer closed");
@@ -306,7 +276,7 @@ export class Writer implements GitWriter {
     // it, the branch was rewritten while no broker watched.
     const known = await store.resolveRef(this.branchRef).catch(() => null);
     const tip = await this.fetchTip();
-    if (known !== null && tip.commit !== null && known !== tip.commit) await this.checkHistory(known, tip.commit);
+    if (known !== null && tip.commit !== null && known !== tip.commit) await this.history.check(known, tip.commit);
     // Unconditionally: the ref may hold a commit a crashed process never got acknowledged.
     await store.setRef(this.branchRef, tip.commit);
     this.remoteTip = tip;
@@ -320,7 +290,7 @@ export class Writer implements GitWriter {
   /** `what` got no answer from the remote within its bound. */
   private timeoutError(what: string): GitRemoteError {
     const seconds = this.deps.remoteTimeoutMs / 1000;
-    const said = this.lastTrouble ? `; it last said: ${this.lastTrouble.remoteMessage}` : "";
+    const said = this.reach.lastSaid();
     return new GitRemoteError("unreachable", `no answer from the remote within ${seconds} s (git.pushTimeoutSeconds) for ${what}${said}`, {
       repository: this.deps.repository,
       timedOut: true,
@@ -329,11 +299,11 @@ export class Writer implements GitWriter {
 
   /** When an entry is answered at the latest, unless it is in a push in doubt: its wait for the remote counts from its arrival, or from the opening of the window it waited for. */
   private deadline(entry: Entry): number {
-    return Math.max(entry.queuedAt, this.windowOpenedAt) + this.deps.remoteTimeoutMs;
+    return Math.max(entry.queuedAt, this.window.openedAt) + this.deps.remoteTimeoutMs;
   }
 
   private inDoubt(entry: Entry): boolean {
-    return this.pushesInDoubt.some((d) => d.outcomes.has(entry));
+    return this.inDoubtPushes.has(entry);
   }
 
   private notOpenError(): BaseError {
@@ -399,7 +369,7 @@ export class Writer implements GitWriter {
       if (paced) this.deps.metrics.pushWindowWaitSeconds.observe((entry.windowWaitMs ?? 0) / 1000, this.labels);
       entry.resolve({ result: entry.outcome?.result, commit: entry.outcome?.commit ?? null });
     }
-    this.maintain();
+    this.repacker.afterPush();
   }
 
   /** Pushes the chain's tip carrying `batch`; true when the remote accepted it (failures are handled here). */
@@ -416,19 +386,18 @@ export class Writer implements GitWriter {
       metrics.pushes.inc({ ...this.labels, result: failure.error.kind });
       // A push the remote took (refused by a hook, or in doubt) counts for the window; a lost
       // race or a remote out of reach is retried on its own backoff (see awaitWindow).
-      if (failure.error.kind === "hook" || failure.error.inDoubt) this.lastPushAt = started;
+      if (failure.error.kind === "hook" || failure.error.inDoubt) this.window.counted(started);
       await this.onPushFailure(failure.error, batch, tip);
       return false;
     }
-    this.viewAsOf = Math.max(this.viewAsOf, started);
-    this.lastPushAt = started;
+    this.window.counted(started);
     // The branch moved from the base of any push in doubt: none of them can land any more, and
     // this one carried their operations (see Doubt).
-    this.pushesInDoubt = [];
+    this.inDoubtPushes.clear();
     metrics.pushes.inc({ ...this.labels, result: "accepted" });
     metrics.batchOperations.observe(batch.length, this.labels);
     this.rejections = 0;
-    this.markReachable();
+    this.reach.reached(started);
     const commits = batch.filter((e) => typeof e.outcome?.commit === "string").length;
     const ms = Math.round(performance.now() - started);
     this.deps.logger.info({ commit: tip.commit, ops: batch.length, commits, ms }, "pushed");
@@ -524,11 +493,11 @@ export class Writer implements GitWriter {
    * confirm: a fetch never waits for the window). step() comes back here after it.
    */
   private async awaitWindow(): Promise<boolean> {
-    const opensAt = this.lastPushAt + pushSpacingMs(this.deps.minPushIntervalMs);
+    const opensAt = this.window.opensAt;
     const fetchWaiting = () => this.refreshWaiters.length > 0 || this.doubted.length > 0;
     const done = () => this.state !== "open" || fetchWaiting() || performance.now() >= opensAt;
     if (done()) return this.windowEnds(!fetchWaiting());
-    this.heldSince ??= performance.now();
+    this.window.hold(performance.now());
     while (!done()) {
       if (this.chain.built < this.entries.length) {
         await this.build(done);
@@ -548,42 +517,8 @@ export class Writer implements GitWriter {
 
   /** Ends a wait for the window (`open`: the chain is pushed now); the operations on the chain count what they waited. */
   private windowEnds(open: boolean): boolean {
-    if (!open || this.heldSince === undefined) return open;
-    const now = performance.now();
-    for (const entry of this.entries.slice(0, this.chain.built)) {
-      entry.windowWaitMs = (entry.windowWaitMs ?? 0) + now - Math.max(entry.queuedAt, this.heldSince);
-    }
-    this.heldSince = undefined;
-    this.windowOpenedAt = now;
-    return true;
-  }
-
-  /** Rolls up small packs in the background, one compaction at a time. */
-  private maintain(): void {
-    const { store } = this.deps;
-    if (this.compacting !== undefined || !store.needsCompaction) return;
-    const packs = store.packCount;
-    this.repackInBackground(() => store.compact(), (ms) => ({ msg: "packs compacted", fields: { packs, after: store.packCount, ms } }));
-  }
-
-  /**
-   * Runs a repack after the one in progress (two repacks of one repository must not race). Reads
-   * go on meanwhile: the store finds objects that moved to the new pack (see ObjectStore.find).
-   */
-  private repackInBackground(job: () => Promise<void>, done: (ms: number) => { msg: string; fields: object }): void {
-    const { logger } = this.deps;
-    const run: Promise<void> = (this.compacting ?? Promise.resolve())
-      .then(async () => {
-        const started = performance.now();
-        await job();
-        const { msg, fields } = done(Math.round(performance.now() - started));
-        logger.info(fields, msg);
-      })
-      .catch((error: unknown) => logger.warn({ err: error }, "repacking failed"))
-      .finally(() => {
-        if (this.compacting === run) this.compacting = undefined;
-      });
-    this.compacting = run;
+    if (open) this.window.open(performance.now(), this.entries.slice(0, this.chain.built));
+    return open;
   }
 
   /** Runs the queued operations that have not run on the chain yet, in order, until `stop()` says so. */
@@ -659,14 +594,14 @@ export class Writer implements GitWriter {
     const { logger, maxPushAttempts, delay } = this.deps;
     switch (error.kind) {
       case "hook":
-        this.markReachable();
+        this.reach.reached();
         this.rejections = 0;
-        this.pushesInDoubt = [];
+        this.inDoubtPushes.clear();
         logger.error({ remoteMessage: error.remoteMessage, ops: batch.length }, "push refused by the remote");
         this.rejectEntries(batch, error);
         return;
       case "rejected":
-        this.markReachable();
+        this.reach.reached();
         this.rejections += 1;
         if (this.rejections >= maxPushAttempts) {
           logger.warn({ attempts: this.rejections, ops: batch.length }, "push rejected too often, giving up");
@@ -696,7 +631,7 @@ export class Writer implements GitWriter {
   /** Records a push in doubt (see Doubt): its operations wait for the remote's branch to tell. */
   private recordDoubt(tip: Tip, batch: Entry[], error: GitRemoteError): void {
     const outcomes = new Map(batch.map((e) => [e, { result: e.outcome?.result, commit: e.outcome?.commit ?? null }] as const));
-    this.pushesInDoubt.push({ commit: tip.commit!, outcomes });
+    this.inDoubtPushes.record(tip.commit!, outcomes);
     this.deps.logger.error(
       { commit: tip.commit, ops: batch.length, remoteMessage: error.remoteMessage },
       "push without an answer after its pack may have reached the remote: its operations wait until the remote's branch shows whether it took them",
@@ -709,28 +644,22 @@ export class Writer implements GitWriter {
    * a branch only from the old tip a push names), and its operations run again.
    */
   private async settleDoubts(tip: Tip): Promise<void> {
-    const doubts = this.pushesInDoubt;
-    this.pushesInDoubt = [];
-    for (const doubt of doubts) {
-      const landed = tip.commit !== null && (await this.deps.remote.lostCommits(doubt.commit, tip.commit, 1).then((lost) => lost.length === 0, () => false));
-      if (!landed) continue;
-      const entries = [...doubt.outcomes.keys()].filter((e) => this.entries.includes(e));
-      this.removeEntries(new Set(entries));
-      this.deps.logger.info({ commit: doubt.commit, ops: entries.length }, "the push in doubt is on the remote: its operations are acknowledged");
-      for (const entry of entries) entry.resolve(doubt.outcomes.get(entry)!);
-    }
+    const holds = async (commit: string, at: string) => (await this.deps.remote.lostCommits(commit, at, 1)).length === 0;
+    const landed = await this.inDoubtPushes.settle(tip.commit, holds);
+    if (landed.size === 0) return;
+    const entries = [...landed.keys()].filter((e) => this.entries.includes(e));
+    this.removeEntries(new Set(entries));
+    this.deps.logger.info({ tip: tip.commit, ops: entries.length }, "the push in doubt is on the remote: its operations are acknowledged");
+    for (const entry of entries) entry.resolve(landed.get(entry)!);
   }
 
   /** Rejects what waited too long, then waits before the next attempt (never past a deadline). */
   private async onUnreachable(error: GitRemoteError): Promise<void> {
     const { logger, delay } = this.deps;
-    this.markUnreachable();
-    this.outages += 1;
+    error = this.reach.explain(error);
+    this.reach.failed(error);
+    const attempt = this.reach.attempt();
     const now = performance.now();
-    if (!error.timedOut) this.lastTrouble = error;
-    else if (this.lastTrouble !== undefined) {
-      error = new GitRemoteError("unreachable", `${error.remoteMessage}; before that: ${this.lastTrouble.remoteMessage}`, { repository: this.deps.repository, timedOut: true });
-    }
     if (this.state === "closing") {
       // Shutting down: a push in doubt is not waited for past its operations' time; their answer
       // says that the remote may have taken them (a retry is answered from the repository).
@@ -739,15 +668,15 @@ export class Writer implements GitWriter {
     }
     this.expire(this.entries, now, error);
     if (this.entries.length === 0) return;
-    logger.warn({ remoteMessage: error.remoteMessage, attempt: this.outages }, "git remote unreachable, retrying");
+    logger.warn({ remoteMessage: error.remoteMessage, attempt }, "git remote unreachable, retrying");
     const bounded = this.entries.filter((e) => !this.inDoubt(e));
     const nextDeadline = bounded.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...bounded.map((e) => this.deadline(e)));
-    await delay(Math.max(0, Math.min(backoffDelayMs(this.outages, UNREACHABLE_BACKOFF), nextDeadline - now)));
+    await delay(Math.max(0, Math.min(backoffDelayMs(attempt, UNREACHABLE_BACKOFF), nextDeadline - now)));
   }
 
   /** Whether `entry`'s rejection must be confirmed on a fresh view before it is given. */
   private doubts(entry: Entry, error: unknown): boolean {
-    if (entry.confirmed || this.viewAsOf >= entry.queuedAt) return false;
+    if (entry.confirmed || this.reach.viewAsOf >= entry.queuedAt) return false;
     return this.deps.confirmRejection?.(error) ?? false;
   }
 
@@ -788,21 +717,11 @@ export class Writer implements GitWriter {
     try {
       found = await remote.fetch(deadline === undefined || Number.isFinite(deadline) ? deadline : undefined);
     } catch (error) {
-      this.markUnreachable();
-      if (error instanceof GitRemoteError && !error.timedOut) this.lastTrouble = error;
+      this.reach.failed(error);
       throw error;
     }
-    this.markReachable();
-    this.viewAsOf = Math.max(this.viewAsOf, started);
-    const fetched = store.refreshPacks();
-    if (fetched >= CAP_DELTAS_AFTER_FETCHING) {
-      // In the background: start-up reads in bulk through git (BulkReader); only the few objects
-      // an operation reads come through the pack reader, slower until the chains are capped.
-      this.repackInBackground(
-        () => store.capDeltaChains(),
-        (ms) => ({ msg: "fetched pack repacked with short delta chains", fields: { objects: fetched, ms } }),
-      );
-    }
+    this.reach.reached(started);
+    this.repacker.afterFetch(store.refreshPacks());
     if (!found) {
       if (this.remoteTip.commit === null) return EMPTY_TIP;
       // Adopting "no branch" would make the next commit a new root: a history without any of the
@@ -813,50 +732,15 @@ export class Writer implements GitWriter {
     const commit = await store.resolveRef(this.trackingRef);
     if (commit === null) throw new GitRepositoryError(`fetch succeeded but ${this.trackingRef} does not exist`);
     if (commit === this.remoteTip.commit) return this.remoteTip;
-    if (this.remoteTip.commit !== null) await this.checkHistory(this.remoteTip.commit, commit);
+    if (this.remoteTip.commit !== null) await this.history.check(this.remoteTip.commit, commit);
     return { commit, tree: await store.commitTree(commit) };
-  }
-
-  /**
-   * Called when a fetch moves the tip from `previous` to `tip`. A tip that does not descend from
-   * `previous` means a force-push erased commits, acknowledged operations among them: logged as
-   * an error naming them, and kept in historyRewrite until they are on the branch again. The
-   * writer follows the remote either way (it is the system of record).
-   */
-  private async checkHistory(previous: string, tip: string): Promise<void> {
-    const { remote, logger } = this.deps;
-    try {
-      if (this.rewrite !== undefined && (await remote.lostCommits(this.rewrite.previousTip, tip, 1)).length === 0) {
-        logger.info({ tip, previousTip: this.rewrite.previousTip }, "the commits erased by the history rewrite are on the branch again");
-        this.rewrite = undefined;
-        this.deps.metrics.lostCommits.set(0, this.labels);
-      }
-      const lost = await remote.lostCommits(previous, tip);
-      if (lost.length === 0) return;
-      const lostInstances = [...new Set(lost.flatMap((c) => c.instanceIds))];
-      this.rewrite = { noticedAt: this.deps.now().toISOString(), previousTip: previous, tip, lostCommits: lost, lostInstances };
-      this.deps.metrics.lostCommits.set(lost.length, this.labels);
-      const fields = {
-        previousTip: previous,
-        tip,
-        lostCommits: lost.map((c) => c.commit),
-        lostInstances,
-      };
-      if (lostInstances.length > 0) {
-        logger.error(fields, "the remote branch was rewritten: acknowledged operations are gone from it; following the remote");
-      } else {
-        logger.warn(fields, "the remote branch was rewritten: commits are gone from it; following the remote");
-      }
-    } catch (error) {
-      logger.warn({ err: error, previousTip: previous, tip }, "cannot tell whether the remote branch was rewritten");
-    }
   }
 
   /** Makes `tip` the known remote tip: snapshot(), the local branch ref, onTip listeners. */
   private async adopt(tip: Tip): Promise<void> {
     const previous = this.remoteTip;
     if (previous.commit === tip.commit) return;
-    if (this.pushesInDoubt.length > 0) await this.settleDoubts(tip);
+    if (this.inDoubtPushes.size > 0) await this.settleDoubts(tip);
     this.remoteTip = tip;
     this.notify(tip.commit, previous.commit);
     try {
@@ -889,20 +773,6 @@ export class Writer implements GitWriter {
         this.deps.logger.error({ err: error }, "onPushed listener failed");
       }
     }
-  }
-
-  private markReachable(): void {
-    if (!this.reachable) this.deps.logger.info({ after: this.outages }, "git remote reachable again");
-    this.reachable = true;
-    this.outages = 0;
-    this.lastTrouble = undefined;
-    this.deps.metrics.fetched.mark(this.labels);
-    this.deps.metrics.remoteUp.set(1, this.labels);
-  }
-
-  private markUnreachable(): void {
-    this.reachable = false;
-    this.deps.metrics.remoteUp.set(0, this.labels);
   }
 
   /** Settles `rejected` with `error` and drops the chain: whatever stays queued re-runs from the remote tip. */
