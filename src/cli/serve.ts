@@ -324,7 +324,11 @@ function startDelivery(
     metrics: instruments.nudge,
     ...options.nudge,
   });
-  const stopNudging = writer.onPushed((event) => nudger.pushed(event));
+  // Each store's pushes name its repository (ADR 0027): the nudger hears them per writer.
+  const stops = deps.storeSet
+    ? deps.storeSet.names.map((name) => deps.storeSet!.writer(name).onPushed((event) => nudger.pushed(event, name === CONTROL_STORE ? undefined : name)))
+    : [writer.onPushed((event) => nudger.pushed(event))];
+  const stopNudging = () => stops.forEach((stop) => stop());
   shutdown.add("send the nudges", () => {
     stopNudging();
     return nudger.close();

@@ -28,7 +28,6 @@ export type {
   PushedCommit,
   PushEvent,
   SubmitResult,
-  SubmitRoute,
   TreeEntryInfo,
   TreeReader,
   WalkEntry,

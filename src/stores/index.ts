@@ -4,7 +4,7 @@
  * instance records and `clusters/<id>/` manifests of the clusters whose registry entry names them
  * (`spec.store`), in the same layout. One operation is one commit in one repository.
  */
-export { createStoreSet, type StoreHealth, type StoreSet, type StoreSetOptions } from "./store-set.js";
+export { createStoreSet, type Placement, type StoreHealth, type StoreSet, type StoreSetOptions } from "./store-set.js";
 export { compositeTree, draftStore } from "./composite-tree.js";
 export { CONTROL, StoreMismatchError, StoreUnavailableError, type CompositeParts, type CompositeTree, type StoreName } from "./types.js";
 export { clusterStores, openWriters, type OpenWritersOptions } from "./open.js";

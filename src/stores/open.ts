@@ -15,8 +15,8 @@ export interface OpenWritersOptions {
   logger: Logger;
   metrics?: GitWriterInstruments;
   confirmRejection?: (error: unknown) => boolean;
-  /** The registry as the view serves it now: which store each cluster names. */
-  clusters: () => readonly { id: string; store?: string | undefined }[];
+  /** The registry as the view serves it now: which store each cluster names, which take new instances. */
+  clusters: () => readonly { id: string; store?: string | undefined; schedulable: boolean }[];
   /**
    * The local repositories, below the data directory: the control repository's `<prefix>.git`
    * (`work` for serve, `cli` for the commands), each store's `<prefix>-stores/<name>.git`.
@@ -88,6 +88,7 @@ export function openWriters(config: Config, options: OpenWritersOptions): { writ
     control,
     stores,
     storeOf: clusterStores(options.clusters),
+    clusters: options.clusters,
     logger: logger.child({ component: "stores" }),
     startWaitMs: Math.min(config.git.pushTimeoutSeconds * 1000, 10_000),
     ...(options.metrics ? { metrics: options.metrics } : {}),
