@@ -7,9 +7,9 @@ import {
   bindingManifestDir,
   byBindingKey,
   instanceManifestDir,
-  keyOf,
+  newBindingRecord,
+  newInstanceRecord,
   readInstance,
-  RECORD_API_VERSION,
   writeBinding,
   writeInstance,
   type BindingRecord,
@@ -208,54 +208,48 @@ interface Subject {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 
-/** The instance record the broker would have written for the provision Service Fabrik got. */
+/** The instance record the broker would have written for the provision Service Fabrik got (the broker's constructor). */
 export function instanceRecordOf(sf: KubeObject, clusterId: string, clusterNamespace: string, plan: Plan, op: OperationEntry<"import">): InstanceRecord {
   const spec = specOf(sf);
-  const instanceId = instanceIdOf(sf);
   const namespace = sf.metadata.namespace ?? clusterNamespace;
   const context = isObject(spec.context) ? spec.context : undefined;
   const maintenance = isObject(spec.maintenanceInfo) && typeof spec.maintenanceInfo.version === "string" ? spec.maintenanceInfo : undefined;
-  return {
-    apiVersion: RECORD_API_VERSION,
-    kind: "ServiceInstance",
-    metadata: { name: keyOf(instanceId), namespace },
-    spec: {
-      instanceId,
+  return newInstanceRecord(
+    {
+      instanceId: instanceIdOf(sf),
       serviceId: String(spec.serviceId),
       planId: plan.id,
       clusterId,
-      ...(namespace === clusterNamespace ? {} : { namespace }),
-      ...(str(spec.organizationGuid) ?? str(context?.organization_guid) ? { organizationGuid: str(spec.organizationGuid) ?? String(context?.organization_guid) } : {}),
-      ...(str(spec.spaceGuid) ?? str(context?.space_guid) ? { spaceGuid: str(spec.spaceGuid) ?? String(context?.space_guid) } : {}),
-      ...(context ? { context } : {}),
-      ...(isObject(spec.parameters) ? { parameters: spec.parameters } : {}),
-      ...(maintenance ? { maintenanceInfo: { version: String(maintenance.version), ...(typeof maintenance.description === "string" ? { description: maintenance.description } : {}) } } : {}),
+      namespace,
+      ownNamespace: namespace === clusterNamespace ? undefined : namespace,
+      organizationGuid: str(spec.organizationGuid) ?? str(context?.organization_guid),
+      spaceGuid: str(spec.spaceGuid) ?? str(context?.space_guid),
+      context,
+      parameters: isObject(spec.parameters) ? spec.parameters : undefined,
+      maintenanceInfo: maintenance && { version: String(maintenance.version), ...(typeof maintenance.description === "string" ? { description: maintenance.description } : {}) },
     },
-    status: { operations: [op] },
-  };
+    op,
+  );
 }
 
-/** The binding record the broker would have written for the bind Service Fabrik got. */
+/** The binding record the broker would have written for the bind Service Fabrik got (the broker's constructor). */
 export function bindingRecordOf(sf: KubeObject, instance: InstanceRecord, op: OperationEntry<"import">): BindingRecord {
   const spec = specOf(sf);
   const bindResource = isObject(spec.bindResource) ? spec.bindResource : undefined;
-  const appGuid = str(spec.appGuid) ?? str(bindResource?.app_guid);
-  return {
-    apiVersion: RECORD_API_VERSION,
-    kind: "ServiceBinding",
-    metadata: { name: keyOf(bindingIdOf(sf)), namespace: instance.metadata.namespace },
-    spec: {
+  return newBindingRecord(
+    {
       bindingId: bindingIdOf(sf),
       instanceId: instance.spec.instanceId,
       serviceId: instance.spec.serviceId,
       planId: instance.spec.planId,
-      ...(isObject(spec.context) ? { context: spec.context } : {}),
-      ...(isObject(spec.parameters) ? { parameters: spec.parameters } : {}),
-      ...(bindResource ? { bindResource } : {}),
-      ...(appGuid ? { appGuid } : {}),
+      namespace: instance.metadata.namespace,
+      context: isObject(spec.context) ? spec.context : undefined,
+      parameters: isObject(spec.parameters) ? spec.parameters : undefined,
+      bindResource,
+      appGuid: str(spec.appGuid) ?? str(bindResource?.app_guid),
     },
-    status: { operations: [op] },
-  };
+    op,
+  );
 }
 
 /** A Draft that keeps every edit made through it, in order, to replay elsewhere. */
