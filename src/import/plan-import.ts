@@ -198,7 +198,8 @@ const failedBinding = (b: KubeObject) => `failed in Service Fabrik (status.state
 async function planOne(inputs: PlanImportInputs, out: ImportPlan, sf: KubeObject, sfBindings: KubeObject[]): Promise<void> {
   const s = subjectOf(sf);
   const existing = await readInstance(inputs.base, s.instanceId);
-  if (existing && !existing.status.deleted) return planPresent(inputs, out, s, existing, sfBindings);
+  // Imported before (and maybe deprovisioned through the broker since): never imported again.
+  if (existing && (!existing.status.deleted || wasImported(existing))) return planPresent(inputs, out, s, existing, sfBindings);
   // A failed binding is left out of its instance; one in progress keeps the instance out.
   for (const b of sfBindings.filter((b) => sfState(b).state === "failed")) out.bindings.skipped.push(s.not(failedBinding(b), b));
   const bindings = sfBindings.filter((b) => sfState(b).state !== "failed");
@@ -216,9 +217,14 @@ async function planOne(inputs: PlanImportInputs, out: ImportPlan, sf: KubeObject
   }
 }
 
-/** An instance the repository holds: already imported (its bindings too, or not), or provisioned through the broker. */
+const wasImported = (record: { status: { operations: { action: string }[] } }) => record.status.operations.some((o) => o.action === "import");
+
+/**
+ * An instance the repository holds: already imported (its bindings too, or not; unbound or
+ * deprovisioned through the broker since counts as imported), or provisioned through the broker.
+ */
 async function planPresent(inputs: PlanImportInputs, out: ImportPlan, s: Subjected, existing: InstanceRecord, sfBindings: KubeObject[]): Promise<void> {
-  if (!existing.status.operations.some((o) => o.action === "import")) {
+  if (!wasImported(existing)) {
     out.refused.push(s.not("the GitOps repository holds an instance with this id that was not imported (provisioned through the broker)"));
     for (const b of sfBindings) out.bindings.refused.push(s.not(`its instance ${s.instanceId} is refused`, b));
     return;
@@ -231,7 +237,7 @@ async function planPresent(inputs: PlanImportInputs, out: ImportPlan, s: Subject
     else if (state === "busy") out.bindings.skipped.push(s.not(inProgress(b), b));
     else {
       const record = await readBinding(inputs.base, s.instanceId, bindingIdOf(b));
-      if (record && !record.status.deleted) {
+      if (record && wasImported(record)) {
         out.bindings.present.push({ instanceId: s.instanceId, bindingId: bindingIdOf(b) });
         handed.push(b);
       } else {

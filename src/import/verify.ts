@@ -30,8 +30,9 @@ import type { ImportPlan, NotImported } from "./plan-import.js";
  *   (must be none: else deleting Service Fabrik deletes it);
  * - Service Fabrik's controllers still running (must be none);
  * - what stays with Service Fabrik: each SFServiceInstance and SFServiceBinding still on the
- *   master (or a sister's replica of an imported one) that is neither imported and handed over
- *   nor being deleted without its finalizers, with the plan's reason where it gave one.
+ *   master (or a sister's replica of an imported one) that is not being deleted without its
+ *   finalizers (handed over: the garbage collector finishes it), with the plan's reason where it
+ *   gave one.
  */
 
 export interface VerifyInputs {
@@ -64,22 +65,24 @@ export interface Verification {
 interface ImportedInstance {
   instanceId: string;
   clusterId: string;
+  /** Deprovisioned through the broker since. */
+  deleted: boolean;
+  /** Every binding imported, unbound through the broker since or not. */
   bindingIds: string[];
+  /** Those not unbound. */
+  live: number;
 }
 
 const hasImport = (ops: readonly { action: string }[] | undefined) => (ops ?? []).some((o) => o.action === "import");
 
-/** The live instance records with an `import` entry, and their live imported bindings. */
+/** The instance records with an `import` entry (deprovisioned since or not), and their imported bindings. */
 const IMPORTED: FoldSpec<ImportedInstance[]> = {
   empty: [],
   readsBindings: true,
   ofRecord(record, bindings = []) {
-    if (record.deleted || !hasImport(record.operations)) return [];
-    const bindingIds = bindings
-      .map((text) => parse(text) as BindingRecord | null)
-      .filter((b): b is BindingRecord => b !== null && !b.status?.deleted && hasImport(b.status?.operations))
-      .map((b) => b.spec.bindingId);
-    return [{ instanceId: record.instanceId, clusterId: record.clusterId, bindingIds }];
+    if (!hasImport(record.operations)) return [];
+    const imported = bindings.map((text) => parse(text) as BindingRecord | null).filter((b): b is BindingRecord => b !== null && hasImport(b.status?.operations));
+    return [{ instanceId: record.instanceId, clusterId: record.clusterId, deleted: record.deleted, bindingIds: imported.map((b) => b.spec.bindingId), live: imported.filter((b) => !b.status.deleted).length }];
   },
   merge: (parts) => parts.flat(),
 };
@@ -121,9 +124,10 @@ function freshLists() {
 export async function verifyHandOver(inputs: VerifyInputs): Promise<Verification> {
   const list = freshLists();
   const records = await foldInstances(inputs.tip, IMPORTED, createFoldCache(1024));
+  const live = records.filter((r) => !r.deleted);
   const v: Verification = {
     listed: [`the master (${inputs.master.server})`],
-    imported: { instances: records.length, bindings: records.reduce((n, r) => n + r.bindingIds.length, 0), objects: 0 },
+    imported: { instances: live.length, bindings: live.reduce((n, r) => n + r.live, 0), objects: 0 },
     stillOwned: [],
     absent: [],
     running: [],
@@ -131,7 +135,7 @@ export async function verifyHandOver(inputs: VerifyInputs): Promise<Verification
   };
   const clusters = new Map<string, ClusterClient>();
   const byCluster = new Map<string, ObjectIdentity[]>();
-  for (const r of records) {
+  for (const r of live) {
     let objects = byCluster.get(r.clusterId);
     if (!objects) byCluster.set(r.clusterId, (objects = []));
     await namedObjects(inputs.tip, instanceManifestDir(r.clusterId, r.instanceId), objects);
@@ -147,13 +151,14 @@ export async function verifyHandOver(inputs: VerifyInputs): Promise<Verification
     v.imported.objects += objects.length;
     await checkOwners(list, client, clusterId, objects, v);
   }
-  for (const [label, client] of [["master", inputs.master] as const, ...[...clusters].map(([id, c]) => [`cluster ${id}`, c] as const)]) {
+  const sisters = [...clusters].filter(([, c]) => c.server !== inputs.master.server).map(([id, c]): [string, ClusterClient] => [`cluster ${id}`, c]);
+  for (const [label, client] of [["master", inputs.master] as [string, ClusterClient], ...sisters]) {
     for (const d of await list(client, "apps/v1", "Deployment")) {
       const replicas = (d.spec as { replicas?: number } | undefined)?.replicas ?? 1;
       if (d.metadata.namespace === inputs.namespace && replicas !== 0) v.running.push(`${label}: Deployment ${d.metadata.namespace}/${d.metadata.name ?? ""} has ${replicas} replica(s)`);
     }
   }
-  await leftWithServiceFabrik(inputs, list, records, clusters, v);
+  await leftWithServiceFabrik(inputs, list, records, sisters, v);
   v.stillOwned = [...new Set(v.stillOwned)];
   return v;
 }
@@ -181,7 +186,7 @@ async function leftWithServiceFabrik(
   inputs: VerifyInputs,
   list: ReturnType<typeof freshLists>,
   records: readonly ImportedInstance[],
-  clusters: ReadonlyMap<string, ClusterClient>,
+  sisters: readonly [string, ClusterClient][],
   v: Verification,
 ): Promise<void> {
   const imported = new Map(records.map((r) => [r.instanceId, r]));
@@ -189,15 +194,17 @@ async function leftWithServiceFabrik(
   const bySfName = new Map(records.map((r) => [serviceFabrikName(r.instanceId), r.instanceId]));
   const instanceReason = new Map([...(inputs.plan?.refused ?? []), ...(inputs.plan?.skipped ?? [])].map((n) => [n.instanceId, n]));
   const bindingReason = new Map([...(inputs.plan?.bindings.refused ?? []), ...(inputs.plan?.bindings.skipped ?? [])].map((n) => [n.bindingId ?? "", n]));
-  const sources: [string, ClusterClient][] = [["the master", inputs.master], ...[...clusters].filter(([, c]) => c.server !== inputs.master.server).map(([id, c]) => [`cluster ${id}`, c] as [string, ClusterClient])];
+  // SF's cluster "1" is the master itself: listed once.
+  const sources: [string, ClusterClient][] = [["the master", inputs.master], ...sisters];
   for (const [where, client] of sources) {
     const onMaster = client === inputs.master;
     const instances = await list(client, SF_OSB_API_VERSION, SF_INSTANCE_KIND);
     const bindings = await list(client, SF_OSB_API_VERSION, SF_BINDING_KIND);
     for (const o of instances) {
       const instanceId = instanceIdOf(o);
+      if (handedOver(o)) continue;
       if (imported.has(instanceId)) {
-        if (!handedOver(o)) v.left.instances.push({ instanceId, reason: `imported, but its ${resourceText(o)} on ${where} is not handed over (it still holds its finalizers or is not deleted): run the hand-over again` });
+        v.left.instances.push({ instanceId, reason: `imported, but its ${resourceText(o)} on ${where} is not handed over (it still holds its finalizers or is not deleted): run the hand-over again` });
       } else if (onMaster) {
         v.left.instances.push(instanceReason.get(instanceId) ?? { instanceId, reason: "not imported: not in this run's plan (listed after the import read the master)" });
       }
@@ -209,8 +216,9 @@ async function leftWithServiceFabrik(
     for (const b of bindings) {
       const instanceId = instanceOf.get(b) ?? "";
       const bindingId = bindingIdOf(b);
+      if (handedOver(b)) continue;
       if (imported.get(instanceId)?.bindingIds.includes(bindingId)) {
-        if (!handedOver(b)) v.left.bindings.push({ instanceId, bindingId, reason: `imported, but its ${resourceText(b)} on ${where} is not handed over (it still holds its finalizers or is not deleted): run the hand-over again` });
+        v.left.bindings.push({ instanceId, bindingId, reason: `imported, but its ${resourceText(b)} on ${where} is not handed over (it still holds its finalizers or is not deleted): run the hand-over again` });
       } else if (onMaster) {
         v.left.bindings.push(bindingReason.get(bindingId) ?? { instanceId, bindingId, reason: "not imported: not in this run's plan" });
       }
