@@ -4,12 +4,8 @@ import {
   type BindingAction,
   type BindingRecord,
   type InstanceAction,
-  type InstancePatch,
   type InstanceRecord,
-  type MaintenanceInfoRecord,
   type OperationEntry,
-  type OriginatingIdentity,
-  type SensitiveParameterRefs,
 } from "./records.js";
 
 /**
@@ -20,40 +16,16 @@ import {
  * field is no key at all.
  */
 
-export interface InstanceRecordFields {
-  instanceId: string;
-  serviceId: string;
-  planId: string;
-  /** "" until placement chose it. */
-  clusterId: string;
+/** An instance record's spec, with `ownNamespace` for spec.namespace and `namespace` for metadata.namespace. */
+export type InstanceRecordFields = Omit<InstanceRecord["spec"], "namespace" | "sensitiveParameters"> & {
   /** metadata.namespace: where the instance's objects live ("" until placement). */
   namespace: string;
   /** spec.namespace: the instance's own namespace, kept from Service Fabrik (see instanceNamespace). */
   ownNamespace?: string;
-  region?: string;
-  organizationGuid?: string;
-  spaceGuid?: string;
-  context?: Record<string, unknown>;
-  parameters?: Record<string, unknown>;
-  maintenanceInfo?: MaintenanceInfoRecord;
-  originatingIdentity?: OriginatingIdentity;
-}
+};
 
-export interface BindingRecordFields {
-  bindingId: string;
-  instanceId: string;
-  serviceId: string;
-  planId: string;
-  /** metadata.namespace: the instance's. */
-  namespace: string;
-  context?: Record<string, unknown>;
-  parameters?: Record<string, unknown>;
-  bindResource?: Record<string, unknown>;
-  appGuid?: string;
-  originatingIdentity?: OriginatingIdentity;
-  sensitiveParameters?: SensitiveParameterRefs;
-  instancePatches?: InstancePatch[];
-}
+/** A binding record's spec, with `namespace` for metadata.namespace (the instance's). */
+export type BindingRecordFields = BindingRecord["spec"] & { namespace: string };
 
 /** `{ [key]: value }` when value is defined, else `{}`: an absent field is no key. */
 function optional<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
