@@ -38,6 +38,7 @@ interface ImportOptions extends ConfigOptions {
   dryRun?: boolean;
   yes?: boolean;
   batchSize: string;
+  pageSize: string;
   differences: "all" | "summary";
   handOver?: boolean;
   sfNamespace: string;
@@ -81,6 +82,7 @@ export function importCommand(io: CliIo, done: Done): Command {
     .option("--dry-run", "print the plan and write nothing (the default without --yes)")
     .option("--yes", "commit the import (and, with --hand-over, perform the hand-over)")
     .option("--batch-size <n>", "instances per commit", "500")
+    .option("--page-size <n>", "objects per list request to a cluster (every list is read to its last page)", "500")
     .addOption(new Option("--differences <how>", "print every difference, or a count per kind of difference").choices(["all", "summary"]).default("all"))
     .option("--hand-over", "with --yes: perform the hand-over steps after the import")
     .option("--sf-namespace <ns>", "Service Fabrik's namespace (its controllers' Deployments) on every cluster", "interoperator")
@@ -88,6 +90,8 @@ export function importCommand(io: CliIo, done: Done): Command {
     .action(async (options: ImportOptions, cmd: Command) => {
       const batch = Number(options.batchSize);
       if (!(Number.isInteger(batch) && batch >= 1)) cmd.error(`error: --batch-size must be a positive integer, not ${options.batchSize}`, { exitCode: 2 });
+      const page = Number(options.pageSize);
+      if (!(Number.isInteger(page) && page >= 1)) cmd.error(`error: --page-size must be a positive integer, not ${options.pageSize}`, { exitCode: 2 });
       const map: Record<string, string> = {};
       for (const m of options.mapCluster) {
         const [from, to, ...rest] = m.split("=");
@@ -136,13 +140,14 @@ async function clientsOf(options: ImportOptions, map: Record<string, string>, cl
   const resolve = createKubeConfigResolver();
   // The master is no registry entry: a name for the resolver's messages.
   const masterEntry = { id: "service-fabrik-master" } as ClusterEntry;
-  const master = await clusterClient(await resolve(masterRef(options), masterEntry), "Service Fabrik's master");
+  const paging = { pageSize: Number(options.pageSize) };
+  const master = await clusterClient(await resolve(masterRef(options), masterEntry), "Service Fabrik's master", paging);
   const made = new Map<string, Promise<ClusterClient | undefined>>();
   const cluster = (clusterId: string) => {
     let client = made.get(clusterId);
     if (!client) {
       const entry = clusters.find((c) => c.id === clusterId);
-      client = entry ? resolve(entry.kubeconfig, entry).then((kc) => clusterClient(kc, `cluster ${entry.id}`)) : Promise.resolve(undefined);
+      client = entry ? resolve(entry.kubeconfig, entry).then((kc) => clusterClient(kc, `cluster ${entry.id}`, paging)) : Promise.resolve(undefined);
       made.set(clusterId, client);
     }
     return client;

@@ -1,4 +1,3 @@
-import { KubeApiError } from "../errors/index.js";
 import {
   appliedResources,
   identityKey,
@@ -65,10 +64,7 @@ function resourceArg(ref: ObjectIdentity): string {
 }
 const kubectl = (c: ClusterClient, ref: ObjectIdentity, verb: string) => `kubectl --server ${c.server}${ref.namespace ? ` -n ${ref.namespace}` : ""} ${verb} ${resourceArg(ref)}`;
 const patchArg = (p: unknown) => `--type merge -p '${JSON.stringify(p)}'`;
-function errorText(e: unknown): string {
-  if (e instanceof KubeApiError && e.status !== undefined) return `${e.message} (HTTP ${e.status}${e.status === 403 ? ": forbidden to this kubeconfig's identity" : ""})`;
-  return e instanceof Error ? e.message : String(e);
-}
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 interface Cluster {
   label: string;

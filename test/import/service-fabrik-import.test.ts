@@ -88,7 +88,8 @@ afterAll(async () => {
 describe("gitops-broker import service-fabrik", () => {
   it("dry run: prints the instances by cluster and plan, what is refused or skipped and why, the accounting, the differences; writes nothing; exit 3", async () => {
     const before = await remoteHead(h.remoteDir);
-    const { code, out } = await importCli();
+    // Two objects a list request: the double pages as kube-apiserver does, every page is read.
+    const { code, out } = await importCli("--page-size", "2");
     // Something stays with Service Fabrik: incomplete.
     expect(code).toBe(3);
     expect(out).toContain("to import: 7 instance(s) with 5 binding(s)");
@@ -218,7 +219,7 @@ describe("gitops-broker import service-fabrik", () => {
     expect(listed.out).not.toContain("verification");
     expect(owned(east.server).length).toBeGreaterThan(0);
 
-    const { code, out } = await importCli("--yes", "--hand-over");
+    const { code, out } = await importCli("--yes", "--hand-over", "--page-size", "3");
     expect(out).not.toContain("FAILED");
     expect(out).toContain(`verification, on a fresh full list of the master (${master.url}), cluster east (${east.server.url}), cluster west (${west.server.url}):`);
     expect(out).toContain("  imported in the GitOps repository: 7 instance(s), 5 binding(s), naming 7 object(s)\n  imported objects owned by a Service Fabrik resource: 0\n");
