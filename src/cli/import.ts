@@ -11,7 +11,7 @@ import {
   readLandscape,
   type ClusterClient,
 } from "../import/index.js";
-import { createKubeConfigResolver } from "../status-watcher/index.js";
+import { createKubeConfigResolver } from "../kube/index.js";
 import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
 import { openRepo } from "./repo-access.js";
 import { VERSION } from "./version.js";

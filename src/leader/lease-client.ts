@@ -1,6 +1,6 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { KubeApiError } from "../errors/index.js";
-import { loadClientNode, type ClientNode } from "../kube/index.js";
+import { createKubeApi, type ClientNode } from "../kube/index.js";
 
 /** A coordination.k8s.io/v1 Lease, the fields leader election reads and writes. */
 export interface Lease {
@@ -39,75 +39,34 @@ export interface KubeLeaseClientOptions {
 }
 
 /**
- * The Lease through client-node's HTTP library and the KubeConfig's authentication, as JSON of our
- * own: client-node's generated V1Lease serializer writes MicroTime with milliseconds padded, and
- * the three calls need nothing else from it. 409 is an answer (someone else won), not a failure.
+ * The Lease through src/kube's request helper, as JSON of our own: client-node's generated
+ * V1Lease serializer writes MicroTime with milliseconds padded, and the three calls need nothing
+ * else from it. 409 is an answer (someone else won), not a failure.
  */
 export function createKubeLeaseClient(options: KubeLeaseClientOptions): LeaseClient {
   const { kubeConfig, namespace, name } = options;
-  const server = kubeConfig.getCurrentCluster()?.server;
-  if (server === undefined) throw new KubeApiError("the kubeconfig for leader election has no current cluster");
-  const load = options.clientNode ?? loadClientNode;
-  const timeoutMs = options.timeoutMs ?? 10_000;
+  if (kubeConfig.getCurrentCluster()?.server === undefined) throw new KubeApiError("the kubeconfig for leader election has no current cluster");
+  const api = createKubeApi({ kubeConfig, timeoutMs: options.timeoutMs ?? 10_000, ...(options.clientNode ? { clientNode: options.clientNode } : {}) });
   const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
   const item = `${collection}/${encodeURIComponent(name)}`;
-
-  async function call(method: "GET" | "POST" | "PUT", path: string, body?: Lease): Promise<{ status: number; lease?: Lease }> {
-    const k8s = await load();
-    const request = new k8s.RequestContext(`${server}${path}`, k8s.HttpMethod[method]);
-    request.setHeaderParam("Accept", "application/json");
-    if (body !== undefined) {
-      request.setHeaderParam("Content-Type", "application/json");
-      request.setBody(JSON.stringify(body));
-    }
-    request.setSignal(AbortSignal.timeout(timeoutMs));
-    await kubeConfig.applySecurityAuthentication(request);
-    let status: number;
-    let text: string;
-    try {
-      const response = await new k8s.IsomorphicFetchHttpLibrary().send(request).toPromise();
-      status = response.httpStatusCode;
-      text = await response.body.text();
-    } catch (error) {
-      throw new KubeApiError(`${method} Lease ${namespace}/${name}: no answer from the API server`, {}, { cause: error });
-    }
-    if (status === 200 || status === 201) {
-      try {
-        return { status, lease: JSON.parse(text) as Lease };
-      } catch (error) {
-        throw new KubeApiError(`${method} Lease ${namespace}/${name}: the answer is not JSON`, { status }, { cause: error });
-      }
-    }
-    if (status === 404 || status === 409) return { status };
-    let reason: string | undefined;
-    let message = text.slice(0, 500);
-    try {
-      const parsed = JSON.parse(text) as { reason?: string; message?: string };
-      reason = parsed.reason;
-      message = parsed.message ?? message;
-    } catch {
-      // not a Status: the text as it is
-    }
-    throw new KubeApiError(`${method} Lease ${namespace}/${name}: ${status} ${message}`, { status, ...(reason ? { reason } : {}) });
-  }
+  const call = async (method: "GET" | "POST" | "PUT", path: string, body?: Lease) =>
+    api.request<Lease | undefined>({ method, path, body, answers: [404, 409], what: `${method} Lease ${namespace}/${name}` });
 
   return {
     async get() {
-      const { status, lease } = await call("GET", item);
-      if (status === 404) return null;
-      return lease ?? null;
+      const { status, body } = await call("GET", item);
+      return status === 404 ? null : (body ?? null);
     },
     async create(lease) {
-      const { status, lease: created } = await call("POST", collection, lease);
+      const { status, body } = await call("POST", collection, lease);
       if (status === 409) return null;
       if (status === 404) throw new KubeApiError(`POST Lease ${namespace}/${name}: namespace ${namespace} not found`, { status });
-      return created ?? null;
+      return body ?? null;
     },
     async update(lease) {
-      const { status, lease: updated } = await call("PUT", item, lease);
-      // 404: deleted meanwhile; the next round creates it again.
-      if (status === 409 || status === 404) return null;
-      return updated ?? null;
+      const { status, body } = await call("PUT", item, lease);
+      // 409: changed meanwhile; 404: deleted meanwhile (the next round creates it again).
+      return status === 409 || status === 404 ? null : (body ?? null);
     },
   };
 }
