@@ -18,14 +18,17 @@ export interface Lease {
   };
 }
 
-/** The three requests leader election makes on its one Lease; the RBAC Role grants these verbs only. */
+/**
+ * The three requests leader election makes on its one Lease; the RBAC Role grants these verbs
+ * only. Each rejects when `signal` aborts (the end of the round's renew deadline).
+ */
 export interface LeaseClient {
   /** The Lease, or null when there is none. */
-  get(): Promise<Lease | null>;
+  get(signal?: AbortSignal): Promise<Lease | null>;
   /** Creates it; null when another replica created it first (409). */
-  create(lease: Lease): Promise<Lease | null>;
+  create(lease: Lease, signal?: AbortSignal): Promise<Lease | null>;
   /** Replaces it at its resourceVersion; null when it changed meanwhile (409). */
-  update(lease: Lease): Promise<Lease | null>;
+  update(lease: Lease, signal?: AbortSignal): Promise<Lease | null>;
 }
 
 export interface KubeLeaseClientOptions {
@@ -34,7 +37,7 @@ export interface KubeLeaseClientOptions {
   name: string;
   /** Loads @kubernetes/client-node (default: once per process, on first use). */
   clientNode?: () => Promise<ClientNode>;
-  /** A request without an answer for this long fails (default 10 s): a hung API server must not hold the leader. */
+  /** A request without an answer for this long fails (default 10 s); the elector bounds each round by its renew deadline besides. */
   timeoutMs?: number;
 }
 
@@ -49,22 +52,22 @@ export function createKubeLeaseClient(options: KubeLeaseClientOptions): LeaseCli
   const api = createKubeApi({ kubeConfig, timeoutMs: options.timeoutMs ?? 10_000, ...(options.clientNode ? { clientNode: options.clientNode } : {}) });
   const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
   const item = `${collection}/${encodeURIComponent(name)}`;
-  const call = async (method: "GET" | "POST" | "PUT", path: string, body?: Lease) =>
-    api.request<Lease | undefined>({ method, path, body, answers: [404, 409], what: `${method} Lease ${namespace}/${name}` });
+  const call = async (method: "GET" | "POST" | "PUT", path: string, body: Lease | undefined, signal: AbortSignal | undefined) =>
+    api.request<Lease | undefined>({ method, path, body, answers: [404, 409], what: `${method} Lease ${namespace}/${name}`, ...(signal ? { signal } : {}) });
 
   return {
-    async get() {
-      const { status, body } = await call("GET", item);
+    async get(signal) {
+      const { status, body } = await call("GET", item, undefined, signal);
       return status === 404 ? null : (body ?? null);
     },
-    async create(lease) {
-      const { status, body } = await call("POST", collection, lease);
+    async create(lease, signal) {
+      const { status, body } = await call("POST", collection, lease, signal);
       if (status === 409) return null;
       if (status === 404) throw new KubeApiError(`POST Lease ${namespace}/${name}: namespace ${namespace} not found`, { status });
       return body ?? null;
     },
-    async update(lease) {
-      const { status, body } = await call("PUT", item, lease);
+    async update(lease, signal) {
+      const { status, body } = await call("PUT", item, lease, signal);
       // 409: changed meanwhile; 404: deleted meanwhile (the next round creates it again).
       return status === 409 || status === 404 ? null : (body ?? null);
     },
