@@ -21,26 +21,25 @@ cd "$(dirname "$0")/.."
 root=$PWD
 cache=${GITOPS_BROKER_TEST_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/gitops-broker/test-tools}
 
-# Tools modules name a toolchain like go/go.mod: the same Go, never a silent switch. A tools
-# module whose program needs a newer Go names that release in its own go.mod (tools/argocd:
-# go1.27.3, ADR 0035): the go command then takes it from the Go module proxy, for that module only.
-want=$(sed -n 's/^toolchain //p' go/go.mod)
-if [ "${GOTOOLCHAIN:-local}" != "$want" ]; then export GOTOOLCHAIN=local; fi
-have=$(go env GOVERSION)
-if [ "$have" != "$want" ]; then
-  echo "scripts/build-test-tools.sh: the tools modules are built with $want, but 'go' is $have; see scripts/build-wasm.sh" >&2
-  exit 1
-fi
+# Each tools module names its toolchain in its go.mod (go1.26.8, the machine's, for Kubernetes and
+# Helm); `use_toolchain` makes the go command run exactly that release, fetched from the Go module
+# proxy when the machine's go is another: never a silent switch. (go/go.mod pins the older release
+# the WebAssembly module is built with: ADR 0011.)
+use_toolchain() {
+  local want; want=$(sed -n 's/^toolchain //p' "tools/$1/go.mod")
+  export GOTOOLCHAIN="$want"
+  have=$(go env GOVERSION)
+  if [ "$have" != "$want" ]; then
+    echo "scripts/build-test-tools.sh: tools/$1/go.mod names $want, but GOTOOLCHAIN=$want runs $have" >&2
+    exit 1
+  fi
+}
 export CGO_ENABLED=0 GOFLAGS="-trimpath -mod=readonly -buildvcs=false"
 
-# The Go release tools/NAME names (its toolchain line).
+# The Go release tools/NAME names (its toolchain line), and `go` run with it: tools/argocd names
+# go1.27.3 (Argo CD v3.6 needs Go 1.27, ADR 0035), which the go command takes from the proxy.
 toolchain_of() { sed -n 's/^toolchain //p' "$root/tools/$1/go.mod"; }
-# `go` with the toolchain of tools/NAME: the machine's own (GOTOOLCHAIN=local) or the one it names.
-go_for() {
-  local name=$1 release; shift
-  release=$(toolchain_of "$name")
-  if [ "$release" = "$have" ]; then GOTOOLCHAIN=local go "$@"; else GOTOOLCHAIN=$release go "$@"; fi
-}
+go_for() { local name=$1; shift; GOTOOLCHAIN=$(toolchain_of "$name") go "$@"; }
 
 # The version of a module the tools module requires.
 version_of() { (cd "tools/$1" && go_for "$1" list -m -f '{{.Version}}' "$2"); }
@@ -129,11 +128,11 @@ crds() {
 
 build() {
   local name=$1 package ldflags
-  if [ "$name" = crds ]; then crds; return; fi
+  if [ "$name" = crds ]; then use_toolchain kube-apiserver; crds; return; fi
+  use_toolchain "$name"
   spec "$name"
   local key
   key=$(cat "tools/$name/go.mod" "tools/$name/go.sum" <(echo "$package $ldflags $have $GOFLAGS") | sha256sum | cut -c1-16)
-  local release; release=$(toolchain_of "$name")
   local dir="$cache/$name-$key"
   if [ ! -x "$dir/$name" ]; then
     mkdir -p "$cache"
@@ -144,8 +143,7 @@ build() {
       echo "building $name ($package) into $dir: a few minutes on a fresh machine" >&2
       local started=$SECONDS tmp
       tmp=$(mktemp -d "$cache/.$name-XXXXXX")
-      [ "$release" = "$have" ] || echo "$name needs $release: the go command takes it from the Go module proxy" >&2
-      (cd "tools/$name" && go_for "$name" build -ldflags "$ldflags" -o "$tmp/$name" "$package")
+      (cd "tools/$name" && go build -ldflags "$ldflags" -o "$tmp/$name" "$package")
       rm -rf "$dir" && mv "$tmp" "$dir"
       echo "built $name in $((SECONDS - started)) s" >&2
     fi

@@ -13,11 +13,11 @@ import {
   LABEL_INSTANCE,
   LABEL_MANAGED_BY,
   MANAGED_BY,
-  RECORD_API_VERSION,
   bindingManifestDir,
   instanceNamespace,
   keyOf,
   latestOperation,
+  newBindingRecord,
   readBinding,
   readInstance,
   readLiveBindings,
@@ -27,7 +27,7 @@ import {
 } from "../repo/index.js";
 import { withoutSensitiveParameters, type ApiVersion, type Plan, type Service } from "../catalog/index.js";
 import type { BindingResult } from "../status-watcher/index.js";
-import { appliedOverrides, commitSpec, instanceRoute, operationEntry, planBindable, runOperation, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, operationEntry, planBindable, runOperation, type Ctx, type OsbResponse } from "./context.js";
 import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { checkParameters, operationResponse, pickOperation, pollingMissing } from "./instances.js";
@@ -130,24 +130,22 @@ export async function bind(
       },
       sensitive,
     );
-    const binding: BindingRecord = {
-      apiVersion: RECORD_API_VERSION,
-      kind: "ServiceBinding",
-      metadata: { name: keyOf(bindingId), namespace: place.namespace },
-      spec: {
+    const binding = newBindingRecord(
+      {
         bindingId,
         instanceId,
         serviceId: service.id,
         planId: plan.id,
-        ...(body.context ? { context: body.context } : {}),
-        ...(parameters ? { parameters } : {}),
-        ...(body.bindResource ? { bindResource: body.bindResource } : {}),
-        ...(body.appGuid ? { appGuid: body.appGuid } : {}),
-        ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
-        ...(refs ? { sensitiveParameters: refs } : {}),
+        namespace: place.namespace,
+        context: body.context,
+        parameters,
+        bindResource: body.bindResource,
+        appGuid: body.appGuid,
+        originatingIdentity: osb.originatingIdentity,
+        sensitiveParameters: refs,
       },
-      status: { operations: [op] },
-    };
+      op,
+    );
     const others = (await readLiveBindings(draft, instanceId)).filter((b) => b.spec.bindingId !== bindingId);
     // The instance's objects may depend on its bindings (one database user per binding: rendered
     // from `bindings`, or added by the bind template to the instance's object, ADR 0017).
@@ -167,7 +165,7 @@ export async function bind(
       }),
       result: { instance, binding: bound.binding, created: true },
     };
-  }, instanceRoute(ctx, instanceId));
+  }, { instance: instanceId });
   return answerBind(ctx, result, service, accepts);
 }
 
@@ -265,7 +263,7 @@ export async function unbind(
       }),
       result: plan.asyncBinding ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
-  }, instanceRoute(ctx, instanceId));
+  }, { instance: instanceId });
 }
 
 /**
