@@ -10,7 +10,7 @@
 #                   whose name (or ARGOCD_BINARY_NAME) says which program it is
 #   crds            the CustomResourceDefinitions of Flux's source- and kustomize-controller and of
 #                   Argo CD, as their projects ship them in the modules the tools above are built
-#                   from (CRDS below)
+#                   from (CRDS below), and Argo CD's git-verify-wrapper.sh
 # None of them ships: they are test tools (ADR 0022). Each tools/<name> module pins its versions in
 # its go.mod and go.sum; a binary is cached under $GITOPS_BROKER_TEST_TOOLS (default
 # ~/.cache/gitops-broker/test-tools) by a key of those files, the flags and the Go release, and
@@ -101,6 +101,9 @@ crd_list() {
   for kind in application applicationset appproject; do
     echo "github.com/argoproj/argo-cd/v3@$argocd manifests/crds/$kind-crd.yaml argocd"
   done
+  # Not a CRD: the helper Argo CD's image puts on the repo-server's PATH, which v3.6 runs for every
+  # commit it generates manifests from (util/git VerifyCommitSignature).
+  echo "github.com/argoproj/argo-cd/v3@$argocd hack/git-verify-wrapper.sh argocd"
 }
 
 # The CRDs, copied out of the module cache into one directory (go mod download checks each
