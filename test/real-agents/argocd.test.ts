@@ -14,7 +14,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { parse, stringify } from "yaml";
+import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
 import { createLogger } from "../../src/log/index.js";
@@ -30,6 +30,7 @@ import { credentialsSecretName, postgresOperatorStandIn, startOperatorLoop, type
 import { EXAMPLE_REPOSITORY, exampleObjects } from "../support/real-flux.js";
 import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
 import { sampleCatalogFiles } from "../support/sister-cluster.js";
+import { brokenPlan } from "./plans.js";
 
 vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
 
@@ -64,12 +65,6 @@ function localEntry(nudge: Record<string, unknown>): string {
   });
 }
 
-async function brokenPlan(files: Record<string, string>): Promise<string> {
-  const medium = parse(files["catalog/postgresql/plans/medium.yaml"]!) as { metadata: { name: string }; spec: Record<string, unknown> & { context: Record<string, unknown> } };
-  medium.metadata.name = BROKEN_PLAN_ID;
-  medium.spec = { ...medium.spec, id: BROKEN_PLAN_ID, name: "broken", maximumPollingDuration: 40, context: { ...medium.spec.context, numberOfInstances: "two" } };
-  return stringify(medium);
-}
 
 const get = async (apiPath: string) => (await kube.request("GET", apiPath)).body as KubeObject & { status?: Record<string, unknown> };
 const secret = async (name: string) => kube.request("GET", `/api/v1/namespaces/${INSTANCES}/secrets/${name}`);
@@ -91,7 +86,7 @@ beforeAll(async () => {
   const catalog = await sampleCatalogFiles();
   await createBareRemote(remotes, "platform-gitops.git", {
     ...catalog,
-    "catalog/postgresql/plans/broken.yaml": await brokenPlan(catalog),
+    "catalog/postgresql/plans/broken.yaml": brokenPlan(catalog, BROKEN_PLAN_ID),
     "registry/clusters/local.yaml": localEntry({ via: "annotation" }),
     [clusterNamespacePath("local")]: namespaceManifest(INSTANCES),
   });
