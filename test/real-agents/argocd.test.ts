@@ -147,7 +147,7 @@ describe("examples/argocd, applied as written, with real Argo CD", () => {
     const app = await get(APPLICATION);
     expect((app.metadata.annotations as Record<string, string>)["argocd.argoproj.io/manifest-generate-paths"]).toBe("/clusters/local");
     // The store's ApplicationSet made its cluster's Application too.
-    expect((await kube.request("GET", `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD_NAMESPACE}/applications/gitops-broker-eu-prod-1`)).status).toBe(200);
+    await eventually(async () => expect((await kube.request("GET", `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD_NAMESPACE}/applications/gitops-broker-eu-prod-1`)).status).toBe(200));
     expect((await get(`/api/v1/namespaces/${INSTANCES}`)).metadata.name).toBe(INSTANCES);
   });
 
