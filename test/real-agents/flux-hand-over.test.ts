@@ -108,7 +108,7 @@ describe("hand-over of a Service Fabrik instance to real kustomize-controller", 
     const before = await get(PG_PATH);
     expect(before.metadata.ownerReferences).toHaveLength(2);
     const imported = await runImport(["service-fabrik", ...args, "--yes", "--hand-over"]);
-    expect(imported.out).toContain("imported 1 instance(s) in 1 commit(s)");
+    expect(imported.out).toMatch(/imported 1 instance\(s\) with 1 binding\(s\) in 1 commit\(s\)/);
     expect(imported.code).toBe(0);
     expect((await get(PG_PATH)).metadata.ownerReferences).toBeUndefined();
 
