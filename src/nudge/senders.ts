@@ -80,9 +80,12 @@ async function annotateArgo(entry: ClusterEntry, sync: SyncRef, api: ObjectApi):
 }
 
 /**
- * Flux: the source first (the GitRepository fetches, and a new artifact makes the Kustomization
- * reconcile), then the Kustomization itself (`flux reconcile kustomization --with-source`).
- * Annotating the Kustomization alone would re-apply the artifact the source already had.
+ * Flux: the source (the GitRepository fetches; kustomize-controller watches its sources, and the
+ * new artifact makes the Kustomization reconcile at once). The Kustomization itself is annotated
+ * only when it has no source to fetch: annotated together with the source, it reconciled the
+ * artifact the source still had first (a full server-side dry run of the cluster's directory) and
+ * the new one after that, later (seen with real kustomize-controller, ADR 0035). `flux reconcile
+ * kustomization --with-source` avoids that by waiting for the source before annotating.
  */
 async function annotateFlux(entry: ClusterEntry, sync: SyncRef, api: ObjectApi, deps: SendDeps): Promise<string> {
   const ks: Ref = { apiVersion: KUSTOMIZATION, kind: "Kustomization", name: sync.name, namespace: sync.namespace };
@@ -101,8 +104,10 @@ async function annotateFlux(entry: ClusterEntry, sync: SyncRef, api: ObjectApi, 
       done.push(`${ref.kind} ${ref.namespace}/${ref.name}`);
     }
   }
-  await annotate(entry, api, ks, FLUX_REQUESTED_AT, at);
-  done.push(`Kustomization ${ks.namespace}/${ks.name}`);
+  if (done.length === 0) {
+    await annotate(entry, api, ks, FLUX_REQUESTED_AT, at);
+    done.push(`Kustomization ${ks.namespace}/${ks.name}`);
+  }
   return `annotated ${done.join(" and ")} ${FLUX_REQUESTED_AT}=${at}`;
 }
 

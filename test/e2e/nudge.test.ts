@@ -172,7 +172,7 @@ describe("nudge after push", () => {
     await eventually(() => expect(polls.argo.asked).toEqual([POLL_MS, POLL_MS]));
   });
 
-  it("Flux by annotation: the GitRepository fetched on requestedAt, then the Kustomization; succeeded before any poll", async () => {
+  it("Flux by annotation: the GitRepository fetched on requestedAt, its new artifact applied; succeeded before any poll", async () => {
     const op = await provision("db-2");
     await eventually(async () => expect(await lastOperation("db-2", op)).toMatchObject({ state: "succeeded" }));
     expect(flux.agent.triggers.slice(0, 2)).toEqual(["poll", "source-requested"]);
