@@ -2,6 +2,9 @@
 # Builds the programs the tests use as references and counterparts, from their Go modules (the
 # Go module proxy; no binary download, no container), and prints where they are:
 #   kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver  (tools/kube-apiserver)
+#   kube-controller-manager  k8s.io/kubernetes/cmd/kube-controller-manager  (tools/kube-controller-manager:
+#                   the same k8s.io/kubernetes release and replace list as kube-apiserver; its
+#                   garbage collector and namespace controller, ADR 0031)
 #   etcd            go.etcd.io/etcd/server/v3              (tools/etcd)
 #   helm            helm.sh/helm/v3/cmd/helm               (tools/helm)
 #   crds            the CustomResourceDefinitions of Flux's GitRepository and Kustomization and Argo
@@ -34,10 +37,15 @@ version_of() { (cd "tools/$1" && go list -m -f '{{.Version}}' "$2"); }
 # says v0.0.0-master and helm's .Capabilities.KubeVersion is v1.20.
 spec() {
   case "$1" in
-    kube-apiserver)
-      local v; v=$(version_of kube-apiserver k8s.io/kubernetes)
+    kube-apiserver|kube-controller-manager)
+      local v; v=$(version_of "$1" k8s.io/kubernetes)
+      # One control plane: the controller manager is built from the API server's Kubernetes release.
+      if [ "$1" != kube-apiserver ] && [ "$v" != "$(version_of kube-apiserver k8s.io/kubernetes)" ]; then
+        echo "scripts/build-test-tools.sh: tools/$1 requires k8s.io/kubernetes $v, tools/kube-apiserver $(version_of kube-apiserver k8s.io/kubernetes): pin the same release" >&2
+        exit 1
+      fi
       local minor; minor=$(echo "$v" | cut -d. -f2)
-      package=k8s.io/kubernetes/cmd/kube-apiserver
+      package=k8s.io/kubernetes/cmd/$1
       ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
       ;;
     etcd)
@@ -54,7 +62,7 @@ spec() {
         ldflags="$ldflags -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=$minor"
       done
       ;;
-    *) echo "scripts/build-test-tools.sh: no tool named $1 (kube-apiserver, etcd, helm, crds)" >&2; exit 2 ;;
+    *) echo "scripts/build-test-tools.sh: no tool named $1 (kube-apiserver, kube-controller-manager, etcd, helm, crds)" >&2; exit 2 ;;
   esac
 }
 
@@ -113,5 +121,5 @@ build() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(kube-apiserver etcd helm crds)
+[ ${#names[@]} -gt 0 ] || names=(kube-apiserver kube-controller-manager etcd helm crds)
 for name in "${names[@]}"; do build "$name"; done
