@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { availableParallelism } from "node:os";
 import { Command, Option } from "commander";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import {
@@ -11,6 +12,7 @@ import {
   readLandscape,
   type ClusterClient,
 } from "../import/index.js";
+import { setModuleWorkers } from "../render/index.js";
 import { createKubeConfigResolver } from "../status-watcher/index.js";
 import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
 import { openRepo } from "./repo-access.js";
@@ -33,6 +35,7 @@ interface ImportOptions extends ConfigOptions {
   differences: "all" | "summary";
   handOver?: boolean;
   sfNamespace: string;
+  renderWorkers: string;
 }
 
 const HELP = `
@@ -63,6 +66,7 @@ export function importCommand(io: CliIo, done: Done): Command {
     .addOption(new Option("--differences <how>", "print every difference, or a count per kind of difference").choices(["all", "summary"]).default("all"))
     .option("--hand-over", "with --yes: perform the hand-over steps after the import")
     .option("--sf-namespace <ns>", "Service Fabrik's namespace (its controllers' Deployments) on every cluster", "interoperator")
+    .option("--render-workers <n>", "worker threads rendering the plans' templates side by side (default: the machine's cores)", String(availableParallelism()))
     .addHelpText("after", HELP)
     .action(async (options: ImportOptions, cmd: Command) => {
       const batch = Number(options.batchSize);
@@ -74,6 +78,9 @@ export function importCommand(io: CliIo, done: Done): Command {
         map[from] = to!;
       }
       if (options.dryRun && options.yes) cmd.error("error: --dry-run and --yes contradict each other", { exitCode: 2 });
+      const workers = Number(options.renderWorkers);
+      if (!(Number.isInteger(workers) && workers >= 1)) cmd.error(`error: --render-workers must be a positive integer, not ${options.renderWorkers}`, { exitCode: 2 });
+      setModuleWorkers(workers);
       done(await runImport(options, map, batch, io));
     });
   return new Command("import").description("import a running landscape into the GitOps repository").addCommand(sf);
@@ -112,7 +119,9 @@ async function runImport(options: ImportOptions, map: Record<string, string>, ba
       return client;
     };
     const landscape = await readLandscape(master, sister);
-    const plan = await planImport({ landscape, catalog: repo.view.catalog(), clusters, base: repo.writer.snapshot(), clusterMap: map, now: () => new Date(), newId: randomUUID });
+    // Two instances per worker: one renders while the other's records and differences are made.
+    const concurrency = 2 * Number(options.renderWorkers);
+    const plan = await planImport({ landscape, catalog: repo.view.catalog(), clusters, base: repo.writer.snapshot(), clusterMap: map, now: () => new Date(), newId: randomUUID, concurrency });
     io.stdout.write(planText(plan, { differences: options.differences }));
     let code = 0;
     if (options.yes) {
