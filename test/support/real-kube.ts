@@ -441,7 +441,11 @@ export async function startRealKube(): Promise<RealKube> {
       });
       watches.add(req);
       req.on("response", (res) => {
-        createInterface({ input: res }).on("line", (line) => {
+        // Stopped: the response is aborted, and readline passes its input's error on.
+        res.on("error", () => undefined);
+        const lines = createInterface({ input: res });
+        lines.on("error", () => undefined);
+        lines.on("line", (line) => {
           if (line.trim() !== "") onEvent(JSON.parse(line) as { type: string; object: KubeObject });
         });
       });

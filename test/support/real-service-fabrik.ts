@@ -47,6 +47,8 @@ export interface RealLandscape {
   git: GitHttpServer;
   /** `--config FILE --master-kubeconfig FILE`. */
   args: string[];
+  /** Another GitOps remote on the same server, as the first was made (its own CLI data directory): its directory and the import's flags. */
+  remote(name: string): Promise<{ dir: string; args: string[] }>;
   /** How long creating the landscape on the real servers took (after they were ready), and how many objects. */
   created: { ms: number; objects: number };
   close(): Promise<void>;
@@ -98,8 +100,7 @@ async function copyOnto(double: KubeApiServer, kube: RealKube, uids: Map<string,
 
 /**
  * Shapes the landscape in doubles as Service Fabrik's code wrote it (`west` is the master's own
- * double) and creates it on the real servers, the master's first (east's objects do not refer to
- * its resources). The applied objects are keyed by their instance: the `sf-<id>` namespace, or
+ * double) and creates it on the real servers. The applied objects are keyed by their instance: the `sf-<id>` namespace, or
  * the name `sapcp-<id>` the sample plan renders in a shared namespace.
  */
 async function shapeAndCreate(master: RealKube, east: RealKube, instances: SfInstanceSpec[], concurrency: number) {
@@ -111,8 +112,8 @@ async function shapeAndCreate(master: RealKube, east: RealKube, instances: SfIns
     await seedLandscape({ master: shapedMaster, sisters: { east: shapedEast, west: shapedMaster }, service, plan, instances, renderOnce: true });
     const started = performance.now();
     const uids = new Map<string, string>();
-    const onMaster = await copyOnto(shapedMaster, master, uids, concurrency);
-    const onEast = await copyOnto(shapedEast, east, uids, concurrency);
+    // Side by side: east's objects refer to east's replicas only, the master's to the master's resources.
+    const [onMaster, onEast] = await Promise.all([copyOnto(shapedMaster, master, uids, concurrency), copyOnto(shapedEast, east, uids, concurrency)]);
     const created = { ms: performance.now() - started, objects: onMaster.count + onEast.count };
     const ids = new Set(instances.map((s) => s.id));
     const applied = new Map<string, KubeObject[]>();
@@ -139,29 +140,35 @@ export async function startRealLandscape(
   const closing: { close(): Promise<void> }[] = [master, east];
   try {
     await Promise.all([master.installCrds(CRD_FILES), east.installCrds(CRD_FILES)]);
-    // After the CRDs: the collector learns the kinds discovery serves when it starts.
-    if (options.controllerManager) await Promise.all([master.startControllerManager(), east.startControllerManager()]);
-
     const { files, created, applied } = await shapeAndCreate(master, east, instances, concurrency);
+    // After the CRDs (the collector learns the kinds discovery serves when it starts) and the
+    // objects (it reads them in its first lists instead of one event at a time).
+    if (options.controllerManager) await Promise.all([master.startControllerManager(), east.startControllerManager()]);
     const kubeconfigs = { master: path.join(root, "master.kubeconfig"), east: path.join(root, "east.kubeconfig") };
     await writeFile(kubeconfigs.master, master.kubeconfig(), { mode: 0o600 });
     await writeFile(kubeconfigs.east, east.kubeconfig(), { mode: 0o600 });
     const entry = (id: SisterId, kubeconfig: string) =>
       stringify({ apiVersion: "gitops-broker.io/v1alpha1", kind: "Cluster", metadata: { name: id }, spec: { namespace: "gitops-broker-instances", kubeconfig: { path: kubeconfig }, status: { mode: "commit" } } });
     const remotes = path.join(root, "remotes");
-    const remoteDir = await createBareRemote(remotes, "gitops.git", { ...files, "registry/clusters/east.yaml": entry("east", kubeconfigs.east), "registry/clusters/west.yaml": entry("west", kubeconfigs.master) });
+    const remoteFiles = { ...files, "registry/clusters/east.yaml": entry("east", kubeconfigs.east), "registry/clusters/west.yaml": entry("west", kubeconfigs.master) };
     const git = await startGitHttpServer({ root: remotes });
     closing.unshift(git);
-    const configFile = path.join(root, "cli.yaml");
-    await writeFile(configFile, stringify({ dataDir: path.join(root, "cli-data"), git: { remote: git.url("gitops.git") } }));
+    const remote: RealLandscape["remote"] = async (name) => {
+      const dir = await createBareRemote(remotes, `${name}.git`, remoteFiles);
+      const configFile = path.join(root, `${name}.yaml`);
+      await writeFile(configFile, stringify({ dataDir: path.join(root, `${name}-data`), git: { remote: git.url(`${name}.git`) } }));
+      return { dir, args: ["--config", configFile, "--master-kubeconfig", kubeconfigs.master] };
+    };
+    const first = await remote("gitops");
     return {
       master,
       east,
       sister: (id) => (id === "east" ? east : master),
       applied,
-      remoteDir,
+      remoteDir: first.dir,
       git,
-      args: ["--config", configFile, "--master-kubeconfig", kubeconfigs.master],
+      args: first.args,
+      remote,
       created,
       async close() {
         for (const c of closing) await c.close();
