@@ -5,17 +5,19 @@
  * first `--bindings` of them bound once, on Service Fabrik's sample gotemplate plan, most in its
  * shared namespace. The import runs as the CLI does (`bin/gitops-broker.js import service-fabrik`,
  * the compiled build, a process of its own): a dry run, then `--yes` into a fresh GitOps remote
- * served over smart HTTP, once per `--workers` value (render workers, `--render-workers`),
- * alternating in each of `--rounds` rounds, so that a baseline (one worker) and the parallel render
- * share the same machine at the same time. Prints instances/s and the CLI process's peak RSS
- * (VmHWM of /proc/<pid>/status, worker threads included).
+ * served over smart HTTP, once per `--workers` value (render workers, `--render-workers`) and,
+ * with `--baseline DIR`, with the CLI of another checkout with its dist/ built (the code before
+ * the parallel render: `git archive <commit> | tar -x -C DIR`, node_modules linked, `tsc -p
+ * tsconfig.build.json`), alternating in each of `--rounds` rounds, so that the baseline and the
+ * parallel render share the same machine at the same time. Prints instances/s and the CLI
+ * process's peak RSS (VmHWM of /proc/<pid>/status, worker threads included).
  *
  * `--profile`: one more dry run per workers value under `node --cpu-prof`, and how busy each
  * thread was: the main thread (reads, records, differences, YAML) and the module workers (the Go
  * WebAssembly renders), from the profiles' idle samples.
  *
  *   npx tsx bench/import-service-fabrik.ts [--instances 10000] [--bindings 5000] [--batch 500]
- *     [--workers 1,2] [--rounds 1] [--profile]
+ *     [--workers 1,2] [--baseline DIR] [--rounds 1] [--profile]
  */
 import { readdir, readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
@@ -35,6 +37,7 @@ const { values } = parseArgs({
     batch: { type: "string", default: "500" },
     workers: { type: "string", default: `1,${availableParallelism()}` },
     rounds: { type: "string", default: "1" },
+    baseline: { type: "string" },
     profile: { type: "boolean", default: false },
   },
 });
@@ -56,9 +59,9 @@ interface Run {
 }
 
 /** The CLI as a process; its peak RSS read from /proc every 100 ms (VmHWM only grows). */
-async function cli(args: readonly string[], nodeArgs: readonly string[] = []): Promise<Run> {
+async function cli(args: readonly string[], nodeArgs: readonly string[] = [], bin = BIN): Promise<Run> {
   const started = performance.now();
-  const p = startProcess(process.execPath, [...nodeArgs, BIN, "import", "service-fabrik", ...args]);
+  const p = startProcess(process.execPath, [...nodeArgs, bin, "import", "service-fabrik", ...args]);
   let peakRss = 0;
   const sample = async () => {
     try {
@@ -122,19 +125,23 @@ try {
   const started = performance.now();
   const land = await startRealLandscape("bench-import-", specs, { concurrency: 32 });
   console.log(`landscape: ${land.created.objects} objects created in ${s(land.created.ms)} (${s(performance.now() - started)} with the control planes)`);
-  console.log(`| round | render workers | load before | dry run | instances/s | peak RSS | --yes | instances/s | peak RSS |`);
+  console.log(`| round | CLI | load before | dry run | instances/s | peak RSS | --yes | instances/s | peak RSS |`);
   console.log(`|---|---|---|---|---|---|---|---|---|`);
+  const variants = [
+    ...(values.baseline === undefined ? [] : [{ name: `baseline (${values.baseline})`, bin: path.resolve(values.baseline, "bin/gitops-broker.js"), flags: [] as string[] }]),
+    ...WORKERS.map((w) => ({ name: `${w} render worker(s)`, bin: BIN, flags: ["--render-workers", String(w)] })),
+  ];
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const workers of round % 2 === 1 ? WORKERS : [...WORKERS].reverse()) {
-      const remote = await land.remote(`w${workers}-r${round}`);
-      const flags = [...remote.args, "--render-workers", String(workers), "--differences", "summary"];
+    for (const [i, variant] of (round % 2 === 1 ? variants : [...variants].reverse()).entries()) {
+      const remote = await land.remote(`r${round}-${i}`);
+      const flags = [...remote.args, ...variant.flags, "--differences", "summary"];
       const before = await load();
-      const dry = await cli(flags);
-      expectLine(dry, `to import: ${INSTANCES} instance(s) with ${BINDINGS} binding(s)`, "dry run");
-      const real = await cli([...flags, "--yes", "--batch-size", values.batch]);
-      expectLine(real, `imported ${INSTANCES} instance(s)`, "--yes");
+      const dry = await cli(flags, [], variant.bin);
+      expectLine(dry, `to import: ${INSTANCES} instance(s) with ${BINDINGS} binding(s)`, `${variant.name}: dry run`);
+      const real = await cli([...flags, "--yes", "--batch-size", values.batch], [], variant.bin);
+      expectLine(real, `imported ${INSTANCES} instance(s)`, `${variant.name}: --yes`);
       const rate = (r: Run) => (INSTANCES / (r.ms / 1000)).toFixed(0);
-      console.log(`| ${round} | ${workers} | ${before} | ${s(dry.ms)} | ${rate(dry)} | ${mb(dry.peakRss)} | ${s(real.ms)} | ${rate(real)} | ${mb(real.peakRss)} |`);
+      console.log(`| ${round} | ${variant.name} | ${before} | ${s(dry.ms)} | ${rate(dry)} | ${mb(dry.peakRss)} | ${s(real.ms)} | ${rate(real)} | ${mb(real.peakRss)} |`);
     }
   }
   if (values.profile) {
