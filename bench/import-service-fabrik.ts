@@ -9,8 +9,8 @@
  * with `--baseline DIR`, with the CLI of another checkout with its dist/ built (the code before
  * the parallel render: `git archive <commit> | tar -x -C DIR`, node_modules linked, `tsc -p
  * tsconfig.build.json`), alternating in each of `--rounds` rounds, so that the baseline and the
- * parallel render share the same machine at the same time. Prints instances/s and the CLI
- * process's peak RSS (VmHWM of /proc/<pid>/status, worker threads included).
+ * parallel render share the same machine at the same time. Prints instances/s, the CLI process's
+ * CPU time and its peak RSS (GNU time: the kernel's accounting at its exit, threads included).
  *
  * `--profile`: one more dry run per workers value under `node --cpu-prof`, and how busy each
  * thread was: the main thread (reads, records, differences, YAML) and the module workers (the Go
@@ -53,28 +53,26 @@ const load = async () => (await readFile("/proc/loadavg", "utf8")).split(" ").sl
 
 interface Run {
   ms: number;
+  /** User and system CPU time of the CLI process, its threads included. */
+  cpuMs: number;
   peakRss: number;
   out: string;
   code: number | null;
 }
 
-/** The CLI as a process; its peak RSS read from /proc every 100 ms (VmHWM only grows). */
+/**
+ * The CLI as a process, under GNU time (`/usr/bin/time`): its CPU time and peak RSS as the kernel
+ * counted them (wait4's rusage), the worker threads included. CPU time is what a loaded machine
+ * changes least: the wall-clock time depends on how much of the cores the others left.
+ */
 async function cli(args: readonly string[], nodeArgs: readonly string[] = [], bin = BIN): Promise<Run> {
+  const usage = path.join(await trackedTempDir("bench-import-usage-"), "usage");
   const started = performance.now();
-  const p = startProcess(process.execPath, [...nodeArgs, bin, "import", "service-fabrik", ...args]);
-  let peakRss = 0;
-  const sample = async () => {
-    try {
-      const status = await readFile(`/proc/${p.pid}/status`, "utf8");
-      peakRss = Math.max(peakRss, 1024 * Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0));
-    } catch {
-      // exited
-    }
-  };
-  const sampler = setInterval(() => void sample(), 100);
+  const p = startProcess("/usr/bin/time", ["-f", "%U %S %M", "-o", usage, process.execPath, ...nodeArgs, bin, "import", "service-fabrik", ...args]);
   const { code } = await p.exited;
-  clearInterval(sampler);
-  return { ms: performance.now() - started, peakRss, out: `${p.stdout()}${p.stderr()}`, code };
+  const ms = performance.now() - started;
+  const [user, system, maxRssKb] = (await readFile(usage, "utf8")).trim().split("\n").pop()!.split(" ").map(Number);
+  return { ms, cpuMs: 1000 * (user! + system!), peakRss: 1024 * maxRssKb!, out: `${p.stdout()}${p.stderr()}`, code };
 }
 
 /** Busy time of each thread a `--cpu-prof` run profiled: sampled time less the idle samples. */
@@ -87,6 +85,8 @@ async function threadsBusy(dir: string): Promise<{ file: string; busyMs: number;
       timeDeltas: number[];
     };
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of profile.nodes as { id: number; children?: number[] }[]) for (const c of n.children ?? []) parent.set(c, n.id);
     const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === "(idle)").map((n) => n.id));
     let sampled = 0;
     let busy = 0;
@@ -96,8 +96,11 @@ async function threadsBusy(dir: string): Promise<{ file: string; busyMs: number;
       sampled += dt;
       if (idle.has(node)) return;
       busy += dt;
-      const frame = byId.get(node)!.callFrame;
-      const name = `${frame.functionName || "(anonymous)"} ${frame.url.replace(/^.*\/(node_modules|dist)\//, "$1/")}:${frame.lineNumber + 1}`;
+      const at = (id: number | undefined) => {
+        const frame = id === undefined ? undefined : byId.get(id)?.callFrame;
+        return frame === undefined ? "" : `${frame.functionName || "(anonymous)"} ${frame.url.replace(/^.*\/(node_modules|dist)\//, "$1/")}:${frame.lineNumber + 1}`;
+      };
+      const name = `${at(node)} < ${at(parent.get(node))}`;
       self.set(name, (self.get(name) ?? 0) + dt);
     });
     const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([name, us]) => `${(us / 1000).toFixed(0)} ms ${name}`);
@@ -125,8 +128,8 @@ try {
   const started = performance.now();
   const land = await startRealLandscape("bench-import-", specs, { concurrency: 32 });
   console.log(`landscape: ${land.created.objects} objects created in ${s(land.created.ms)} (${s(performance.now() - started)} with the control planes)`);
-  console.log(`| round | CLI | load before | dry run | instances/s | peak RSS | --yes | instances/s | peak RSS |`);
-  console.log(`|---|---|---|---|---|---|---|---|---|`);
+  console.log(`| round | CLI | load before | dry run | instances/s | CPU | peak RSS | --yes | instances/s | CPU | peak RSS |`);
+  console.log(`|---|---|---|---|---|---|---|---|---|---|---|`);
   const variants = [
     ...(values.baseline === undefined ? [] : [{ name: `baseline (${values.baseline})`, bin: path.resolve(values.baseline, "bin/gitops-broker.js"), flags: [] as string[] }]),
     ...WORKERS.map((w) => ({ name: `${w} render worker(s)`, bin: BIN, flags: ["--render-workers", String(w)] })),
@@ -141,7 +144,8 @@ try {
       const real = await cli([...flags, "--yes", "--batch-size", values.batch], [], variant.bin);
       expectLine(real, `imported ${INSTANCES} instance(s)`, `${variant.name}: --yes`);
       const rate = (r: Run) => (INSTANCES / (r.ms / 1000)).toFixed(0);
-      console.log(`| ${round} | ${variant.name} | ${before} | ${s(dry.ms)} | ${rate(dry)} | ${mb(dry.peakRss)} | ${s(real.ms)} | ${rate(real)} | ${mb(real.peakRss)} |`);
+      const row = (r: Run) => `${s(r.ms)} | ${rate(r)} | ${s(r.cpuMs)} | ${mb(r.peakRss)}`;
+      console.log(`| ${round} | ${variant.name} | ${before} | ${row(dry)} | ${row(real)} |`);
     }
   }
   if (values.profile) {
