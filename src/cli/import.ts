@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { availableParallelism } from "node:os";
 import { Command, Option } from "commander";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import {
@@ -89,7 +88,7 @@ export function importCommand(io: CliIo, done: Done): Command {
     .addOption(new Option("--differences <how>", "print every difference, or a count per kind of difference").choices(["all", "summary"]).default("all"))
     .option("--hand-over", "with --yes: perform the hand-over steps after the import")
     .option("--sf-namespace <ns>", "Service Fabrik's namespace (its controllers' Deployments) on every cluster", "interoperator")
-    .option("--render-workers <n>", "worker threads rendering the plans' templates side by side (default: the machine's cores)", String(availableParallelism()))
+    .option("--render-workers <n>", "worker threads rendering the plans' templates side by side (more pay only where cores are idle: docs/benchmarks.md)", "1")
     .addHelpText("after", HELP)
     .action(async (options: ImportOptions, cmd: Command) => {
       const batch = Number(options.batchSize);
