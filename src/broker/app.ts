@@ -20,6 +20,7 @@ import { echoRequestIdentity, osbHeaders, platformPath, type OsbRequestInfo } fr
 import { historyResponse } from "./history.js";
 import * as instances from "./instances.js";
 import { checkId, OSB_BODY_LIMIT, requestError, verifyJsonDepth } from "./hostile-input.js";
+import { queryHints } from "./platform-ids.js";
 import { reconcileRoutes } from "./reconcile-routes.js";
 import {
   acceptsIncomplete,
@@ -195,7 +196,12 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
       instances.instanceLastOperation(ctx, pathId(req, "instance_id"), optionalQueryString(req.query, "operation"), osbInfo(res).apiVersion),
     ),
   );
-  v2.get("/service_instances/:instance_id", route((req) => instances.fetchInstance(ctx, pathId(req, "instance_id"))));
+  v2.get(
+    "/service_instances/:instance_id",
+    route((req, res) =>
+      instances.fetchInstance(ctx, pathId(req, "instance_id"), queryHints(req.query, "fetch instance", osbInfo(res).apiVersion)),
+    ),
+  );
 
   v2.put(
     "/service_instances/:instance_id/service_bindings/:binding_id",
@@ -237,7 +243,9 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
   );
   v2.get(
     "/service_instances/:instance_id/service_bindings/:binding_id",
-    route((req) => bindings.fetchBinding(ctx, pathId(req, "instance_id"), pathId(req, "binding_id"))),
+    route((req, res) =>
+      bindings.fetchBinding(ctx, pathId(req, "instance_id"), pathId(req, "binding_id"), queryHints(req.query, "fetch binding", osbInfo(res).apiVersion)),
+    ),
   );
   return v2;
 }

@@ -43,6 +43,7 @@ import {
   bindInto,
   writeInstanceManifests,
 } from "../materialize/index.js";
+import { acceptedPlanIds, checkPlatformIds, type PlatformIds } from "./platform-ids.js";
 import { sameJson, type BindBody } from "./request-body.js";
 
 function liveInstance(record: InstanceRecord | null, instanceId: string): InstanceRecord {
@@ -234,11 +235,8 @@ export async function unbind(
     if (!instanceRecord || instanceRecord.status.deleted || !liveBinding(existing)) {
       throw new GoneError(`binding ${bindingId} of instance ${instanceId} does not exist`);
     }
-    if (existing.spec.serviceId !== ids.serviceId || existing.spec.planId !== ids.planId) {
-      throw new BadRequestError(
-        `service_id/plan_id do not match binding ${bindingId} (service ${existing.spec.serviceId}, plan ${existing.spec.planId})`,
-      );
-    }
+    // After a plan change the platform sends the instance's current plan (ADR 0033).
+    checkPlatformIds(ctx, ids, instanceRecord, existing);
     const place = placed(ctx, instanceRecord);
     const { service, plan } = place;
     if (plan.asyncBinding && !accepts) {
@@ -282,8 +280,10 @@ function resentUnbind(
 ): OsbResponse | undefined {
   if (!binding.status.deleted) return undefined;
   const latest = latestOperation(binding.status.operations);
-  if (latest?.action !== "unbind" || binding.spec.serviceId !== ids.serviceId || binding.spec.planId !== ids.planId) return undefined;
-  const plan = ctx.deps.view.catalog().planById(binding.spec.planId);
+  if (latest?.action !== "unbind" || binding.spec.serviceId !== ids.serviceId) return undefined;
+  if (!acceptedPlanIds(ctx.deps.status, instance, binding).includes(ids.planId)) return undefined;
+  // Whether bindings are asynchronous is the instance's plan's to say, as unbind asks it.
+  const plan = ctx.deps.view.catalog().planById(instance.spec.planId);
   if (!plan?.asyncBinding || ctx.deps.status.bindingStatus(instance, binding, latest).state !== "in progress") return undefined;
   if (!accepts) throw new AsyncRequiredError("This service plan requires client support for asynchronous binding operations.");
   return { status: 202, body: { operation: latest.id } };
@@ -316,7 +316,7 @@ export async function bindingLastOperation(
   return operationResponse(status);
 }
 
-export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: string): Promise<OsbResponse> {
+export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: string, hints: PlatformIds = {}): Promise<OsbResponse> {
   const { instance, binding } = await readConfirmed(
     ctx,
     (tree) => readPair(tree, instanceId, bindingId),
@@ -325,7 +325,12 @@ export async function fetchBinding(ctx: Ctx, instanceId: string, bindingId: stri
   if (!instance || instance.status.deleted || !liveBinding(binding)) {
     throw new NotFoundError(`binding ${bindingId} of instance ${instanceId} does not exist`);
   }
-  const { service, plan } = lookupPlan(ctx.deps.view.catalog(), binding.spec.serviceId, binding.spec.planId);
+  checkPlatformIds(ctx, hints, instance, binding);
+  // The plan it was bound with (its parameters' schema), or the instance's when the catalog dropped that one.
+  const catalog = ctx.deps.view.catalog();
+  const { service, plan } = catalog.planById(binding.spec.planId)
+    ? lookupPlan(catalog, binding.spec.serviceId, binding.spec.planId)
+    : recordedPlan(ctx.deps.view, instance);
   if (!service.bindingsRetrievable) {
     throw new BadRequestError(`service ${service.name} does not support fetching bindings (bindings_retrievable is false)`);
   }

@@ -48,6 +48,7 @@ import { appliedOverrides, commitSpec, instanceRoute, operationEntry, planUpdate
 import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
+import { acceptedPlanIds, checkPlatformIds, type PlatformIds } from "./platform-ids.js";
 import { checkQuota, tenancyOf } from "./quota.js";
 import {
   dashboardUrl,
@@ -443,13 +444,8 @@ export async function deprovision(
     const resent = record && resentDeprovision(ctx, record, ids, accepts);
     if (resent) return { commit: null, result: resent };
     if (!live(record)) throw new GoneError(`instance ${instanceId} does not exist`);
-    if (record.spec.serviceId !== ids.serviceId) {
-      throw new BadRequestError(`service_id ${ids.serviceId} does not match the service of instance ${instanceId}`);
-    }
+    checkPlatformIds(ctx, ids, record);
     const { service, plan } = recordedPlan(ctx.deps.view, record);
-    if (ids.planId !== record.spec.planId) {
-      throw new BadRequestError(`plan_id ${ids.planId} does not match plan ${plan.name} (${plan.id}) of instance ${instanceId}`);
-    }
     if (plan.async && !accepts) throw new AsyncRequiredError();
     // Deleting during provisioning is allowed (it halts the creation); during an update it is not.
     refuseIfBusy(ctx.deps.status, record, "provision");
@@ -484,7 +480,8 @@ function resentDeprovision(
 ): OsbResponse | undefined {
   if (!record.status.deleted || !accepts) return undefined;
   const latest = latestOperation(record.status.operations);
-  if (latest?.action !== "deprovision" || record.spec.serviceId !== ids.serviceId || record.spec.planId !== ids.planId) return undefined;
+  if (latest?.action !== "deprovision" || record.spec.serviceId !== ids.serviceId) return undefined;
+  if (!acceptedPlanIds(ctx.deps.status, record).includes(ids.planId)) return undefined;
   const plan = ctx.deps.view.catalog().planById(record.spec.planId);
   if (!plan?.async || statusOf(ctx, record, latest).state !== "in progress") return undefined;
   return { status: 202, body: { operation: latest.id } };
@@ -539,9 +536,10 @@ export async function instanceLastOperation(
   return operationResponse(status);
 }
 
-export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbResponse> {
+export async function fetchInstance(ctx: Ctx, instanceId: string, hints: PlatformIds = {}): Promise<OsbResponse> {
   const record = await readConfirmed(ctx, (tree) => readInstance(tree, instanceId), (r) => !live(r));
   if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
+  checkPlatformIds(ctx, hints, record);
   const { service, plan } = recordedPlan(ctx.deps.view, record);
   if (!service.instancesRetrievable) {
     throw new BadRequestError(`service ${service.name} does not support fetching instances (instances_retrievable is false)`);
