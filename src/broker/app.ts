@@ -210,7 +210,7 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
         ctx,
         pathId(req, "instance_id"),
         pathId(req, "binding_id"),
-        parseBindBody(req.body),
+        parseBindBody(req.body, osbInfo(res).apiVersion),
         acceptsIncomplete(req.query),
         osbInfo(res),
       ),
@@ -244,7 +244,13 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
   v2.get(
     "/service_instances/:instance_id/service_bindings/:binding_id",
     route((req, res) =>
-      bindings.fetchBinding(ctx, pathId(req, "instance_id"), pathId(req, "binding_id"), queryHints(req.query, "fetch binding", osbInfo(res).apiVersion)),
+      bindings.fetchBinding(
+        ctx,
+        pathId(req, "instance_id"),
+        pathId(req, "binding_id"),
+        osbInfo(res).apiVersion,
+        queryHints(req.query, "fetch binding", osbInfo(res).apiVersion),
+      ),
     ),
   );
   return v2;

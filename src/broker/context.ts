@@ -85,6 +85,8 @@ export function commitSpec(
     plan: Plan;
     instanceId: string;
     bindingId?: string;
+    /** A rotation's predecessor (OSB predecessor_binding_id): named in the subject and a trailer. */
+    predecessorBindingId?: string | undefined;
     operationId: string;
     osb: OsbRequestInfo;
     /** Override files the operation's renders applied (see appliedOverrides). */
@@ -93,11 +95,13 @@ export function commitSpec(
 ): CommitSpec {
   const subject =
     `${args.action} ${args.service.name}/${args.plan.name} instance ${args.instanceId}` +
-    (args.bindingId ? ` binding ${args.bindingId}` : "");
+    (args.bindingId ? ` binding ${args.bindingId}` : "") +
+    (args.predecessorBindingId ? `, successor of ${args.predecessorBindingId}` : "");
   const trailers = brokerTrailers({
     operation: args.operationId,
     instanceId: args.instanceId,
     bindingId: args.bindingId,
+    predecessorBindingId: args.predecessorBindingId,
     originatingIdentity: args.osb.originatingIdentity,
     requestIdentity: args.osb.requestIdentity,
     overrides: args.overrides,
