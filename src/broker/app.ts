@@ -199,7 +199,7 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
   v2.get(
     "/service_instances/:instance_id",
     route((req, res) =>
-      instances.fetchInstance(ctx, pathId(req, "instance_id"), queryHints(req.query, "fetch instance", osbInfo(res).apiVersion)),
+      instances.fetchInstance(ctx, pathId(req, "instance_id"), osbInfo(res).apiVersion, queryHints(req.query, "fetch instance", osbInfo(res).apiVersion)),
     ),
   );
 

@@ -58,10 +58,12 @@ import {
   recordedPlan,
   refuseIfBusy,
   removeInstanceManifests,
+  renderInstanceMetadata,
   runningOperation,
   sealSensitiveValues,
   sensitiveKeys,
   sensitiveValues,
+  withInstanceMetadata,
   writeInstanceManifests,
 } from "../materialize/index.js";
 import { sameJson, type ProvisionBody, type UpdateBody } from "./request-body.js";
@@ -123,7 +125,7 @@ export async function provision(
   const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     held = undefined;
     const existing = await readInstance(draft, instanceId);
-    if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, plan, body) };
+    if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, plan, body, osb.apiVersion) };
 
     // Quotas count the instances of the tree this commit builds on, as placement does (ADR 0008).
     const summary = await summarizeInstances(draft, ctx.summaries);
@@ -143,13 +145,13 @@ export async function provision(
     // A re-provision of a deprovisioned id starts a new record; its old bindings stay deleted.
     const placed = { service, plan, instance: record, bindings: [], namespace: cluster.namespace, capabilities: cluster.capabilities };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "provision"));
+    Object.assign(record.status, await renderInstanceMetadata(placed));
     writeInstance(draft, record);
     held = { record, op };
+    const answer = { ...withDashboard(dashboard), ...instanceMetadata(record, osb.apiVersion) };
     return {
       commit: commitSpec(ctx, { action: "provision", service, plan, instanceId, operationId, osb, overrides }),
-      result: plan.async
-        ? { status: 202, body: { ...withDashboard(dashboard), operation: operationId } }
-        : { status: 201, body: withDashboard(dashboard) },
+      result: plan.async ? { status: 202, body: { ...answer, operation: operationId } } : { status: 201, body: answer },
     };
   }, provisionRoute(ctx, instanceId));
   return plan.async || !held ? result : answerSynchronous(ctx, held, result, accepts);
@@ -265,7 +267,7 @@ function sealTarget(record: InstanceRecord, operationId: string, at: string) {
  * A provision of an id that already exists: 200 / 202 when identical, else 409. Sensitive values
  * cannot be compared (the broker cannot decrypt them): the same keys count as identical.
  */
-function repeatedProvision(ctx: Ctx, existing: InstanceRecord, plan: Plan, body: ProvisionBody): OsbResponse {
+function repeatedProvision(ctx: Ctx, existing: InstanceRecord, plan: Plan, body: ProvisionBody, apiVersion: ApiVersion): OsbResponse {
   const s = existing.spec;
   const first = existing.status.operations.find((o) => o.action === "provision");
   const plain = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
@@ -288,7 +290,7 @@ function repeatedProvision(ctx: Ctx, existing: InstanceRecord, plan: Plan, body:
   if (latest && latest !== first && statusOf(ctx, existing, latest).state === "in progress") {
     throw new ConcurrencyError(`instance ${s.instanceId} has operation ${latest.action} ${latest.id} in progress`);
   }
-  return { status: 200, body: {} };
+  return { status: 200, body: instanceMetadata(existing, apiVersion) };
 }
 
 // ---------------------------------------------------------------------------
@@ -309,7 +311,7 @@ export async function update(
 
   await settleLatest(ctx, instanceId);
   let held: Held | undefined;
-  const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+  const result = await runOperation<OsbResponse>(ctx, async (draft: Draft, { operationId, at }) => {
     held = undefined;
     const record = await readInstance(draft, instanceId);
     if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
@@ -364,7 +366,7 @@ export async function update(
       sameJson(parameters ?? {}, record.spec.parameters ?? {}) &&
       sameJson(context ?? {}, record.spec.context ?? {}) &&
       sameJson(maintenanceInfo ?? null, record.spec.maintenanceInfo ?? null);
-    if (unchanged) return { commit: null, result: { status: 200, body: {} } };
+    if (unchanged) return { commit: null, result: { status: 200, body: instanceMetadata(record, osb.apiVersion) } };
 
     const op = operationEntry("update", operationId, at, osb, {
       planId: target.plan.id,
@@ -375,7 +377,7 @@ export async function update(
 
     const { sensitiveParameters: _previous, ...spec } = record.spec;
     const refs = await sealSensitiveValues(draft, sealTarget(record, operationId, at), sensitive, record.spec.sensitiveParameters, replaced);
-    const next: InstanceRecord = {
+    let next: InstanceRecord = {
       ...record,
       spec: {
         ...spec,
@@ -391,13 +393,13 @@ export async function update(
     const bindings = await readLiveBindings(draft, instanceId);
     const placed = { ...target, instance: next, bindings, namespace: instanceNamespace(next, cluster), capabilities: cluster.capabilities };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "update"));
+    next = withInstanceMetadata(next, await renderInstanceMetadata(placed));
     writeInstance(draft, next);
     held = { record: next, op };
+    const answer = instanceMetadata(next, osb.apiVersion);
     return {
       commit: commitSpec(ctx, { action: "update", ...target, instanceId, operationId, osb, overrides }),
-      result: target.plan.async || current.plan.async
-        ? { status: 202, body: { operation: operationId } }
-        : { status: 200, body: {} },
+      result: target.plan.async || current.plan.async ? { status: 202, body: { ...answer, operation: operationId } } : { status: 200, body: answer },
     };
   }, instanceRoute(ctx, instanceId));
   return result.status === 202 || !held ? result : answerSynchronous(ctx, held, result, accepts);
@@ -488,6 +490,18 @@ function resentDeprovision(
 }
 
 // ---------------------------------------------------------------------------
+/**
+ * OSB `metadata` of a provision or update answer (and GET instance's, from 2.17): the record's
+ * labels from 2.16, its attributes from 2.17 (ADR 0033); {} when there is nothing to say.
+ */
+export function instanceMetadata(record: InstanceRecord, apiVersion: ApiVersion): { metadata?: Record<string, unknown> } {
+  const since = (minor: number) => apiVersion.major > 2 || apiVersion.minor >= minor;
+  const metadata: Record<string, unknown> = {};
+  if (record.status.labels !== undefined && since(16)) metadata.labels = record.status.labels;
+  if (record.status.attributes !== undefined && since(17)) metadata.attributes = record.status.attributes;
+  return Object.keys(metadata).length > 0 ? { metadata } : {};
+}
+
 /** OSB `dashboard_url` in a provision answer, only when there is one. */
 function withDashboard(url: string | undefined): Record<string, unknown> {
   return url === undefined ? {} : { dashboard_url: url };
@@ -536,7 +550,7 @@ export async function instanceLastOperation(
   return operationResponse(status);
 }
 
-export async function fetchInstance(ctx: Ctx, instanceId: string, hints: PlatformIds = {}): Promise<OsbResponse> {
+export async function fetchInstance(ctx: Ctx, instanceId: string, apiVersion: ApiVersion, hints: PlatformIds = {}): Promise<OsbResponse> {
   const record = await readConfirmed(ctx, (tree) => readInstance(tree, instanceId), (r) => !live(r));
   if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
   checkPlatformIds(ctx, hints, record);
@@ -560,5 +574,7 @@ export async function fetchInstance(ctx: Ctx, instanceId: string, hints: Platfor
   const dashboard = (latest && statusOf(ctx, record, latest).dashboardUrl) ?? dashboardUrl(plan, record);
   if (dashboard) body.dashboard_url = dashboard;
   if (record.spec.maintenanceInfo) body.maintenance_info = record.spec.maintenanceInfo;
+  // OSB 2.17 returns the instance's metadata on fetch (2.16 had it in provision and update only).
+  if (apiVersion.major > 2 || apiVersion.minor >= 17) Object.assign(body, instanceMetadata(record, apiVersion));
   return { status: 200, body };
 }

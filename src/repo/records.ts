@@ -82,6 +82,10 @@ export interface InstanceRecord {
   status: {
     deleted?: boolean;
     operations: OperationEntry<InstanceAction>[];
+    /** OSB `metadata.labels`: the plan's `metadata` template at the last provision or update (ADR 0033). */
+    labels?: Record<string, string>;
+    /** OSB `metadata.attributes`, likewise. */
+    attributes?: Record<string, unknown>;
   };
 }
 
