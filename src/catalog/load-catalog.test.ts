@@ -135,6 +135,7 @@ describe("loadCatalog: the example catalog", () => {
     const liveStatus = [
       ["sources", "handlebars", "catalog/templates/postgresql-sources.hbs"],
       ["status", "handlebars", "catalog/templates/postgresql-status.hbs"],
+      ["metadata", "handlebars", "catalog/templates/postgresql-metadata.hbs"],
     ];
     expect(medium?.templates.slice(1).map((t) => [t.action, t.type, t.source])).toEqual(liveStatus);
     expect(small?.templates.map((t) => [t.action, t.type, t.source])).toEqual([
