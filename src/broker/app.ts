@@ -135,6 +135,12 @@ function requestLog(ctx: Ctx): RequestHandler {
       if (res.statusCode >= 500) log.error(fields, failure?.message ?? "request");
       else log.info(fields, failure?.message ?? "request");
     });
+    // No answer reached the client (its timeout, say): no "finish", so no line above. ADR 0034.
+    res.on("close", () => {
+      if (res.writableFinished) return;
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      log.warn({ method: req.method, path: req.originalUrl.split("?", 1)[0], ms, requestIdentity: req.get("x-broker-api-request-identity") }, "the client closed the connection before the answer");
+    });
     next();
   };
 }

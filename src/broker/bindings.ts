@@ -131,7 +131,7 @@ export async function bind(
     const predecessor = predecessorId === undefined ? undefined : await predecessorOf(ctx, draft, { instance, plan, bindingId, predecessorId, at: ids.at });
     const request = predecessor ? successorRequest(plan, body, predecessor) : body;
     return newBinding(ctx, draft, { instance, service, plan, bindingId, request, osb, ids });
-  }, instanceRoute(ctx, instanceId));
+  }, instanceRoute(ctx, instanceId), { signal: osb.abandoned, what: `bind of binding ${bindingId} of instance ${instanceId}` });
   return answerBind(ctx, result, service, accepts, osb.apiVersion);
 }
 

@@ -153,7 +153,7 @@ export async function provision(
       commit: commitSpec(ctx, { action: "provision", service, plan, instanceId, operationId, osb, overrides }),
       result: plan.async ? { status: 202, body: { ...answer, operation: operationId } } : { status: 201, body: answer },
     };
-  }, provisionRoute(ctx, instanceId));
+  }, provisionRoute(ctx, instanceId), { signal: osb.abandoned, what: `provision of instance ${instanceId}` });
   return plan.async || !held ? result : answerSynchronous(ctx, held, result, accepts);
 }
 
