@@ -4,9 +4,10 @@
  * application controller (apply `clusters/<id>/` of a commit with server-side apply, prune what Git
  * no longer has, write the Kustomization's status through its status subresource, the
  * Application's by patching it whole) and Zalando's postgres-operator (status
- * through the subresource, the master Service, one credentials Secret per user). The API server,
- * its validation of what they write (Flux's CRD requires a condition's reason, message and
- * lastTransitionTime ...), its resourceVersions and watch events are Kubernetes' own.
+ * through the subresource, the master Service, one credentials Secret per user, deleted with the
+ * user). The API server, its validation of what they write (Flux's CRD requires a condition's
+ * reason, message and lastTransitionTime ...), its resourceVersions and watch events are
+ * Kubernetes' own.
  */
 import { randomBytes } from "node:crypto";
 import { parse } from "yaml";
@@ -189,7 +190,8 @@ export function postgresOperatorStandIn(kube: RealKube, namespace: string): Post
           },
           "postgres-operator",
         );
-        for (const user of Object.keys((pg.spec as { users?: Loose } | undefined)?.users ?? {})) {
+        const users = Object.keys((pg.spec as { users?: Loose } | undefined)?.users ?? {});
+        for (const user of users) {
           const secretName = credentialsSecretName(user, name);
           if ((await kube.request("GET", `/api/v1/namespaces/${namespace}/secrets/${secretName}`)).status === 200) continue;
           const password = randomBytes(24).toString("base64url");
@@ -202,6 +204,12 @@ export function postgresOperatorStandIn(kube: RealKube, namespace: string): Post
             data: { username: b64(user), password: b64(password) },
           });
           if (res.status !== 201) throw new Error(`create Secret ${secretName}: ${res.status} ${JSON.stringify(res.body)}`);
+        }
+        // A user taken out of spec.users loses its Secret (as the double does; the sample's status
+        // template waits for that to call an unbind done).
+        const kept = new Set(users.map((u) => credentialsSecretName(u, name)));
+        for (const o of await list(kube, `/api/v1/namespaces/${namespace}/secrets?labelSelector=application%3Dspilo%2Ccluster-name%3D${name}`, "v1", "Secret")) {
+          if (!kept.has(o.metadata.name)) await kube.delete(o);
         }
       }
       const live = new Set(clusters.map((pg) => pg.metadata.name));
