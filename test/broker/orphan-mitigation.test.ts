@@ -60,16 +60,7 @@ async function queued(): Promise<number> {
 function abandoned(method: string, urlPath: string, body: unknown, gaveUp: Promise<void>): Promise<void> {
   const controller = new AbortController();
   void gaveUp.then(() => controller.abort());
-  return fetch(new URL(urlPath, broker.url), {
-    method,
-    signal: controller.signal,
-    headers: {
-      authorization: `Basic ${Buffer.from(`${CREDENTIALS.username}:${CREDENTIALS.password}`).toString("base64")}`,
-      "x-broker-api-version": "2.17",
-      "content-type": "application/json",
-    },
-    body: JSON.stringify(body),
-  }).then(
+  return osb.call(method, urlPath, body, { signal: controller.signal }).then(
     (res) => expect.unreachable(`answered ${res.status} before the platform gave up`),
     (error: unknown) => expect((error as Error).name).toBe("AbortError"),
   );

@@ -114,16 +114,10 @@ async function boundWhileDelivering(instanceId: string, bindingId: string, body:
 /** The platform's request, given up (connection closed) once its commit is on the remote. */
 async function abandonedAfterCommit(method: string, urlPath: string, body: unknown, subject: string): Promise<void> {
   const controller = new AbortController();
-  const request = fetch(new URL(urlPath, broker.url), {
-    method,
-    signal: controller.signal,
-    headers: {
-      authorization: `Basic ${Buffer.from(`${CREDENTIALS.username}:${CREDENTIALS.password}`).toString("base64")}`,
-      "x-broker-api-version": "2.17",
-      "content-type": "application/json",
-    },
-    body: JSON.stringify(body),
-  }).catch((error: unknown) => (error as Error).name);
+  const request = osb.call(method, urlPath, body, { signal: controller.signal }).then(
+    (res) => `answered ${res.status}`,
+    (error: unknown) => (error as Error).name,
+  );
   // Committed, and held: the answer of a synchronous plan waits for the cluster.
   await eventually(async () => expect((await gitLog(remoteDir)).map((c) => c.subject)).toContain(subject));
   controller.abort();

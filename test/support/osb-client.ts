@@ -18,6 +18,8 @@ export interface OsbCallOptions {
   auth?: boolean;
   /** Override X-Broker-API-Version (null: omit). */
   version?: string | null;
+  /** Aborts the request (a platform that gives up: its timeout); the call then rejects with an AbortError. */
+  signal?: AbortSignal;
 }
 
 export interface OsbClient {
@@ -52,7 +54,7 @@ export function osbClient(baseUrl: string, credentials: { username: string; pass
     if (options.raw !== undefined) payload = options.raw;
     else if (body !== undefined) payload = JSON.stringify(body);
     if (payload !== undefined && headers["content-type"] === undefined) headers["content-type"] = "application/json";
-    const res = await fetch(url, { method, headers, ...(payload !== undefined ? { body: payload } : {}) });
+    const res = await fetch(url, { method, headers, ...(payload !== undefined ? { body: payload } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     const text = await res.text();
     let parsed: Record<string, unknown> = {};
     if (text) {
