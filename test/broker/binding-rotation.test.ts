@@ -17,9 +17,10 @@ import { commitCount, expectOsbError, provisionBody, remoteFiles, samplePlans, u
 const ASYNC = { accepts_incomplete: "true" };
 const DAY = 24 * 3600 * 1000;
 
-/** Plans of the sample's service beside the sample's: one that does not rotate, one whose bindings expire after a second. */
+/** Plans of the sample's service beside the sample's: one that does not rotate, one that does, one whose bindings expire after a second. */
 const FIXED_PLAN = "b7c43a2e-5f0d-4a57-9f65-7d3f0c1f7a01";
 const SHORT_PLAN = "b7c43a2e-5f0d-4a57-9f65-7d3f0c1f7a02";
+const ROTATING_PLAN = "b7c43a2e-5f0d-4a57-9f65-7d3f0c1f7a03";
 function extraPlans(serviceId: string): string {
   const plan = (id: string, name: string, extra: Record<string, unknown>) =>
     stringify({
@@ -50,6 +51,7 @@ function extraPlans(serviceId: string): string {
     });
   return [
     plan(FIXED_PLAN, "fixed", {}),
+    plan(ROTATING_PLAN, "rotating", { binding_rotatable: true }),
     plan(SHORT_PLAN, "short", { binding_rotatable: true, manager: { settings: { binding_expires_after_seconds: 1, binding_renew_after_seconds: 1 } } }),
   ].join("---\n");
 }
@@ -134,7 +136,7 @@ describe("binding rotation (OSB 2.17)", () => {
 
   it("gives the templates the predecessor's id", async () => {
     const id = "rot-tpl";
-    const ids = await provisioned(id, SHORT_PLAN);
+    const ids = await provisioned(id, ROTATING_PLAN);
     expect((await h.osb.bind(id, "t-1", ids)).status).toBe(201);
     expect((await h.osb.bind(id, "t-2", { ...ids, predecessor_binding_id: "t-1" })).status).toBe(201);
     expect(await instanceText(id)).toMatch(/t-1: none\n\s+t-2: t-1/);
