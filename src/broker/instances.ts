@@ -144,8 +144,9 @@ export async function provision(
     if (refs) record.spec.sensitiveParameters = refs;
     // A re-provision of a deprovisioned id starts a new record; its old bindings stay deleted.
     const placed = { service, plan, instance: record, bindings: [], namespace: cluster.namespace, capabilities: cluster.capabilities };
-    const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "provision"));
+    // Before the manifests: their templates see the record as it is written.
     Object.assign(record.status, await renderInstanceMetadata(placed));
+    const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "provision"));
     writeInstance(draft, record);
     held = { record, op };
     const answer = { ...withDashboard(dashboard), ...instanceMetadata(record, osb.apiVersion) };
@@ -391,9 +392,9 @@ export async function update(
     };
     const cluster = recordedCluster(ctx.deps.view, record);
     const bindings = await readLiveBindings(draft, instanceId);
+    next = withInstanceMetadata(next, await renderInstanceMetadata({ ...target, instance: next, bindings }));
     const placed = { ...target, instance: next, bindings, namespace: instanceNamespace(next, cluster), capabilities: cluster.capabilities };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "update"));
-    next = withInstanceMetadata(next, await renderInstanceMetadata(placed));
     writeInstance(draft, next);
     held = { record: next, op };
     const answer = instanceMetadata(next, osb.apiVersion);

@@ -1,7 +1,7 @@
 import { parse } from "yaml";
 import type { Plan, Service } from "../catalog/index.js";
 import { RenderError } from "../errors/index.js";
-import { hasTemplate, renderText } from "../render/index.js";
+import { hasTemplate, renderText, renderTextNow } from "../render/index.js";
 import type { BindingRecord, InstanceRecord } from "../repo/index.js";
 
 /**
@@ -42,26 +42,48 @@ function problemsOf(doc: unknown): string[] {
   return problems;
 }
 
-/** The instance's metadata from its plan's `metadata` template; {} when the plan has none. */
-export async function renderInstanceMetadata(p: { service: Service; plan: Plan; instance: InstanceRecord; bindings: readonly BindingRecord[] }): Promise<InstanceMetadata> {
-  if (!hasTemplate(p.plan.templates, "metadata")) return {};
+/** What the `metadata` template sees: the values of the manifest templates. */
+interface MetadataInput {
+  service: Service;
+  plan: Plan;
+  instance: InstanceRecord;
+  bindings: readonly BindingRecord[];
+}
+
+function metadataRequest(p: MetadataInput) {
   const values = {
     service: p.service.raw,
     plan: p.plan.raw,
     instance: p.instance as unknown as Record<string, unknown>,
     bindings: p.bindings as unknown as Record<string, unknown>[],
   };
-  const text = await renderText({ action: "metadata", templates: p.plan.templates, values, planName: p.plan.name });
-  const where = `plan ${p.plan.name}: template metadata`;
+  return { action: "metadata", templates: p.plan.templates, values, planName: p.plan.name };
+}
+
+/** The instance's metadata from its plan's `metadata` template; {} when the plan has none. */
+export async function renderInstanceMetadata(p: MetadataInput): Promise<InstanceMetadata> {
+  if (!hasTemplate(p.plan.templates, "metadata")) return {};
+  return metadataOf(await renderText(metadataRequest(p)), p.plan.name);
+}
+
+/** `renderInstanceMetadata` for synchronous callers (engines that render on this thread; see renderTextNow). */
+export function renderInstanceMetadataNow(p: MetadataInput): InstanceMetadata {
+  if (!hasTemplate(p.plan.templates, "metadata")) return {};
+  return metadataOf(renderTextNow(metadataRequest(p)), p.plan.name);
+}
+
+/** The metadata a rendered `metadata` template says; RenderError for output of another shape. */
+function metadataOf(text: string, planName: string): InstanceMetadata {
+  const where = `plan ${planName}: template metadata`;
   let doc: unknown;
   try {
     doc = parse(text);
   } catch (e) {
-    throw new RenderError(`${where} renders no YAML: ${e instanceof Error ? e.message : String(e)}`, { cause: e, data: { plan: p.plan.name, action: "metadata" } });
+    throw new RenderError(`${where} renders no YAML: ${e instanceof Error ? e.message : String(e)}`, { cause: e, data: { plan: planName, action: "metadata" } });
   }
   const problems = problemsOf(doc);
   if (problems.length > 0) {
-    throw new RenderError(`${where} renders invalid metadata:\n${problems.map((x) => `- ${x}`).join("\n")}`, { data: { plan: p.plan.name, action: "metadata" } });
+    throw new RenderError(`${where} renders invalid metadata:\n${problems.map((x) => `- ${x}`).join("\n")}`, { data: { plan: planName, action: "metadata" } });
   }
   const { labels, attributes } = (doc ?? {}) as { labels?: Record<string, string> | null; attributes?: Record<string, unknown> | null };
   return {
