@@ -13,11 +13,11 @@ import {
   LABEL_INSTANCE,
   LABEL_MANAGED_BY,
   MANAGED_BY,
-  RECORD_API_VERSION,
   bindingManifestDir,
   instanceNamespace,
   keyOf,
   latestOperation,
+  newBindingRecord,
   readBinding,
   readInstance,
   readLiveBindings,
@@ -164,26 +164,24 @@ async function newBinding(
     },
     sensitive,
   );
-  const binding: BindingRecord = {
-    apiVersion: RECORD_API_VERSION,
-    kind: "ServiceBinding",
-    metadata: { name: keyOf(bindingId), namespace: place.namespace },
-    spec: {
+  const binding = newBindingRecord(
+    {
       bindingId,
       instanceId,
       serviceId: service.id,
       planId: plan.id,
-      ...(request.predecessorBindingId ? { predecessorBindingId: request.predecessorBindingId } : {}),
-      ...(request.context ? { context: request.context } : {}),
-      ...(parameters ? { parameters } : {}),
-      ...(request.bindResource ? { bindResource: request.bindResource } : {}),
-      ...(request.appGuid ? { appGuid: request.appGuid } : {}),
-      ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
-      ...(refs ? { sensitiveParameters: refs } : {}),
+      namespace: place.namespace,
+      predecessorBindingId: request.predecessorBindingId,
+      context: request.context,
+      parameters,
+      bindResource: request.bindResource,
+      appGuid: request.appGuid,
+      originatingIdentity: osb.originatingIdentity,
+      sensitiveParameters: refs,
       ...bindingLifetime(plan, at),
     },
-    status: { operations: [op] },
-  };
+    op,
+  );
   const others = (await readLiveBindings(draft, instanceId)).filter((b) => b.spec.bindingId !== bindingId);
   // The instance's objects may depend on its bindings (one database user per binding: rendered
   // from `bindings`, or added by the bind template to the instance's object, ADR 0017).
