@@ -30,7 +30,6 @@ import type { BindingResult } from "../status-watcher/index.js";
 import {
   appliedOverrides,
   commitSpec,
-  instanceRoute,
   operationEntry,
   planBindable,
   runOperation,
@@ -131,7 +130,7 @@ export async function bind(
     const predecessor = predecessorId === undefined ? undefined : await predecessorOf(ctx, draft, { instance, plan, bindingId, predecessorId, at: ids.at });
     const request = predecessor ? successorRequest(plan, body, predecessor) : body;
     return newBinding(ctx, draft, { instance, service, plan, bindingId, request, osb, ids });
-  }, instanceRoute(ctx, instanceId), { signal: osb.abandoned, what: `bind of binding ${bindingId} of instance ${instanceId}` });
+  }, { instance: instanceId }, { signal: osb.abandoned, what: `bind of binding ${bindingId} of instance ${instanceId}` });
   return answerBind(ctx, result, service, accepts, osb.apiVersion);
 }
 
@@ -302,7 +301,7 @@ export async function unbind(
       }),
       result: plan.asyncBinding ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
-  }, instanceRoute(ctx, instanceId));
+  }, { instance: instanceId });
 }
 
 /**

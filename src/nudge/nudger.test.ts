@@ -7,7 +7,7 @@ import type { ClusterEntry, NudgeDecl } from "../catalog/index.js";
 import type { PushEvent } from "../gitwriter/index.js";
 import { silentLogger } from "../log/index.js";
 import { createInstruments, type Labels } from "../metrics/index.js";
-import { createKubeConfigResolver, createSecretKeyReader } from "../status-watcher/index.js";
+import { createKubeConfigResolver, createSecretKeyReader } from "../kube/index.js";
 import { commitsByCluster, createNudger, repositoryNames, type Nudger, type NudgeTimers } from "./index.js";
 
 const eventually = <T>(assertion: () => T | Promise<T>): Promise<T> => vi.waitFor(assertion, { timeout: 20_000, interval: 20 });

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
 import { silentLogger } from "../../src/log/index.js";
 import { clusterNamespacePath, namespaceManifest } from "../../src/repo/index.js";
-import { createSecretKeyReader } from "../../src/status-watcher/index.js";
+import { createSecretKeyReader } from "../../src/kube/index.js";
 import { stringify } from "yaml";
 import { provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
 import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
