@@ -20,6 +20,7 @@ import { echoRequestIdentity, osbHeaders, platformPath, type OsbRequestInfo } fr
 import { historyResponse } from "./history.js";
 import * as instances from "./instances.js";
 import { checkId, OSB_BODY_LIMIT, requestError, verifyJsonDepth } from "./hostile-input.js";
+import { queryHints } from "./platform-ids.js";
 import { reconcileRoutes } from "./reconcile-routes.js";
 import {
   acceptsIncomplete,
@@ -73,17 +74,15 @@ function route(fn: (req: Request, res: Response) => Promise<OsbResponse> | OsbRe
   };
 }
 
-/** Map what is not an OsbError to one. The only place errors become HTTP bodies is `errorHandler`. */
-function asOsbError(err: unknown): OsbError {
+/**
+ * Map what is not an OsbError to one. The only place errors become HTTP bodies is `errorHandler`.
+ * A Git remote's failure names the repository (the control repository, or a store), and says
+ * what it means for the request: a read was not answered, a write changed nothing, or a push's
+ * outcome is not known (ADR 0005's addendum of 2026-11-29).
+ */
+function asOsbError(err: unknown, read: boolean): OsbError {
   if (err instanceof OsbError) return err;
-  if (err instanceof GitRemoteError) {
-    return new ServiceUnavailableError(
-      err.kind === "hook"
-        ? `the Git remote refused the change: ${err.remoteMessage}`
-        : `the Git remote could not be reached; nothing was changed, retry later: ${err.remoteMessage}`,
-      { cause: err },
-    );
-  }
+  if (err instanceof GitRemoteError) return new ServiceUnavailableError(remoteFailure(err, read), { cause: err });
   if (err instanceof GitWriterClosedError) {
     return new ServiceUnavailableError("the broker is shutting down; nothing was changed, retry", { cause: err });
   }
@@ -91,6 +90,16 @@ function asOsbError(err: unknown): OsbError {
   const request = requestError(err);
   if (request) return request;
   return new InternalError("internal broker error", { cause: err });
+}
+
+function remoteFailure(err: GitRemoteError, read: boolean): string {
+  const remote = err.repository ? `the Git remote of ${err.repository}` : "the Git remote";
+  if (err.kind === "hook") return `${remote} refused the change: ${err.remoteMessage}`;
+  if (read) return `${remote} could not be reached to answer this read; nothing is known to be missing, retry later: ${err.remoteMessage}`;
+  if (err.inDoubt) {
+    return `${remote} did not say whether it took the change; retry the same request, it is answered from the repository: ${err.remoteMessage}`;
+  }
+  return `${remote} could not be reached; nothing was changed, retry later: ${err.remoteMessage}`;
 }
 
 /**
@@ -133,6 +142,12 @@ function requestLog(ctx: Ctx): RequestHandler {
       };
       if (res.statusCode >= 500) log.error(fields, failure?.message ?? "request");
       else log.info(fields, failure?.message ?? "request");
+    });
+    // No answer reached the client (its timeout, say): no "finish", so no line above. ADR 0034.
+    res.on("close", () => {
+      if (res.writableFinished) return;
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      log.warn({ method: req.method, path: req.originalUrl.split("?", 1)[0], ms, requestIdentity: req.get("x-broker-api-request-identity") }, "the client closed the connection before the answer");
     });
     next();
   };
@@ -195,7 +210,12 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
       instances.instanceLastOperation(ctx, pathId(req, "instance_id"), optionalQueryString(req.query, "operation"), osbInfo(res).apiVersion),
     ),
   );
-  v2.get("/service_instances/:instance_id", route((req) => instances.fetchInstance(ctx, pathId(req, "instance_id"))));
+  v2.get(
+    "/service_instances/:instance_id",
+    route((req, res) =>
+      instances.fetchInstance(ctx, pathId(req, "instance_id"), osbInfo(res).apiVersion, queryHints(req.query, "fetch instance", osbInfo(res).apiVersion)),
+    ),
+  );
 
   v2.put(
     "/service_instances/:instance_id/service_bindings/:binding_id",
@@ -204,7 +224,7 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
         ctx,
         pathId(req, "instance_id"),
         pathId(req, "binding_id"),
-        parseBindBody(req.body),
+        parseBindBody(req.body, osbInfo(res).apiVersion),
         acceptsIncomplete(req.query),
         osbInfo(res),
       ),
@@ -237,7 +257,15 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
   );
   v2.get(
     "/service_instances/:instance_id/service_bindings/:binding_id",
-    route((req) => bindings.fetchBinding(ctx, pathId(req, "instance_id"), pathId(req, "binding_id"))),
+    route((req, res) =>
+      bindings.fetchBinding(
+        ctx,
+        pathId(req, "instance_id"),
+        pathId(req, "binding_id"),
+        osbInfo(res).apiVersion,
+        queryHints(req.query, "fetch binding", osbInfo(res).apiVersion),
+      ),
+    ),
   );
   return v2;
 }
@@ -307,12 +335,12 @@ interface RequestFailure {
 
 /** The one place where errors become responses: the OSB error body, from the error hierarchy. */
 function errorHandler(): ErrorRequestHandler {
-  return (err, _req, res, next) => {
+  return (err, req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;
     }
-    const osb = asOsbError(err);
+    const osb = asOsbError(err, req.method === "GET" || req.method === "HEAD");
     // Logged with the request line (see createApp); a 5xx keeps its cause and stack.
     const failure: RequestFailure = { code: osb.code, message: osb.message, ...(osb.status >= 500 ? { cause: err as unknown } : {}) };
     res.locals.failure = failure;

@@ -44,6 +44,8 @@ export interface RecordedRequest {
   status: number;
   /** Content-Encoding of the request body (git gzips large fetch negotiations). */
   contentEncoding: string | undefined;
+  /** performance.now() when the request arrived (before any `latencyMs`). */
+  at: number;
 }
 
 export interface GitHttpServer {
@@ -68,10 +70,11 @@ export async function startGitHttpServer(options: GitHttpServerOptions): Promise
   let available = true;
 
   const server = http.createServer((req, res) => {
+    const at = performance.now();
     const url = new URL(req.url ?? "/", "http://localhost");
     const record = (status: number): void => {
       const contentEncoding = req.headers["content-encoding"];
-      requests.push({ method: req.method ?? "", path: url.pathname, status, contentEncoding });
+      requests.push({ method: req.method ?? "", path: url.pathname, status, contentEncoding, at });
     };
     if (!available) {
       record(503);
