@@ -101,6 +101,11 @@ function isRunning(pid: number): boolean {
 
 async function buildOnce(): Promise<void> {
   if ((await currentBuild()) !== undefined) return;
+  await buildDist();
+}
+
+/** dist/ from scratch, as `npm run build` emits it (without its type check). */
+export async function buildDist(): Promise<void> {
   const tsc = path.join(ROOT, "node_modules/typescript/bin/tsc");
   await rm(path.join(ROOT, "dist"), { recursive: true, force: true });
   // --noCheck: the same output without a second type check; `npm test`'s check step
