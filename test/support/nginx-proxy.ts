@@ -1,5 +1,5 @@
 /**
- * nginx (Debian's package, installed by .ci/run) in front of a test server, configured as the
+ * nginx (Debian's package, which `npm test` installs as root: scripts/test-prerequisites.mjs) in front of a test server, configured as the
  * Kubernetes ingress-nginx controller proxies to a Service's endpoints: HTTP/1.1 to the upstream
  * with a pool of keep-alive connections (320 idle at most, kept 60 s, 10,000 requests each), one
  * upstream connection per request in flight, no response buffering, `proxy_next_upstream error
@@ -42,7 +42,7 @@ async function nginxBinary(): Promise<string> {
       // not there
     }
   }
-  throw new Error("nginx is not installed: .ci/run installs Debian's package (apt-get install nginx)");
+  throw new Error("nginx is not installed: `npm test` installs Debian's package when it runs as root (else: sudo apt-get install nginx)");
 }
 
 function config(dir: string, port: number, upstream: URL, sourceAddress: string): string {

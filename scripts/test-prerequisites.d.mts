@@ -1,0 +1,14 @@
+/** scripts/test-prerequisites.mjs, for the global setup and its tests. */
+export const PINNED_GO: string;
+export const DEFAULT_PROGRAM_DIRS: string[];
+export interface Program {
+  name: string;
+  /** The Debian package that has it; undefined for go (Debian 12's is too old). */
+  debian: string | undefined;
+  /** Why a program that is there cannot be used. */
+  note?: string;
+}
+export const PROGRAMS: Program[];
+export function findPrograms(env?: NodeJS.ProcessEnv): { missing: Program[]; path: string; goToolchain: string | undefined };
+export function installCommand(missing: Program[], root: boolean): string;
+export function describeMissing(missing: Program[], root: boolean): string | undefined;
