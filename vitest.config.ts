@@ -20,7 +20,8 @@ export default defineConfig({
     maxWorkers: availableParallelism() + 2,
     // Workers without V8's optimizing compiler: a test runs most code a few times, and compiling
     // what got warm (on background threads, a third as much CPU again as the workers' main threads)
-    // rarely paid back (ADR 0019, session 9). Brokers started as processes are not workers.
+    // rarely paid back (ADR 0019, "workers without the optimizing compiler"). Brokers started as
+    // processes are not workers.
     execArgv: ["--no-opt"],
     // Before the files: dist/ built when stale, so spawned brokers run the compiled build.
     globalSetup: ["test/support/global-setup.ts"],

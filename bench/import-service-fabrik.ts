@@ -1,5 +1,5 @@
 /**
- * Issue 28's import benchmark: a Service Fabrik landscape of `--instances` instances with
+ * The import benchmark (ADR 0026): a Service Fabrik landscape of `--instances` instances with
  * `--bindings` bindings (Service Fabrik's sample gotemplate plan, two sister clusters) in
  * API-server doubles (test/support/service-fabrik-landscape.ts), imported end to end into a
  * bare remote served over smart HTTP: read (client-node lists on the master and the sisters),

@@ -1,5 +1,5 @@
 /**
- * Importing a running Service Fabrik landscape (issue 28): its instances and bindings become
+ * Importing a running Service Fabrik landscape (ADR 0026): its instances and bindings become
  * records as if the broker had provisioned and bound them, with the manifests their plans'
  * own templates render, naming exactly the objects Service Fabrik applied; then the objects are
  * handed over from Service Fabrik's owner references and finalizers. Read (read-landscape),
