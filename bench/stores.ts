@@ -248,7 +248,7 @@ interface Cell {
   load: LoadResult;
   /** CPU seconds over the cell. */
   cpu: { broker: number; brokerGit: number; remoteGit: number; bench: number };
-  /** Share of the machine's CPUs busy (every process, other engineers' included). */
+  /** Share of the machine's CPUs busy (every process, other work on the machine included). */
   machineBusy: number;
   loadBefore: number;
   loadAfter: number;
