@@ -16,7 +16,7 @@ export default defineConfig({
     isolate: false,
     // Two more files at a time than there are cores (vitest's default is one fewer): files wait
     // on git processes, servers, timers and bounds they test, so on 2 cores the default of one
-    // file at a time left a core idle, and 4 beat 3 (see docs/benchmarks.md, "The test suite").
+    // file at a time left a core idle, and 4 beat 3 (ADR 0019).
     maxWorkers: availableParallelism() + 2,
     // Workers without V8's optimizing compiler: a test runs most code a few times, and compiling
     // what got warm (on background threads, a third as much CPU again as the workers' main threads)

@@ -9,7 +9,7 @@
  * Tests that start `bin/gitops-broker.js` as a process (kill -9, replicas, startup failures, the CLI
  * commands) then run the compiled build, as the container image and `npm start` do, instead of
  * compiling the sources through tsx in every process: ~1.9 s of CPU per start instead of ~4.5 s
- * on 2 cores, over dozens of starts (docs/benchmarks.md, "The test suite"). bin/gitops-broker.js
+ * on 2 cores, over dozens of starts (ADR 0019). bin/gitops-broker.js
  * makes the same freshness check, so a stale build is never run; test/cli/bin.test.ts covers both
  * of its branches in a project of its own.
  */
