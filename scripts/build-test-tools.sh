@@ -16,14 +16,19 @@ cd "$(dirname "$0")/.."
 root=$PWD
 cache=${GITOPS_BROKER_TEST_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/gitops-broker/test-tools}
 
-# Tools modules name a toolchain like go/go.mod: the same Go, never a silent switch.
-want=$(sed -n 's/^toolchain //p' go/go.mod)
-if [ "${GOTOOLCHAIN:-local}" != "$want" ]; then export GOTOOLCHAIN=local; fi
-have=$(go env GOVERSION)
-if [ "$have" != "$want" ]; then
-  echo "scripts/build-test-tools.sh: the tools modules are built with $want, but 'go' is $have; see scripts/build-wasm.sh" >&2
-  exit 1
-fi
+# Each tools module names its toolchain in its go.mod (go1.26.8, the machine's, for Kubernetes and
+# Helm); `use_toolchain` makes the go command run exactly that release, fetched from the Go module
+# proxy when the machine's go is another: never a silent switch. (go/go.mod pins the older release
+# the WebAssembly module is built with: ADR 0011.)
+use_toolchain() {
+  local want; want=$(sed -n 's/^toolchain //p' "tools/$1/go.mod")
+  export GOTOOLCHAIN="$want"
+  have=$(go env GOVERSION)
+  if [ "$have" != "$want" ]; then
+    echo "scripts/build-test-tools.sh: tools/$1/go.mod names $want, but GOTOOLCHAIN=$want runs $have" >&2
+    exit 1
+  fi
+}
 export CGO_ENABLED=0 GOFLAGS="-trimpath -mod=readonly -buildvcs=false"
 
 # The version of a module the tools module requires.
@@ -89,7 +94,8 @@ crds() {
 
 build() {
   local name=$1 package ldflags
-  if [ "$name" = crds ]; then crds; return; fi
+  if [ "$name" = crds ]; then use_toolchain kube-apiserver; crds; return; fi
+  use_toolchain "$name"
   spec "$name"
   local key
   key=$(cat "tools/$name/go.mod" "tools/$name/go.sum" <(echo "$package $ldflags $have $GOFLAGS") | sha256sum | cut -c1-16)

@@ -1,5 +1,5 @@
 /** scripts/test-prerequisites.mjs, for the global setup and its tests. */
-export const PINNED_GO: string;
+export const TOOLS_GO: string;
 export const DEFAULT_PROGRAM_DIRS: string[];
 export interface Program {
   name: string;
@@ -9,6 +9,6 @@ export interface Program {
   note?: string;
 }
 export const PROGRAMS: Program[];
-export function findPrograms(env?: NodeJS.ProcessEnv): { missing: Program[]; path: string; goToolchain: string | undefined };
+export function findPrograms(env?: NodeJS.ProcessEnv): { missing: Program[]; path: string };
 export function installCommand(missing: Program[], root: boolean): string;
 export function describeMissing(missing: Program[], root: boolean): string | undefined;

@@ -9,7 +9,8 @@
  *   age, age-keygen the SOPS tests unwrap data keys with the real age CLI
  *   openssl         the client-certificate and kube-apiserver tests make CAs and certificates with it
  *   nginx           test/broker/behind-a-proxy.test.ts puts it in front of the broker (its service is never started)
- *   go              the release go/go.mod pins builds the test tools once (scripts/build-test-tools.sh, ADR 0022)
+ *   go              1.21 or later: it fetches the release each go.mod names (GOTOOLCHAIN) from the Go
+ *                   module proxy, to build the test tools once (scripts/build-test-tools.sh, ADR 0022)
  *
  * Looked for on PATH, then in GITOPS_BROKER_TEST_PROGRAM_DIRS (default /usr/sbin:/usr/local/go/bin:
  * Debian's nginx and Go's own installer, often not on a user's PATH).
@@ -27,8 +28,8 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-/** The Go release go/go.mod's toolchain line pins (go1.26.8). */
-export const PINNED_GO = /^toolchain (\S+)$/m.exec(readFileSync(path.join(ROOT, "go/go.mod"), "utf8"))?.[1] ?? "";
+/** The Go release the test tools are built with (tools/kube-apiserver/go.mod's toolchain line): the one to install. */
+export const TOOLS_GO = /^toolchain (\S+)$/m.exec(readFileSync(path.join(ROOT, "tools/kube-apiserver/go.mod"), "utf8"))?.[1] ?? "";
 
 export const DEFAULT_PROGRAM_DIRS = ["/usr/sbin", "/usr/local/go/bin"];
 
@@ -44,9 +45,9 @@ export const PROGRAMS = [
 
 /**
  * What the tests lack in `env`: each missing program with the reason when it is there but unusable,
- * and the directories to add to PATH and the variables to set for the ones found off PATH.
+ * and PATH with the directories of the ones found off it added.
  * @param {NodeJS.ProcessEnv} env
- * @returns {{ missing: { name: string; debian: string | undefined; note?: string }[]; path: string; goToolchain: string | undefined }}
+ * @returns {{ missing: { name: string; debian: string | undefined; note?: string }[]; path: string }}
  */
 export function findPrograms(env = process.env) {
   const pathDirs = (env.PATH ?? "").split(path.delimiter).filter((d) => d !== "");
@@ -68,39 +69,33 @@ export function findPrograms(env = process.env) {
   };
   /** @type {{ name: string; debian: string | undefined; note?: string }[]} */
   const missing = [];
-  let goToolchain;
   for (const program of PROGRAMS) {
     const file = find(program.name);
-    if (file === undefined) {
-      missing.push(program);
-    } else if (program.name === "go") {
-      const go = checkGo(file, env);
-      if (go.note !== undefined) missing.push({ ...program, note: go.note });
-      goToolchain = go.goToolchain;
-    }
+    const note = file !== undefined && program.name === "go" ? tooOldGo(file, env) : undefined;
+    if (file === undefined) missing.push(program);
+    else if (note !== undefined) missing.push({ ...program, note });
   }
-  return { missing, path: [...pathDirs, ...added].join(path.delimiter), goToolchain };
+  return { missing, path: [...pathDirs, ...added].join(path.delimiter) };
 }
 
 /**
- * The pinned release, or a go command that fetches it from the Go module proxy (Go 1.21 and later,
- * with GOTOOLCHAIN set to it): else a note saying which go was found.
+ * Undefined for a go command that fetches the releases the go.mod files name from the Go module
+ * proxy (Go 1.21 and later, with GOTOOLCHAIN); else a note saying which go was found.
  * @param {string} file
  * @param {NodeJS.ProcessEnv} env
- * @returns {{ note?: string; goToolchain?: string }}
  */
-function checkGo(file, env) {
+function tooOldGo(file, env) {
   const run = spawnSync(file, ["env", "GOVERSION"], { env: { ...env, GOTOOLCHAIN: "local" }, encoding: "utf8" });
   const version = run.status === 0 ? run.stdout.trim() : "";
-  if (version === PINNED_GO) return {};
   const [, major, minor] = /^go(\d+)\.(\d+)/.exec(version) ?? [];
-  if (Number(major) > 1 || (Number(major) === 1 && Number(minor) >= 21)) return { goToolchain: PINNED_GO };
-  return { note: `${file} is ${version || "not runnable"}, which cannot fetch ${PINNED_GO}` };
+  if (Number(major) > 1 || (Number(major) === 1 && Number(minor) >= 21)) return undefined;
+  return `${file} is ${version || "not runnable"}; Go 1.21 or later fetches the releases the go.mod files name`;
 }
 
 /**
- * The one command that installs every missing program: Debian's packages with apt-get, Go's release
- * from go.dev into /usr/local/go (Debian 12's golang-go is go1.19, too old to fetch the pinned one).
+ * The one command that installs every missing program: Debian's packages with apt-get, the test
+ * tools' Go release from go.dev into /usr/local/go (Debian 12's golang-go is go1.19, too old to
+ * fetch the releases the go.mod files name).
  * @param {{ debian: string | undefined }[]} missing
  * @param {boolean} root
  */
@@ -111,7 +106,7 @@ export function installCommand(missing, root) {
   if (packages.length > 0) commands.push(`${sudo}apt-get install -y ${packages.join(" ")}`);
   if (missing.some((p) => p.name === "go")) {
     const arch = process.arch === "x64" ? "amd64" : process.arch;
-    commands.push(`curl -fsSL https://go.dev/dl/${PINNED_GO}.linux-${arch}.tar.gz | ${sudo}tar -C /usr/local -xz`);
+    commands.push(`curl -fsSL https://go.dev/dl/${TOOLS_GO}.linux-${arch}.tar.gz | ${sudo}tar -C /usr/local -xz`);
   }
   return commands.join(" && ");
 }

@@ -128,14 +128,13 @@ func TestParsedTemplatesAreReusedUnderEachRequestsName(t *testing.T) {
 }
 
 func TestSprigIsTheReleaseServiceFabrikShipped(t *testing.T) {
-	// go.mod pins sprig v3.2.2 as Service Fabrik's interoperator/go.mod did, and with it
-	// huandu/xstrings v1.3.1. Sprig v3.2.3 (Debian's, which built this module before) moved to
-	// xstrings v1.3.3, whose camelCaseToLowerCase no longer writes a connector after a number that
-	// a connector follows. v1.3.1 writes it, and its case for a connector writes one more: a
-	// doubled connector where a number stands between two underscores. That is what SF rendered.
+	// go.mod pins what Service Fabrik's last release (v0.27.1, 2024-03-27) resolved in its
+	// interoperator/go.mod: sprig v3.2.3 and with it huandu/xstrings v1.4.0. From xstrings v1.3.3 on,
+	// camelCaseToLowerCase no longer writes a connector after a number that a connector follows
+	// (v1.3.1, which sprig v3.2.2 pulled in until 2023, wrote "v1_2__3" and "v1-2--3").
 	cases := []struct{ tpl, want string }{
-		{`{{ snakecase "v1_2_3" }}`, "v1_2__3"},
-		{`{{ kebabcase "v1_2_3" }}`, "v1-2--3"},
+		{`{{ snakecase "v1_2_3" }}`, "v1_2_3"},
+		{`{{ kebabcase "v1_2_3" }}`, "v1-2-3"},
 		// A number that no connector follows is the same in both releases.
 		{`{{ snakecase "HTTP20xOK" }}`, "http_20x_ok"},
 	}
@@ -144,5 +143,30 @@ func TestSprigIsTheReleaseServiceFabrikShipped(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s: got %q, %v; want %q", c.tpl, got, err, c.want)
 		}
+	}
+}
+
+func TestTextTemplateIsTheGoReleaseServiceFabrikShipped(t *testing.T) {
+	// Service Fabrik v0.27.1 was built FROM golang:1.21 (go1.21.8 on the day of the tag), and
+	// go.mod's toolchain line builds this module with go1.21.8. Go 1.22 added range over an
+	// integer and Go 1.23 {{else with}}; Service Fabrik refused both, and so do we. The messages
+	// are go1.21.8's own (its text/template: elseControl expects the right delimiter after else
+	// unless an if follows; walkRange has no case for integers and, before Go 1.22, reports a
+	// two-variable range over a non-iterable value as "range can't iterate over").
+	cases := []struct{ tpl, want string }{
+		{`{{ with .a }}x{{ else with .b }}y{{ end }}`, `gotemplate renderer - can't create template for i/provision. template: i/provision:1: unexpected <with> in else`},
+		{`{{ range 3 }}x{{ end }}`, `gotemplate renderer - can't render template for i/provision. template: i/provision:1:9: executing "i/provision" at <3>: range can't iterate over 3`},
+		{`{{ range $i, $e := .n }}x{{ end }}`, `gotemplate renderer - can't render template for i/provision. template: i/provision:1:19: executing "i/provision" at <.n>: range can't iterate over 2`},
+	}
+	for _, c := range cases {
+		got, err := render(t, "i/provision", c.tpl, `{"n":2}`)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: got %q, %v; want the error %q", c.tpl, got, err, c.want)
+		}
+	}
+	// {{else if}} chains, which every release accepts, still render.
+	got, err := render(t, "i/provision", `{{ if .a }}a{{ else if .n }}n{{ end }}`, `{"n":2}`)
+	if err != nil || got != "n" {
+		t.Fatalf("else if: got %q, %v", got, err)
 	}
 }

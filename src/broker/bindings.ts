@@ -13,11 +13,11 @@ import {
   LABEL_INSTANCE,
   LABEL_MANAGED_BY,
   MANAGED_BY,
-  RECORD_API_VERSION,
   bindingManifestDir,
   instanceNamespace,
   keyOf,
   latestOperation,
+  newBindingRecord,
   readBinding,
   readInstance,
   readLiveBindings,
@@ -130,24 +130,22 @@ export async function bind(
       },
       sensitive,
     );
-    const binding: BindingRecord = {
-      apiVersion: RECORD_API_VERSION,
-      kind: "ServiceBinding",
-      metadata: { name: keyOf(bindingId), namespace: place.namespace },
-      spec: {
+    const binding = newBindingRecord(
+      {
         bindingId,
         instanceId,
         serviceId: service.id,
         planId: plan.id,
-        ...(body.context ? { context: body.context } : {}),
-        ...(parameters ? { parameters } : {}),
-        ...(body.bindResource ? { bindResource: body.bindResource } : {}),
-        ...(body.appGuid ? { appGuid: body.appGuid } : {}),
-        ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
-        ...(refs ? { sensitiveParameters: refs } : {}),
+        namespace: place.namespace,
+        context: body.context,
+        parameters,
+        bindResource: body.bindResource,
+        appGuid: body.appGuid,
+        originatingIdentity: osb.originatingIdentity,
+        sensitiveParameters: refs,
       },
-      status: { operations: [op] },
-    };
+      op,
+    );
     const others = (await readLiveBindings(draft, instanceId)).filter((b) => b.spec.bindingId !== bindingId);
     // The instance's objects may depend on its bindings (one database user per binding: rendered
     // from `bindings`, or added by the bind template to the instance's object, ADR 0017).

@@ -28,11 +28,11 @@ import {
   LABEL_INSTANCE,
   LABEL_MANAGED_BY,
   MANAGED_BY,
-  RECORD_API_VERSION,
   instanceManifestDir,
   instanceNamespace,
   keyOf,
   latestOperation,
+  newInstanceRecord,
   readInstance,
   readLiveBindings,
   summarizeInstances,
@@ -130,7 +130,7 @@ export async function provision(
     checkQuota({ quotas: (await ctx.quotas(draft)).quotas, summary, service, plan, tenancy });
 
     const op = operationEntry("provision", operationId, at, osb, { planId: plan.id });
-    const record = newInstanceRecord(instanceId, service, plan, body, osb, op);
+    const record = provisionRecord(instanceId, service, plan, body, osb, op);
     const cluster = await placeInStore(ctx, draft, { service, plan, instance: record, summary });
     record.spec.clusterId = cluster.id;
     record.metadata.namespace = cluster.namespace;
@@ -155,27 +155,24 @@ export async function provision(
 }
 
 /** The record of a new instance, without a cluster yet. Sensitive values never enter it (ADR 0007): they are sealed once the cluster is known. */
-function newInstanceRecord(instanceId: string, service: Service, plan: Plan, body: ProvisionBody, osb: OsbRequestInfo, op: OperationEntry<"provision">): InstanceRecord {
-  const parameters = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
-  return {
-    apiVersion: RECORD_API_VERSION,
-    kind: "ServiceInstance",
-    metadata: { name: keyOf(instanceId), namespace: "" },
-    spec: {
+function provisionRecord(instanceId: string, service: Service, plan: Plan, body: ProvisionBody, osb: OsbRequestInfo, op: OperationEntry<"provision">): InstanceRecord {
+  return newInstanceRecord(
+    {
       instanceId,
       serviceId: service.id,
       planId: plan.id,
       clusterId: "",
-      ...(osb.region ? { region: osb.region } : {}),
+      namespace: "",
+      region: osb.region,
       organizationGuid: body.organizationGuid,
       spaceGuid: body.spaceGuid,
-      ...(body.context ? { context: body.context } : {}),
-      ...(parameters ? { parameters } : {}),
-      ...(body.maintenanceInfo ? { maintenanceInfo: body.maintenanceInfo } : {}),
-      ...(osb.originatingIdentity ? { originatingIdentity: osb.originatingIdentity } : {}),
+      context: body.context,
+      parameters: body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters),
+      maintenanceInfo: body.maintenanceInfo,
+      originatingIdentity: osb.originatingIdentity,
     },
-    status: { operations: [op] },
-  };
+    op,
+  );
 }
 
 /**

@@ -2,18 +2,26 @@ import { randomUUID } from "node:crypto";
 import { Command, Option } from "commander";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import {
+  account,
+  accountingText,
   clusterClient,
   commitImport,
   handOver,
   handOverText,
+  leftBehind,
   planImport,
   planText,
+  readBack,
   readLandscape,
+  verificationText,
+  verifyHandOver,
   type ClusterClient,
+  type Verification,
 } from "../import/index.js";
+import { ConfigError } from "../errors/index.js";
 import { createKubeConfigResolver } from "../status-watcher/index.js";
 import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
-import { openRepo } from "./repo-access.js";
+import { openRepo, type RepoAccess } from "./repo-access.js";
 import { VERSION } from "./version.js";
 
 /**
@@ -30,6 +38,7 @@ interface ImportOptions extends ConfigOptions {
   dryRun?: boolean;
   yes?: boolean;
   batchSize: string;
+  pageSize: string;
   differences: "all" | "summary";
   handOver?: boolean;
   sfNamespace: string;
@@ -41,14 +50,27 @@ cluster (--master-kubeconfig FILE, --master-secret [NAMESPACE/]NAME[:KEY], else 
 the broker's own cluster, as a registry entry without a reference) and, on each sister cluster
 (the registry entry with the id of spec.clusterId, or --map-cluster SF=ID), the objects each
 instance's status.resources lists. Prints the plan: instances by cluster and plan, what is refused
-or skipped and why, the differences between what the plan's templates render and what is live.
-Nothing is written without --yes; then the instances are committed in batches (Reason: import).
-Running it again imports only what is missing.
+or skipped and why (bindings too), the differences between what the plan's templates render and
+what is live, and the accounting: per kind, found on the master = imported + already imported +
+refused + skipped (the command fails if they do not add up). Nothing is written without --yes;
+then the instances are committed in batches (Reason: import) and what was imported is read back
+from the remote. Running it again imports only what is missing.
 
 The hand-over steps are printed every time; --hand-over --yes performs them (the kubeconfigs
 must be allowed to scale Deployments, patch the imported objects and patch and delete Service
 Fabrik's resources): stop its controllers, remove its owner references and finalizers, delete its
-resources with propagationPolicy Orphan, then check that no imported object is owned by it.
+resources with propagationPolicy Orphan. Then it lists the master and every cluster holding an
+imported instance again, in full, and reports the imported objects still owned by Service Fabrik
+and what stays with it, with why.
+
+Exit status:
+  0  complete: every instance and binding on the master is imported (with --hand-over: and
+     handed over, as the fresh lists show); without --yes: would be
+  1  failed: an error, the accounting did not add up, a hand-over step failed, or an imported
+     object is still owned by Service Fabrik or its controllers run; do not remove Service Fabrik
+  2  usage or configuration error
+  3  incomplete: instances or bindings stay with Service Fabrik (refused, skipped, or not handed
+     over), each listed with why; settle or fix them and run it again
 ${CONFIG_HELP}`;
 
 export function importCommand(io: CliIo, done: Done): Command {
@@ -60,6 +82,7 @@ export function importCommand(io: CliIo, done: Done): Command {
     .option("--dry-run", "print the plan and write nothing (the default without --yes)")
     .option("--yes", "commit the import (and, with --hand-over, perform the hand-over)")
     .option("--batch-size <n>", "instances per commit", "500")
+    .option("--page-size <n>", "objects per list request to a cluster (every list is read to its last page)", "500")
     .addOption(new Option("--differences <how>", "print every difference, or a count per kind of difference").choices(["all", "summary"]).default("all"))
     .option("--hand-over", "with --yes: perform the hand-over steps after the import")
     .option("--sf-namespace <ns>", "Service Fabrik's namespace (its controllers' Deployments) on every cluster", "interoperator")
@@ -67,6 +90,8 @@ export function importCommand(io: CliIo, done: Done): Command {
     .action(async (options: ImportOptions, cmd: Command) => {
       const batch = Number(options.batchSize);
       if (!(Number.isInteger(batch) && batch >= 1)) cmd.error(`error: --batch-size must be a positive integer, not ${options.batchSize}`, { exitCode: 2 });
+      const page = Number(options.pageSize);
+      if (!(Number.isInteger(page) && page >= 1)) cmd.error(`error: --page-size must be a positive integer, not ${options.pageSize}`, { exitCode: 2 });
       const map: Record<string, string> = {};
       for (const m of options.mapCluster) {
         const [from, to, ...rest] = m.split("=");
@@ -93,43 +118,107 @@ function masterRef(options: ImportOptions): KubeconfigRef | undefined {
   return { secretRef: { ...secretRef, key: key || "kubeconfig" } };
 }
 
+/** The exit status of `import service-fabrik` (also in its --help and docs/migrating-from-service-fabrik.md). */
+export const IMPORT_EXIT = {
+  /** Everything the master lists is imported (and, with --hand-over, handed over, as verified). */
+  complete: 0,
+  /** An error, the accounting did not add up, a hand-over step failed, or the verification found an imported object owned by Service Fabrik or its controllers running. */
+  failed: 1,
+  /** Done what it could; instances or bindings stay with Service Fabrik, each listed with why. */
+  incomplete: 3,
+} as const;
+
+interface Clients {
+  master: ClusterClient;
+  /** By Service Fabrik's cluster id (spec.clusterId), through --map-cluster. */
+  sister: (sfId: string) => Promise<ClusterClient | undefined>;
+  /** By registry cluster id. */
+  cluster: (clusterId: string) => Promise<ClusterClient | undefined>;
+}
+
+async function clientsOf(options: ImportOptions, map: Record<string, string>, clusters: readonly ClusterEntry[]): Promise<Clients> {
+  const resolve = createKubeConfigResolver();
+  // The master is no registry entry: a name for the resolver's messages.
+  const masterEntry = { id: "service-fabrik-master" } as ClusterEntry;
+  const paging = { pageSize: Number(options.pageSize) };
+  const master = await clusterClient(await resolve(masterRef(options), masterEntry), "Service Fabrik's master", paging);
+  const made = new Map<string, Promise<ClusterClient | undefined>>();
+  const cluster = (clusterId: string) => {
+    let client = made.get(clusterId);
+    if (!client) {
+      const entry = clusters.find((c) => c.id === clusterId);
+      client = entry ? resolve(entry.kubeconfig, entry).then((kc) => clusterClient(kc, `cluster ${entry.id}`, paging)) : Promise.resolve(undefined);
+      made.set(clusterId, client);
+    }
+    return client;
+  };
+  return { master, cluster, sister: (sfId) => cluster(map[sfId] ?? sfId) };
+}
+
 async function runImport(options: ImportOptions, map: Record<string, string>, batchSize: number, io: CliIo): Promise<number> {
   const repo = await openRepo(configArgv(options));
   try {
-    const resolve = createKubeConfigResolver();
-    const clusters = repo.view.clusters();
-    // The master is no registry entry: a name for the resolver's messages.
-    const masterEntry = { id: "service-fabrik-master" } as ClusterEntry;
-    const master = await clusterClient(await resolve(masterRef(options), masterEntry), "Service Fabrik's master");
-    const sisters = new Map<string, Promise<ClusterClient | undefined>>();
-    const sister = (sfId: string) => {
-      let client = sisters.get(sfId);
-      if (!client) {
-        const entry = clusters.find((c) => c.id === (map[sfId] ?? sfId));
-        client = entry ? resolve(entry.kubeconfig, entry).then((kc) => clusterClient(kc, `cluster ${entry.id}`)) : Promise.resolve(undefined);
-        sisters.set(sfId, client);
-      }
-      return client;
-    };
-    const landscape = await readLandscape(master, sister);
-    const plan = await planImport({ landscape, catalog: repo.view.catalog(), clusters, base: repo.writer.snapshot(), clusterMap: map, now: () => new Date(), newId: randomUUID });
-    io.stdout.write(planText(plan, { differences: options.differences }));
-    let code = 0;
-    if (options.yes) {
-      const result = await commitImport(repo.writer, plan, {
-        batchSize,
-        brokerVersion: `gitops-broker/${VERSION}`,
-        onBatch: (b) => void io.stdout.write(`committed ${b.instances} instance(s) in ${b.commit ?? "(no commit)"} (${b.done}/${b.total})\n`),
-      });
-      io.stdout.write(`imported ${result.imported.length} instance(s) in ${result.commits.length} commit(s)${result.present.length > 0 ? `; ${result.present.length} were in the repository already` : ""}\n`);
-    } else {
-      io.stdout.write("dry run: nothing was written; run with --yes to commit the import\n");
-    }
-    const report = await handOver({ master, sister, subjects: plan.handOver, landscape, namespace: options.sfNamespace, perform: options.yes === true && options.handOver === true });
-    io.stdout.write(handOverText(report));
-    if (report.performed && (report.steps.some((s) => s.error !== undefined) || report.stillOwned.length > 0 || report.running.length > 0)) code = 1;
-    return code;
+    return await importAndHandOver(repo, options, map, batchSize, io);
+  } catch (e) {
+    // A configuration problem stays a usage error (exit 2, runCommand).
+    if (e instanceof ConfigError) throw e;
+    io.stderr.write(`import failed: ${e instanceof Error ? e.message : String(e)}\n`);
+    return IMPORT_EXIT.failed;
   } finally {
     await repo.close();
   }
+}
+
+async function importAndHandOver(repo: RepoAccess, options: ImportOptions, map: Record<string, string>, batchSize: number, io: CliIo): Promise<number> {
+  const out = (text: string) => void io.stdout.write(text);
+  const clusters = repo.view.clusters();
+  const clients = await clientsOf(options, map, clusters);
+  const landscape = await readLandscape(clients.master, clients.sister);
+  const plan = await planImport({ landscape, catalog: repo.view.catalog(), clusters, base: repo.writer.snapshot(), clusterMap: map, now: () => new Date(), newId: randomUUID });
+  out(planText(plan, { differences: options.differences }));
+  let accounting = account(landscape, plan);
+  out(accountingText(accounting, true));
+  if (options.yes) {
+    const result = await commitImport(repo.writer, plan, {
+      batchSize,
+      brokerVersion: `gitops-broker/${VERSION}`,
+      onBatch: (b) => out(`committed ${b.instances} instance(s) in ${b.commit ?? "(no commit)"} (${b.done}/${b.total})\n`),
+    });
+    // What the remote holds, fetched again: not what this run built.
+    await repo.writer.refresh();
+    const back = await readBack(repo.writer.snapshot(), plan);
+    out(`imported ${back.instances.length} instance(s) with ${back.bindings.length} binding(s) in ${result.commits.length} commit(s), read back from the remote (${back.commit ?? "no commit"})\n`);
+    accounting = account(landscape, plan, back);
+    out(accountingText(accounting, false));
+  } else {
+    out("dry run: nothing was written; run with --yes to commit the import\n");
+  }
+  const report = await handOver({ master: clients.master, sister: clients.sister, subjects: plan.handOver, landscape, namespace: options.sfNamespace, perform: options.yes === true && options.handOver === true });
+  out(handOverText(report));
+  if (!report.performed) {
+    const left = leftBehind(accounting);
+    out(left === 0 ? "complete: every SFServiceInstance and SFServiceBinding on the master is imported\n" : `incomplete: ${left} instance(s) and binding(s) stay with Service Fabrik, each listed above with why\n`);
+    return left === 0 ? IMPORT_EXIT.complete : IMPORT_EXIT.incomplete;
+  }
+  await repo.writer.refresh();
+  const verified = await verifyHandOver({ master: clients.master, cluster: clients.cluster, tip: repo.writer.snapshot(), namespace: options.sfNamespace, plan });
+  out(verificationText(verified));
+  return verdict(report.steps.filter((s) => s.error !== undefined).length, verified, out);
+}
+
+/** The exit status and its last line, from the verification's own lists (and the steps that failed). */
+function verdict(failedSteps: number, v: Verification, out: (text: string) => void): number {
+  const owned = v.stillOwned.length === 0 ? "no imported object is owned by a Service Fabrik resource" : `${v.stillOwned.length} imported object(s) owned by a Service Fabrik resource`;
+  const left = v.left.instances.length + v.left.bindings.length;
+  if (failedSteps > 0 || v.stillOwned.length > 0 || v.running.length > 0) {
+    const why = [failedSteps > 0 ? `${failedSteps} step(s) failed` : "", v.stillOwned.length > 0 ? owned : "", v.running.length > 0 ? `${v.running.length} controller(s) of Service Fabrik running` : ""];
+    out(`hand-over failed: ${why.filter(Boolean).join("; ")} (listed above); do not remove Service Fabrik\n`);
+    return IMPORT_EXIT.failed;
+  }
+  if (left > 0) {
+    out(`hand-over incomplete: ${owned}; ${v.left.instances.length} instance(s) and ${v.left.bindings.length} binding(s) stay with Service Fabrik (listed above)\n`);
+    return IMPORT_EXIT.incomplete;
+  }
+  out(`hand-over complete: ${owned}; nothing stays with Service Fabrik\n`);
+  return IMPORT_EXIT.complete;
 }

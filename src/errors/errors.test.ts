@@ -101,6 +101,7 @@ const samples: Record<string, () => BaseError> = {
   GitWriterClosedError: () => new errors.GitWriterClosedError("closed"),
   NudgeError: () => new errors.NudgeError("east", "webhook answered 500", { status: 500 }),
   KubeApiError: () => new errors.KubeApiError("list failed", { status: 403 }),
+  ImportAccountingError: () => new errors.ImportAccountingError("does not add up", ["a-1"]),
   TemplateFailure: () => new errors.TemplateFailure("parse error"),
   ChartError: () => new errors.ChartError("chart not found", { debugHint: true }),
   WasmCallError: () => new errors.WasmCallError("exited", "exited"),

@@ -2,12 +2,12 @@ import {
   appliedResources,
   identityKey,
   identityOf,
-  identityText,
   isServiceFabrikFinalizer,
   isServiceFabrikOwner,
   SF_BINDING_KIND,
   SF_INSTANCE_KIND,
   SF_OSB_API_VERSION,
+  specOf,
   type ClusterClient,
   type KubeObject,
   type Landscape,
@@ -26,9 +26,9 @@ import type { HandOverSubject } from "./plan-import.js";
  *   2. its owner references are removed from the imported objects;
  *   3. its finalizers are removed from its resources (master and sister replicas);
  *   4. its resources are deleted with `propagationPolicy: Orphan`.
- * Then no imported object may be owned by a Service Fabrik resource. Without `perform` the steps
- * are only listed (what is already done is not listed again); with it they are made, each one
- * reported, and the first failure stops the steps after it.
+ * Without `perform` the steps are only listed (what is already done is not listed again); with it
+ * they are made, each one reported, and the first failure stops the steps after it. Whether it
+ * worked is for verify.ts to say, from lists of its own.
  */
 
 export interface HandOverStep {
@@ -43,18 +43,14 @@ export interface HandOverStep {
 export interface HandOverReport {
   steps: HandOverStep[];
   performed: boolean;
-  /** Deployments of Service Fabrik's namespace that still run (replicas > 0), by cluster. */
-  running: string[];
-  /** Imported objects still owned by a Service Fabrik resource, with the owner. */
-  stillOwned: string[];
 }
 
 export interface HandOverInputs {
   master: ClusterClient;
   sister: (sfClusterId: string) => Promise<ClusterClient | undefined>;
   subjects: readonly HandOverSubject[];
-  /** The live objects the import read (they are listed again after the steps). */
-  landscape: Pick<Landscape, "live">;
+  /** The live objects the import read: whose owner references step 2 removes. */
+  landscape: Pick<Landscape, "live" | "instances">;
   /** Service Fabrik's namespace on every cluster (its Helm release's, default `interoperator`). */
   namespace: string;
   perform: boolean;
@@ -77,11 +73,14 @@ interface Cluster {
 
 export async function handOver(inputs: HandOverInputs): Promise<HandOverReport> {
   const { perform } = inputs;
-  const report: HandOverReport = { steps: [], performed: perform, running: [], stillOwned: [] };
+  const report: HandOverReport = { steps: [], performed: perform };
   const clusters = new Map<string, Cluster>([["master", { label: "master", client: inputs.master }]]);
   const sisters = new Map<string, ClusterClient>();
-  for (const id of new Set(inputs.subjects.map((s) => s.sfClusterId))) {
-    const client = await inputs.sister(id);
+  const handed = new Set(inputs.subjects.map((s) => s.sfClusterId));
+  // Controllers are stopped on every sister the master names; only the handed-over instances' must be reachable.
+  const named = inputs.landscape.instances.map((i) => specOf(i).clusterId).filter((id): id is string => typeof id === "string" && id !== "");
+  for (const id of new Set([...handed, ...named])) {
+    const client = handed.has(id) ? await inputs.sister(id) : await inputs.sister(id).catch(() => undefined);
     if (!client) continue;
     sisters.set(id, client);
     // SF's cluster "1" is the master itself: one cluster, one set of steps.
@@ -158,32 +157,6 @@ export async function handOver(inputs: HandOverInputs): Promise<HandOverReport> 
     await act({ step: 4, cluster: cluster.label, command: kubectl(cluster.client, ref, "delete --cascade=orphan") }, () => cluster.client.deleteOrphan(ref));
   }
 
-  // Afterwards: the controllers stay stopped, and no imported object is owned by Service Fabrik.
-  for (const { cluster, object } of await deployments()) {
-    if (replicas(object) !== 0) report.running.push(`${cluster.label}: Deployment ${object.metadata.namespace}/${object.metadata.name} has ${replicas(object)} replica(s)`);
-  }
-  // One list per cluster and kind, whatever the number of instances.
-  const lists = new Map<string, Promise<Map<string, KubeObject>>>();
-  const objectsOf = (client: ClusterClient, apiVersion: string, kind: string) => {
-    const key = `${client.server} ${apiVersion} ${kind}`;
-    let list = lists.get(key);
-    if (!list) {
-      list = client.list(apiVersion, kind).then((items) => new Map(items.map((o) => [identityKey(identityOf({ ...o, apiVersion, kind })), o])));
-      lists.set(key, list);
-    }
-    return list;
-  };
-  for (const subject of inputs.subjects) {
-    const client = sisters.get(subject.sfClusterId);
-    if (!client) continue;
-    for (const ref of [...appliedResources(subject.instance), ...subject.bindings.flatMap(appliedResources)]) {
-      const object = (await objectsOf(client, ref.apiVersion, ref.kind)).get(identityKey(ref));
-      for (const owner of (object?.metadata.ownerReferences ?? []).filter(isServiceFabrikOwner)) {
-        report.stillOwned.push(`${identityText(ref)} on cluster ${subject.sfClusterId} is owned by ${owner.kind} ${owner.name}`);
-      }
-    }
-  }
-  report.stillOwned = [...new Set(report.stillOwned)];
   return report;
 }
 

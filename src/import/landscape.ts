@@ -6,6 +6,7 @@
  * the provisioner applied there); on each sister cluster those objects, owned by the sister's
  * replica of the SFServiceInstance (and by each SFServiceBinding whose bind template changed it).
  */
+import { createHash } from "node:crypto";
 
 export const SF_OSB_API_VERSION = "osb.servicefabrik.io/v1alpha1";
 export const SF_INSTANCE_KIND = "SFServiceInstance";
@@ -110,20 +111,65 @@ export function appliedResources(o: KubeObject): ObjectIdentity[] {
   return out;
 }
 
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * The Kubernetes name Service Fabrik gave an OSB id (its broker's getKubernetesName): the id when
+ * it is a DNS-1123 subdomain of at most 253 characters, else the sha224 hex of the id. Its
+ * SFServiceInstance and SFServiceBinding are named so, and a binding's `spec.instanceId` holds
+ * its instance's name so. (The broker's own keyOf hashes every id that is not a DNS-1123 label.)
+ */
+export function serviceFabrikName(id: string): string {
+  return id.length > 0 && id.length <= 253 && DNS1123_SUBDOMAIN.test(id) ? id : createHash("sha224").update(id, "utf8").digest("hex");
+}
+
 /** The instance id of an SFServiceInstance: `spec.instanceId`, else its name. */
 export function instanceIdOf(o: KubeObject): string {
   return str(specOf(o).instanceId) ?? o.metadata.name ?? "";
 }
 
-/** The binding id of an SFServiceBinding (`spec.bindingId`, SF's unfilled `spec.id`, else its name). */
+/**
+ * The binding id of an SFServiceBinding: `spec.id`, the id as the platform sent it (Service
+ * Fabrik's putBinding keeps it there and names the resource by its Kubernetes name, the sha224
+ * hex of an id that is not a DNS-1123 subdomain; its CRD has no `bindingId`), else `spec.bindingId`,
+ * else its name.
+ */
 export function bindingIdOf(o: KubeObject): string {
   const spec = specOf(o);
-  return str(spec.bindingId) ?? str(spec.id) ?? o.metadata.name ?? "";
+  return str(spec.id) ?? str(spec.bindingId) ?? o.metadata.name ?? "";
 }
 
-/** The instance an SFServiceBinding belongs to: `spec.instanceId`, else its `instance_guid` label. */
+/**
+ * The instance an SFServiceBinding names: `spec.instanceId`, else its `instance_guid` label. Service
+ * Fabrik's putBinding stores there the instance's Kubernetes name (the SFServiceInstance's
+ * `metadata.name`: the sha224 hex of an id that is not a DNS-1123 subdomain), not its id.
+ */
 export function bindingInstanceOf(o: KubeObject): string {
   return str(specOf(o).instanceId) ?? o.metadata.labels?.instance_guid ?? "";
+}
+
+/**
+ * The master's SFServiceBindings by the SFServiceInstance they belong to, matched as Service
+ * Fabrik stored them: the instance named by its id (`spec.instanceId`) or by its Kubernetes name
+ * (`metadata.name`, what putBinding writes for an id that is not a DNS-1123 subdomain). `orphans`:
+ * bindings whose instance is not among `instances`.
+ */
+export function matchBindings(instances: readonly KubeObject[], bindings: readonly KubeObject[]): { byInstance: Map<KubeObject, KubeObject[]>; orphans: KubeObject[] } {
+  const named = new Map<string, KubeObject>();
+  for (const i of instances) named.set(instanceIdOf(i), i);
+  for (const i of instances) if (i.metadata.name && !named.has(i.metadata.name)) named.set(i.metadata.name, i);
+  const byInstance = new Map<KubeObject, KubeObject[]>();
+  const orphans: KubeObject[] = [];
+  for (const b of bindings) {
+    const instance = named.get(bindingInstanceOf(b));
+    if (instance === undefined) orphans.push(b);
+    else {
+      const list = byInstance.get(instance);
+      if (list) list.push(b);
+      else byInstance.set(instance, [b]);
+    }
+  }
+  return { byInstance, orphans };
 }
 
 export type SfState = "succeeded" | "failed" | "busy";

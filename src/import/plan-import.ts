@@ -7,9 +7,10 @@ import {
   bindingManifestDir,
   byBindingKey,
   instanceManifestDir,
-  keyOf,
+  newBindingRecord,
+  newInstanceRecord,
+  readBinding,
   readInstance,
-  RECORD_API_VERSION,
   writeBinding,
   writeInstance,
   type BindingRecord,
@@ -25,6 +26,7 @@ import {
   identityKey,
   identityText,
   instanceIdOf,
+  matchBindings,
   sfState,
   specOf,
   type KubeObject,
@@ -49,6 +51,8 @@ export interface Edit {
 
 export interface ObjectDifferences {
   object: string;
+  /** Its apiVersion and kind. */
+  type: string;
   differences: Difference[];
 }
 
@@ -75,6 +79,12 @@ export interface NotImported {
   reason: string;
 }
 
+/** A binding the repository already holds as imported. */
+export interface PresentBinding {
+  instanceId: string;
+  bindingId: string;
+}
+
 /** The Service Fabrik resources of an instance the repository holds as imported: what the hand-over works on. */
 export interface HandOverSubject {
   instanceId: string;
@@ -83,6 +93,11 @@ export interface HandOverSubject {
   bindings: KubeObject[];
 }
 
+/**
+ * Where every SFServiceInstance and SFServiceBinding the master listed went: each in exactly one
+ * of imported (PlannedInstance, its bindingIds), present, refused or skipped, with its reason
+ * (accounting.ts checks that they add up to what was listed).
+ */
 export interface ImportPlan {
   /** The master's API server. */
   source: string;
@@ -91,10 +106,16 @@ export interface ImportPlan {
   refused: NotImported[];
   /** Not importable now: an operation in progress in Service Fabrik, or failed. */
   skipped: NotImported[];
-  /** Bindings left out of an imported instance (failed in Service Fabrik). */
-  skippedBindings: NotImported[];
-  /** Instance ids the repository already holds (a second run, or an interrupted one continued). */
+  /** Instance ids the repository already holds as imported (a second run, or an interrupted one continued). */
   present: string[];
+  /** The bindings not imported with an instance of `imported`. */
+  bindings: {
+    present: PresentBinding[];
+    /** Their instance refused, their instance not on the master, or bound in Service Fabrik after their instance was imported. */
+    refused: NotImported[];
+    /** Failed in Service Fabrik, an operation in progress, or their instance skipped. */
+    skipped: NotImported[];
+  };
   /** Instances imported now or before, with their SF resources. */
   handOver: HandOverSubject[];
   /** Where the planning's time went: rendering (records, templates, bindings' patches) and comparing with the live objects. */
@@ -126,67 +147,133 @@ const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export async function planImport(inputs: PlanImportInputs): Promise<ImportPlan> {
   const { landscape } = inputs;
-  const plan: ImportPlan = { source: landscape.master, imported: [], refused: [], skipped: [], skippedBindings: [], present: [], handOver: [], timings: { renderMs: 0, diffMs: 0 } };
-  const bindingsOf = new Map<string, KubeObject[]>();
-  for (const b of landscape.bindings) {
-    const id = bindingInstanceOf(b);
-    const list = bindingsOf.get(id);
-    if (list) list.push(b);
-    else bindingsOf.set(id, [b]);
+  const plan: ImportPlan = {
+    source: landscape.master,
+    imported: [],
+    refused: [],
+    skipped: [],
+    present: [],
+    bindings: { present: [], refused: [], skipped: [] },
+    handOver: [],
+    timings: { renderMs: 0, diffMs: 0 },
+  };
+  const { byInstance, orphans } = matchBindings(landscape.instances, landscape.bindings);
+  for (const b of orphans) {
+    plan.bindings.refused.push({ instanceId: bindingInstanceOf(b), bindingId: bindingIdOf(b), reason: `its instance ${bindingInstanceOf(b) || "(none named)"} is not among the master's SFServiceInstances` });
   }
   const instances = [...landscape.instances].sort((a, b) => (instanceIdOf(a) < instanceIdOf(b) ? -1 : instanceIdOf(a) > instanceIdOf(b) ? 1 : 0));
   let done = 0;
   for (const sf of instances) {
-    await planOne(inputs, plan, sf, bindingsOf.get(instanceIdOf(sf)) ?? []);
+    await planOne(inputs, plan, sf, byInstance.get(sf) ?? []);
     inputs.onInstance?.(++done, instances.length);
   }
   return plan;
 }
 
-async function planOne(inputs: PlanImportInputs, out: ImportPlan, sf: KubeObject, sfBindings: KubeObject[]): Promise<void> {
+/** One SFServiceInstance: who it is, and a NotImported of it (or of one of its bindings) with a reason. */
+interface Subjected {
+  sf: KubeObject;
+  instanceId: string;
+  sfClusterId: string;
+  not(reason: string, binding?: KubeObject): NotImported;
+}
+
+function subjectOf(sf: KubeObject): Subjected {
   const instanceId = instanceIdOf(sf);
   const spec = specOf(sf);
   const sfClusterId = typeof spec.clusterId === "string" ? spec.clusterId : "";
-  const not = (reason: string): NotImported => ({ instanceId, ...(sfClusterId ? { sfClusterId } : {}), ...(typeof spec.planId === "string" ? { plan: spec.planId } : {}), reason });
+  const not = (reason: string, binding?: KubeObject): NotImported => ({
+    instanceId,
+    ...(binding ? { bindingId: bindingIdOf(binding) } : {}),
+    ...(sfClusterId ? { sfClusterId } : {}),
+    ...(typeof spec.planId === "string" ? { plan: spec.planId } : {}),
+    reason,
+  });
+  return { sf, instanceId, sfClusterId, not };
+}
 
-  const existing = await readInstance(inputs.base, instanceId);
-  if (existing && !existing.status.deleted) {
-    out.present.push(instanceId);
-    if (existing.status.operations.some((o) => o.action === "import")) {
-      const live = sfBindings.filter((b) => sfState(b).state === "succeeded");
-      out.handOver.push({ instanceId, sfClusterId, instance: sf, bindings: live });
-    }
+const inProgress = (o: KubeObject) => `an operation is in progress in Service Fabrik (status.state ${sfState(o).text})`;
+const failedBinding = (b: KubeObject) => `failed in Service Fabrik (status.state failed${errorOf(b)}): not a binding to import`;
+
+async function planOne(inputs: PlanImportInputs, out: ImportPlan, sf: KubeObject, sfBindings: KubeObject[]): Promise<void> {
+  const s = subjectOf(sf);
+  const existing = await readInstance(inputs.base, s.instanceId);
+  // Imported before (and maybe deprovisioned through the broker since): never imported again.
+  if (existing && (!existing.status.deleted || wasImported(existing))) return planPresent(inputs, out, s, existing, sfBindings);
+  // A failed binding is left out of its instance; one in progress keeps the instance out.
+  for (const b of sfBindings.filter((b) => sfState(b).state === "failed")) out.bindings.skipped.push(s.not(failedBinding(b), b));
+  const bindings = sfBindings.filter((b) => sfState(b).state !== "failed");
+  const verdict = await importable(inputs, out, s, bindings);
+  if ("planned" in verdict) {
+    out.imported.push(verdict.planned);
+    out.handOver.push({ instanceId: s.instanceId, sfClusterId: s.sfClusterId, instance: sf, bindings });
     return;
   }
-  const state = sfState(sf);
-  if (state.state === "failed") return void out.skipped.push(not(`failed in Service Fabrik (status.state failed${errorOf(sf)})`));
-  if (state.state === "busy") return void out.skipped.push(not(`an operation is in progress in Service Fabrik (status.state ${state.text})`));
-  const bindings: KubeObject[] = [];
-  for (const b of sfBindings) {
-    const s = sfState(b);
-    if (s.state === "busy") return void out.skipped.push(not(`binding ${bindingIdOf(b)} has an operation in progress in Service Fabrik (status.state ${s.text})`));
-    if (s.state === "failed") out.skippedBindings.push({ ...not(`failed in Service Fabrik (status.state failed${errorOf(b)}): not a binding to import`), bindingId: bindingIdOf(b) });
-    else bindings.push(b);
+  const not = { ...s.not(verdict.reason), ...(verdict.plan ? { plan: verdict.plan } : {}) };
+  (verdict.skip ? out.skipped : out.refused).push(not);
+  for (const b of bindings) {
+    if (sfState(b).state === "busy") out.bindings.skipped.push(s.not(inProgress(b), b));
+    else (verdict.skip ? out.bindings.skipped : out.bindings.refused).push(s.not(`its instance ${s.instanceId} is ${verdict.skip ? "skipped" : "refused"}`, b));
   }
-  if (sfClusterId === "") return void out.refused.push(not("spec.clusterId is empty: Service Fabrik never scheduled it"));
+}
+
+const wasImported = (record: { status: { operations: { action: string }[] } }) => record.status.operations.some((o) => o.action === "import");
+
+/**
+ * An instance the repository holds: already imported (its bindings too, or not; unbound or
+ * deprovisioned through the broker since counts as imported), or provisioned through the broker.
+ */
+async function planPresent(inputs: PlanImportInputs, out: ImportPlan, s: Subjected, existing: InstanceRecord, sfBindings: KubeObject[]): Promise<void> {
+  if (!wasImported(existing)) {
+    out.refused.push(s.not("the GitOps repository holds an instance with this id that was not imported (provisioned through the broker)"));
+    for (const b of sfBindings) out.bindings.refused.push(s.not(`its instance ${s.instanceId} is refused`, b));
+    return;
+  }
+  out.present.push(s.instanceId);
+  const handed: KubeObject[] = [];
+  for (const b of sfBindings) {
+    const state = sfState(b).state;
+    if (state === "failed") out.bindings.skipped.push(s.not(failedBinding(b), b));
+    else if (state === "busy") out.bindings.skipped.push(s.not(inProgress(b), b));
+    else {
+      const record = await readBinding(inputs.base, s.instanceId, bindingIdOf(b));
+      if (record && wasImported(record)) {
+        out.bindings.present.push({ instanceId: s.instanceId, bindingId: bindingIdOf(b) });
+        handed.push(b);
+      } else {
+        out.bindings.refused.push(s.not("not in the GitOps repository though its instance is: bound in Service Fabrik after the instance was imported (bind it again through the broker)", b));
+      }
+    }
+  }
+  out.handOver.push({ instanceId: s.instanceId, sfClusterId: s.sfClusterId, instance: s.sf, bindings: handed });
+}
+
+type Verdict = { planned: PlannedInstance } | { skip: boolean; reason: string; plan?: string };
+
+async function importable(inputs: PlanImportInputs, out: ImportPlan, s: Subjected, bindings: KubeObject[]): Promise<Verdict> {
+  const { sf, sfClusterId } = s;
+  const spec = specOf(sf);
+  const state = sfState(sf);
+  if (state.state === "failed") return { skip: true, reason: `failed in Service Fabrik (status.state failed${errorOf(sf)})` };
+  if (state.state === "busy") return { skip: true, reason: inProgress(sf) };
+  const busy = bindings.find((b) => sfState(b).state === "busy");
+  if (busy) return { skip: true, reason: `binding ${bindingIdOf(busy)} has an operation in progress in Service Fabrik (status.state ${sfState(busy).text})` };
+  if (sfClusterId === "") return { skip: false, reason: "spec.clusterId is empty: Service Fabrik never scheduled it" };
   const clusterId = inputs.clusterMap?.[sfClusterId] ?? sfClusterId;
   const cluster = inputs.clusters.find((c) => c.id === clusterId);
-  if (!cluster) return void out.refused.push(not(`cluster ${clusterId}${clusterId === sfClusterId ? "" : ` (spec.clusterId ${sfClusterId})`} is not in the cluster registry`));
+  if (!cluster) return { skip: false, reason: `cluster ${clusterId}${clusterId === sfClusterId ? "" : ` (spec.clusterId ${sfClusterId})`} is not in the cluster registry` };
   const unreadable = inputs.landscape.unreadable.get(sfClusterId);
-  if (unreadable !== undefined) return void out.refused.push(not(`its cluster could not be read: ${unreadable}`));
+  if (unreadable !== undefined) return { skip: false, reason: `its cluster could not be read: ${unreadable}` };
   let found: { service: Service; plan: Plan };
   try {
     found = lookupPlan(inputs.catalog, str(spec.serviceId) ?? "", str(spec.planId) ?? "");
   } catch (e) {
-    return void out.refused.push(not(`${errorText(e)} (the catalog must hold the SFService and SFPlan it was provisioned with)`));
+    return { skip: false, reason: `${errorText(e)} (the catalog must hold the SFService and SFPlan it was provisioned with)` };
   }
   try {
-    const planned = await renderOne(inputs, { sf, bindings, instanceId, sfClusterId, cluster, ...found }, out.timings);
-    out.imported.push(planned);
-    out.handOver.push({ instanceId, sfClusterId, instance: sf, bindings });
+    return { planned: await renderOne(inputs, { sf, bindings, instanceId: s.instanceId, sfClusterId, cluster, ...found }, out.timings) };
   } catch (e) {
-    if (e instanceof Refusal) out.refused.push({ ...not(e.message), plan: found.plan.name });
-    else out.refused.push({ ...not(`rendering failed: ${errorText(e)}`), plan: found.plan.name });
+    return { skip: false, reason: e instanceof Refusal ? e.message : `rendering failed: ${errorText(e)}`, plan: found.plan.name };
   }
 }
 
@@ -208,54 +295,48 @@ interface Subject {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 
-/** The instance record the broker would have written for the provision Service Fabrik got. */
+/** The instance record the broker would have written for the provision Service Fabrik got (the broker's constructor). */
 export function instanceRecordOf(sf: KubeObject, clusterId: string, clusterNamespace: string, plan: Plan, op: OperationEntry<"import">): InstanceRecord {
   const spec = specOf(sf);
-  const instanceId = instanceIdOf(sf);
   const namespace = sf.metadata.namespace ?? clusterNamespace;
   const context = isObject(spec.context) ? spec.context : undefined;
   const maintenance = isObject(spec.maintenanceInfo) && typeof spec.maintenanceInfo.version === "string" ? spec.maintenanceInfo : undefined;
-  return {
-    apiVersion: RECORD_API_VERSION,
-    kind: "ServiceInstance",
-    metadata: { name: keyOf(instanceId), namespace },
-    spec: {
-      instanceId,
+  return newInstanceRecord(
+    {
+      instanceId: instanceIdOf(sf),
       serviceId: String(spec.serviceId),
       planId: plan.id,
       clusterId,
-      ...(namespace === clusterNamespace ? {} : { namespace }),
-      ...(str(spec.organizationGuid) ?? str(context?.organization_guid) ? { organizationGuid: str(spec.organizationGuid) ?? String(context?.organization_guid) } : {}),
-      ...(str(spec.spaceGuid) ?? str(context?.space_guid) ? { spaceGuid: str(spec.spaceGuid) ?? String(context?.space_guid) } : {}),
-      ...(context ? { context } : {}),
-      ...(isObject(spec.parameters) ? { parameters: spec.parameters } : {}),
-      ...(maintenance ? { maintenanceInfo: { version: String(maintenance.version), ...(typeof maintenance.description === "string" ? { description: maintenance.description } : {}) } } : {}),
+      namespace,
+      ownNamespace: namespace === clusterNamespace ? undefined : namespace,
+      organizationGuid: str(spec.organizationGuid) ?? str(context?.organization_guid),
+      spaceGuid: str(spec.spaceGuid) ?? str(context?.space_guid),
+      context,
+      parameters: isObject(spec.parameters) ? spec.parameters : undefined,
+      maintenanceInfo: maintenance && { version: String(maintenance.version), ...(typeof maintenance.description === "string" ? { description: maintenance.description } : {}) },
     },
-    status: { operations: [op] },
-  };
+    op,
+  );
 }
 
-/** The binding record the broker would have written for the bind Service Fabrik got. */
+/** The binding record the broker would have written for the bind Service Fabrik got (the broker's constructor). */
 export function bindingRecordOf(sf: KubeObject, instance: InstanceRecord, op: OperationEntry<"import">): BindingRecord {
   const spec = specOf(sf);
   const bindResource = isObject(spec.bindResource) ? spec.bindResource : undefined;
-  const appGuid = str(spec.appGuid) ?? str(bindResource?.app_guid);
-  return {
-    apiVersion: RECORD_API_VERSION,
-    kind: "ServiceBinding",
-    metadata: { name: keyOf(bindingIdOf(sf)), namespace: instance.metadata.namespace },
-    spec: {
+  return newBindingRecord(
+    {
       bindingId: bindingIdOf(sf),
       instanceId: instance.spec.instanceId,
       serviceId: instance.spec.serviceId,
       planId: instance.spec.planId,
-      ...(isObject(spec.context) ? { context: spec.context } : {}),
-      ...(isObject(spec.parameters) ? { parameters: spec.parameters } : {}),
-      ...(bindResource ? { bindResource } : {}),
-      ...(appGuid ? { appGuid } : {}),
+      namespace: instance.metadata.namespace,
+      context: isObject(spec.context) ? spec.context : undefined,
+      parameters: isObject(spec.parameters) ? spec.parameters : undefined,
+      bindResource,
+      appGuid: str(spec.appGuid) ?? str(bindResource?.app_guid),
     },
-    status: { operations: [op] },
-  };
+    op,
+  );
 }
 
 /** A Draft that keeps every edit made through it, in order, to replay elsewhere. */
@@ -327,7 +408,7 @@ function compare(
   const absent = rendered.filter((r) => !live?.has(identityKey(r.identity))).map((r) => identityText(r.identity));
   if (absent.length > 0) throw new Refusal(`its objects are not on cluster ${s.sfClusterId}: ${absent.join(", ")} (the sync would create them)`);
   const differences = rendered
-    .map((r) => ({ object: identityText(r.identity), differences: diffObject(r.object, live!.get(identityKey(r.identity))!) }))
+    .map((r) => ({ object: identityText(r.identity), type: `${r.identity.apiVersion} ${r.identity.kind}`, differences: diffObject(r.object, live!.get(identityKey(r.identity))!) }))
     .filter((d) => d.differences.length > 0);
   return {
     instanceId: s.instanceId,

@@ -1,9 +1,8 @@
 import {
   appliedResources,
-  bindingInstanceOf,
   identityKey,
   identityOf,
-  instanceIdOf,
+  matchBindings,
   SF_BINDING_KIND,
   SF_INSTANCE_KIND,
   SF_OSB_API_VERSION,
@@ -22,8 +21,6 @@ import {
  */
 export async function readLandscape(master: ClusterClient, sister: (sfClusterId: string) => Promise<ClusterClient | undefined>): Promise<Landscape> {
   const [instances, bindings] = await Promise.all([master.list(SF_OSB_API_VERSION, SF_INSTANCE_KIND), master.list(SF_OSB_API_VERSION, SF_BINDING_KIND)]);
-  /** Instance id -> SF cluster id. */
-  const clusterOfInstance = new Map<string, string>();
   const wanted = new Map<string, Set<string>>();
   const kinds = new Map<string, Map<string, { apiVersion: string; kind: string }>>();
   const want = (clusterId: string, o: KubeObject) => {
@@ -36,16 +33,13 @@ export async function readLandscape(master: ClusterClient, sister: (sfClusterId:
       ks.set(`${ref.apiVersion} ${ref.kind}`, { apiVersion: ref.apiVersion, kind: ref.kind });
     }
   };
+  const { byInstance } = matchBindings(instances, bindings);
   for (const i of instances) {
     const clusterId = specOf(i).clusterId;
     if (typeof clusterId !== "string" || clusterId === "") continue;
-    clusterOfInstance.set(instanceIdOf(i), clusterId);
     want(clusterId, i);
-  }
-  for (const b of bindings) {
     // A binding's objects are applied on its instance's cluster.
-    const clusterId = clusterOfInstance.get(bindingInstanceOf(b));
-    if (clusterId !== undefined) want(clusterId, b);
+    for (const b of byInstance.get(i) ?? []) want(clusterId, b);
   }
 
   const live = new Map<string, Map<string, KubeObject>>();

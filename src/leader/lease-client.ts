@@ -1,6 +1,6 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { KubeApiError } from "../errors/index.js";
-import { loadClientNode, type ClientNode } from "../status-watcher/index.js";
+import { loadClientNode, type ClientNode } from "../kube/index.js";
 
 /** A coordination.k8s.io/v1 Lease, the fields leader election reads and writes. */
 export interface Lease {

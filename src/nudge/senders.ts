@@ -3,7 +3,8 @@ import { readFile } from "node:fs/promises";
 import type { KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
 import type { ClusterEntry, NudgeDecl, SecretValueRef, SyncRef } from "../catalog/index.js";
 import { NudgeError } from "../errors/index.js";
-import { loadClientNode, type ClientNode, type KubeConfigFor, type SecretKeyReader } from "../status-watcher/index.js";
+import { loadClientNode, type ClientNode } from "../kube/index.js";
+import type { KubeConfigFor, SecretKeyReader } from "../status-watcher/index.js";
 import { githubPushEvent, repositoryNames, sha256Signature, type NudgeRange } from "./push-event.js";
 
 /** The annotation Flux's controllers reconcile on when its value changes (fluxcd/pkg meta.ReconcileRequestAnnotation). */

@@ -40,3 +40,23 @@ describe("gotemplate limits", () => {
     );
   }, 120_000);
 });
+
+describe("gotemplate's Go release", () => {
+  // The module is built with go1.21.8, the release Service Fabrik's last image was built with
+  // (ADR 0011): what Go 1.22 and 1.23 added to text/template fails here as it failed there, with
+  // that release's messages (go1.21.8's parser expects the right delimiter after `else` unless an
+  // `if` follows; its range has no case for integers).
+  it("refuses {{else with}} (Go 1.23) when the template is parsed", async () => {
+    await expect(renderTemplateText(go("{{ with .x }}a{{ else with .y }}b{{ end }}"), values, "p")).rejects.toThrow(
+      "plan p: template provision (t.tpl): gotemplate renderer - can't create template for i-1/provision. template: i-1/provision:1: unexpected <with> in else",
+    );
+  });
+
+  it("refuses range over an integer (Go 1.22) when the template runs", async () => {
+    await expect(renderTemplateText(go("{{ range 3 }}x{{ end }}"), values, "p")).rejects.toThrow(
+      `plan p: template provision (t.tpl): gotemplate renderer - can't render template for i-1/provision. template: i-1/provision:1:9: executing "i-1/provision" at <3>: range can't iterate over 3`,
+    );
+    // A list of integers, as sprig's until makes, ranges in every release.
+    expect(await renderTemplateText(go("{{ range until 3 }}{{ . }}{{ end }}"), values, "p")).toBe("012");
+  });
+});

@@ -35,6 +35,8 @@ export {
   writeBinding,
   writeInstance,
 } from "./records.js";
+export { newBindingRecord, newInstanceRecord } from "./new-records.js";
+export type { BindingRecordFields, InstanceRecordFields } from "./new-records.js";
 export type {
   BindingAction,
   BindingRecord,

@@ -4,8 +4,6 @@
  * (per cluster) watches the cluster's objects and its Argo CD / Flux sync state (ADR 0006).
  * It never writes to Git.
  */
-export { clientNodeLoader, loadClientNode } from "./client-node.js";
-export type { ClientNode } from "./client-node.js";
 export { createCommitStatusWatcher } from "./commit-mode.js";
 export { createStatusWatcher } from "./watcher.js";
 export { brokerNamespace, createKubeConfigResolver, createSecretKeyReader } from "./kubeconfig.js";

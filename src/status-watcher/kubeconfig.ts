@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import { KubeApiError } from "../errors/index.js";
-import { loadClientNode, type ClientNode } from "./client-node.js";
+import { loadClientNode, type ClientNode } from "../kube/index.js";
 
 /** Where a pod finds its own namespace. */
 const SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";

@@ -1,6 +1,5 @@
-import type { IsomorphicFetchHttpLibrary, KubeConfig, KubernetesObject, ResponseContext, Watch } from "@kubernetes/client-node";
-import { KubeApiError } from "../errors/index.js";
-import { loadClientNode, type ClientNode } from "./client-node.js";
+import type { KubeConfig, KubernetesObject, Watch } from "@kubernetes/client-node";
+import { createKubeApi, listAll, loadClientNode, type KubeStatus, type ObjectList } from "../kube/index.js";
 
 /**
  * The I/O of a watch cache (kube-cache.ts): one list of a collection, one watch from a
@@ -9,18 +8,10 @@ import { loadClientNode, type ClientNode } from "./client-node.js";
  * `ListWatch(path, watch, listFn)` takes its I/O as parameters.
  */
 
-/** A Kubernetes Status, as an ERROR watch event or a failed request's body carries it. */
-export interface KubeStatus {
-  code?: number;
-  reason?: string;
-  message?: string;
-}
+export type { KubeStatus };
 
-export interface ListResult<T extends KubernetesObject> {
-  items: T[];
-  /** The list's resourceVersion: where the watch that follows starts. */
-  resourceVersion: string;
-}
+/** The list's objects and resourceVersion: where the watch that follows starts. */
+export type ListResult<T extends KubernetesObject> = ObjectList<T>;
 
 export interface WatchHandle {
   /** Ends the watch on purpose; `onDone` is called after. */
@@ -50,69 +41,21 @@ export interface ClientNodeListWatchOptions {
   watchTimeoutSeconds?: number;
 }
 
-/** The transport through @kubernetes/client-node (loaded on the first list). */
+/** The transport through src/kube's list (every page) and client-node's Watch (loaded on the first list). */
 export function clientNodeListWatch<T extends KubernetesObject = KubernetesObject>(options: ClientNodeListWatchOptions): ListWatchTransport<T> {
   const { kubeConfig, path, labelSelector } = options;
-  const server = kubeConfig.getCurrentCluster()?.server;
-  if (server === undefined) throw new KubeApiError("watch cache kubeConfig has no current cluster");
+  const api = createKubeApi({ kubeConfig });
   const watchTimeoutSeconds = options.watchTimeoutSeconds ?? 240;
-  let client: { k8s: ClientNode; http: IsomorphicFetchHttpLibrary; watcher: Watch } | undefined;
-  const clientNode = async () => {
-    if (client === undefined) {
-      const k8s = await loadClientNode();
-      client ??= { k8s, http: new k8s.IsomorphicFetchHttpLibrary(), watcher: new k8s.Watch(kubeConfig) };
-    }
-    return client;
-  };
+  let watcher: Watch | undefined;
 
   return {
     async list(signal) {
-      const { k8s, http } = await clientNode();
-      const request = new k8s.RequestContext(`${server}${path}`, k8s.HttpMethod.GET);
-      request.setHeaderParam("Accept", "application/json");
-      if (labelSelector !== undefined) request.setQueryParam("labelSelector", labelSelector);
-      request.setSignal(signal);
-      await kubeConfig.applySecurityAuthentication(request);
-      let response: ResponseContext;
-      let text: string;
-      try {
-        response = await http.send(request).toPromise();
-        text = await response.body.text();
-      } catch (error) {
-        throw new KubeApiError(`list ${path} failed`, {}, { cause: error });
-      }
-      if (response.httpStatusCode !== 200) throw listError(path, response.httpStatusCode, text, response.headers["retry-after"]);
-      let list: { kind?: string; apiVersion?: string; metadata?: { resourceVersion?: string }; items?: T[] };
-      try {
-        list = JSON.parse(text) as typeof list;
-      } catch (error) {
-        throw new KubeApiError(`list ${path}: the response is not JSON`, { status: 200 }, { cause: error });
-      }
-      // kube-apiserver leaves apiVersion/kind out of the items of built-in lists; put them back.
-      const kind = list.kind?.replace(/List$/, "");
-      return { items: (list.items ?? []).map((item) => ({ apiVersion: list.apiVersion, kind, ...item })), resourceVersion: list.metadata?.resourceVersion ?? "" };
+      return listAll<T>(api, path, { signal, ...(labelSelector === undefined ? {} : { labelSelector }) });
     },
     async watch(resourceVersion, onEvent, onDone) {
-      // The first list (which always precedes the first watch) loaded client-node.
-      const { watcher } = await clientNode();
+      watcher ??= new (await loadClientNode()).Watch(kubeConfig);
       const query = { resourceVersion, allowWatchBookmarks: true, timeoutSeconds: watchTimeoutSeconds, labelSelector };
       return watcher.watch(path, query, onEvent, onDone);
     },
   };
-}
-
-/** A failed list's error: the Status's message, and Retry-After when the server gave one. */
-export function listError(path: string, code: number, body: string, retryAfter: string | undefined): KubeApiError {
-  let parsed: KubeStatus = {};
-  try {
-    parsed = JSON.parse(body) as KubeStatus;
-  } catch {
-    // Not a Status (e.g. a proxy's HTML page): the HTTP status says enough.
-  }
-  const seconds = retryAfter === undefined ? Number.NaN : Number(retryAfter);
-  return new KubeApiError(`list ${path}: HTTP ${code}${parsed.message ? `: ${parsed.message}` : ""}`, {
-    status: code,
-    ...(parsed.reason === undefined ? {} : { reason: parsed.reason }),
-    ...(Number.isFinite(seconds) && seconds >= 0 ? { retryAfterMs: seconds * 1000 } : {}),
-  });
 }

@@ -4,7 +4,7 @@ import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import type { Logger } from "../log/index.js";
 import type { Labels, StatusWatcherInstruments } from "../metrics/index.js";
 import { LABEL_MANAGED_BY, MANAGED_BY } from "../repo/index.js";
-import { collectionPath, createDiscovery, type Discover, type ResourceInfo } from "./discovery.js";
+import { collectionPath, createDiscovery, createKubeApi, type Discover, type ResourceInfo } from "../kube/index.js";
 import { createWatchCache, type WatchCache, type WatchCacheEvent, type WatchCacheOptions } from "./kube-cache.js";
 import { createOwnerIndex } from "./owner-index.js";
 import { observeSync, syncCollectionPath, syncSubject, type SyncObservation } from "./sync-state.js";
@@ -161,7 +161,7 @@ async function connect(entry: ClusterEntry, deps: LiveClusterDeps, log: Logger, 
     try {
       const kubeConfig = await deps.kubeConfigFor(entry.kubeconfig, entry);
       const syncKubeConfig = entry.sync?.kubeconfig ? await deps.kubeConfigFor(entry.sync.kubeconfig, entry) : kubeConfig;
-      const discover = await createDiscovery(kubeConfig);
+      const discover = createDiscovery(createKubeApi({ kubeConfig }));
       if (!signal.aborted) use({ discover, kubeConfig, syncKubeConfig });
       return;
     } catch (error) {

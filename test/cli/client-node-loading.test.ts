@@ -49,7 +49,7 @@ describe("loading @kubernetes/client-node", { timeout: PROCESS_TEST_TIMEOUT_MS }
 
     const urls = await recorded(loads);
     // The recording saw the broker's own wiring (sources or build) and its dependencies.
-    expect(urls.some((u) => /\/(src|dist)\/status-watcher\/client-node\.(ts|js)$/.test(u))).toBe(true);
+    expect(urls.some((u) => /\/(src|dist)\/kube\/client-node\.(ts|js)$/.test(u))).toBe(true);
     expect(urls.some((u) => u.includes("/node_modules/express/"))).toBe(true);
     const loaded = clientNodeUrls(urls);
     expect(loaded.slice(0, 3), `${loaded.length} modules of client-node loaded`).toEqual([]);
@@ -61,7 +61,7 @@ describe("loading @kubernetes/client-node", { timeout: PROCESS_TEST_TIMEOUT_MS }
     const cwd = await trackedTempDir("client-node-loading-");
     const loads = path.join(cwd, "loads");
     const script = [
-      `const { loadClientNode } = await import(${JSON.stringify(path.join(PROJECT, "src/status-watcher/index.ts"))});`,
+      `const { loadClientNode } = await import(${JSON.stringify(path.join(PROJECT, "src/kube/index.ts"))});`,
       "const k8s = await loadClientNode();",
       "if (k8s !== await loadClientNode()) throw new Error('loaded twice');",
       "console.log(typeof k8s.KubeConfig);",

@@ -32,7 +32,7 @@ describe("an imported instance in status mode live", () => {
   it("answers last_operation from its status template and the binding's credentials from the cluster", async () => {
     const { code, out } = await runImport(["service-fabrik", ...land.args, "--yes"]);
     expect(code).toBe(0);
-    expect(out).toContain("imported 1 instance(s) in 1 commit(s)");
+    expect(out).toContain("imported 1 instance(s) with 1 binding(s) in 1 commit(s)");
     await agent.sync();
     land.east.operator.reconcile();
     const last = await eventually(async () => {

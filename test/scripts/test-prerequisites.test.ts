@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { chmod, realpath, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { PINNED_GO, describeMissing, findPrograms, installCommand } from "../../scripts/test-prerequisites.mjs";
+import { TOOLS_GO, describeMissing, findPrograms, installCommand } from "../../scripts/test-prerequisites.mjs";
 import { PROCESS_TEST_TIMEOUT_MS, runProcess, trackedTempDir } from "../support/processes.js";
 
 /**
@@ -41,7 +41,7 @@ describe("npm test on a machine without the programs the tests run", { timeout: 
     expect(code, `${stdout}\n${stderr}`).not.toBe(0);
     expect(stderr).toContain(`The tests need programs this machine does not have: ${ALL.join(", ")}.`);
     const install = process.getuid?.() === 0 ? "" : "sudo ";
-    expect(stderr).toContain(`  ${install}apt-get install -y git age openssl nginx && curl -fsSL https://go.dev/dl/${PINNED_GO}.linux-`);
+    expect(stderr).toContain(`  ${install}apt-get install -y git age openssl nginx && curl -fsSL https://go.dev/dl/${TOOLS_GO}.linux-`);
     // The prerequisites are all it ran: not the check, not vitest, not a build.
     expect(`${stdout}\n${stderr}`).toContain("> gitops-broker@0.1.0 pretest");
     expect(`${stdout}\n${stderr}`).not.toMatch(/> gitops-broker@0\.1\.0 (test|check|deps|test:vitest)$/m);
@@ -52,19 +52,21 @@ describe("findPrograms", () => {
   it("finds a program off PATH in the extra directories, and puts that directory on the PATH it returns", async () => {
     const onPath = await binDir({ git: "/bin/true", age: "/bin/true", "age-keygen": "/bin/true", openssl: "/bin/true" });
     const off = await binDir({ nginx: "/bin/true" });
-    await fakeGo(off, PINNED_GO);
+    await fakeGo(off, TOOLS_GO);
     const found = findPrograms({ PATH: onPath, GITOPS_BROKER_TEST_PROGRAM_DIRS: off });
-    expect(found).toEqual({ missing: [], path: [onPath, off].join(path.delimiter), goToolchain: undefined });
+    expect(found).toEqual({ missing: [], path: [onPath, off].join(path.delimiter) });
   });
 
-  it("takes a go of 1.21 or later as one that fetches the pinned release (GOTOOLCHAIN), and names an older one", async () => {
+  it("takes a go of 1.21 or later, which fetches the releases the go.mod files name, and names an older one", async () => {
     const dir = await binDir({});
-    await fakeGo(dir, "go1.22.4");
-    expect(findPrograms({ PATH: dir, GITOPS_BROKER_TEST_PROGRAM_DIRS: "" }).goToolchain).toBe(PINNED_GO);
+    await fakeGo(dir, "go1.21.0");
+    expect(findPrograms({ PATH: dir, GITOPS_BROKER_TEST_PROGRAM_DIRS: "" }).missing.map((p) => p.name)).not.toContain("go");
     const old = await binDir({});
     await fakeGo(old, "go1.19.8");
     const { missing } = findPrograms({ PATH: old, GITOPS_BROKER_TEST_PROGRAM_DIRS: "" });
-    expect(missing.find((p) => p.name === "go")).toMatchObject({ note: `${path.join(old, "go")} is go1.19.8, which cannot fetch ${PINNED_GO}` });
+    expect(missing.find((p) => p.name === "go")).toMatchObject({
+      note: `${path.join(old, "go")} is go1.19.8; Go 1.21 or later fetches the releases the go.mod files name`,
+    });
   });
 });
 
@@ -77,7 +79,7 @@ describe("the install command", () => {
 
   it("adds Go's release from go.dev when go is missing: Debian 12's golang-go is too old to fetch it", () => {
     const go = findPrograms({ PATH: "", GITOPS_BROKER_TEST_PROGRAM_DIRS: "" }).missing.filter((p) => p.name === "go");
-    expect(installCommand(go, false)).toMatch(new RegExp(`^curl -fsSL https://go\\.dev/dl/${PINNED_GO}\\.linux-\\w+\\.tar\\.gz \\| sudo tar -C /usr/local -xz$`));
+    expect(installCommand(go, false)).toMatch(new RegExp(`^curl -fsSL https://go\\.dev/dl/${TOOLS_GO}\\.linux-\\w+\\.tar\\.gz \\| sudo tar -C /usr/local -xz$`));
   });
 
   it("says nothing when nothing is missing", () => {

@@ -5,8 +5,9 @@ import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 
 /**
- * The committed WebAssembly module (ADR 0011) links what Service Fabrik shipped: its
- * interoperator/go.mod pinned sprig v3.2.2, sigs.k8s.io/yaml v1.3.0 and BurntSushi/toml v0.4.1.
+ * The committed WebAssembly module (ADR 0011) links what Service Fabrik shipped: its last release
+ * (v0.27.1) resolved sprig v3.2.3 with huandu/xstrings v1.4.0, sigs.k8s.io/yaml v1.4.0 and
+ * BurntSushi/toml v1.3.2 in interoperator/go.mod, and was built with Go 1.21.
  * Read from the build information Go writes into every binary, so this holds for the committed
  * bytes, not for a go.mod that could say one thing while the module was built from another.
  * (`scripts/build-wasm.sh --check` in .ci/run proves the bytes are what go/ builds.)
@@ -14,9 +15,10 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const SERVICE_FABRIK = {
-  "github.com/Masterminds/sprig/v3": "v3.2.2",
-  "sigs.k8s.io/yaml": "v1.3.0",
-  "github.com/BurntSushi/toml": "v0.4.1",
+  "github.com/Masterminds/sprig/v3": "v3.2.3",
+  "github.com/huandu/xstrings": "v1.4.0",
+  "sigs.k8s.io/yaml": "v1.4.0",
+  "github.com/BurntSushi/toml": "v1.3.2",
 };
 
 /** The `dep` lines of the module's build information: module path → version. */
@@ -43,8 +45,9 @@ describe("the committed WebAssembly module", () => {
 
     const goMod = await readFile(path.join(ROOT, "go/go.mod"), "utf8");
     const toolchain = /^toolchain (go\S+)$/m.exec(goMod)?.[1];
-    for (const [name, version] of Object.entries(SERVICE_FABRIK)) expect(goMod).toContain(`\t${name} ${version}\n`);
-    expect(toolchain).toMatch(/^go\d+\.\d+\.\d+$/);
+    for (const [name, version] of Object.entries(SERVICE_FABRIK)) expect(goMod).toMatch(new RegExp(`\\t${name.replaceAll(".", "\\.")} ${version}( // indirect)?\\n`));
+    // Service Fabrik v0.27.1's image was built FROM golang:1.21: go1.21.8 on the day of the tag.
+    expect(toolchain).toBe("go1.21.8");
     // runtime.Version() is a string in the module: the release that built it.
     expect(module.includes(Buffer.from(toolchain!)), "built by the pinned toolchain").toBe(true);
     expect(new Set(settings.filter((s) => /^(-trimpath|CGO_ENABLED|GOOS|GOARCH)=/.test(s)))).toEqual(
@@ -52,5 +55,18 @@ describe("the committed WebAssembly module", () => {
     );
     // A commit stamp would change the module's bytes with every commit.
     expect(settings.filter((s) => s.startsWith("vcs"))).toEqual([]);
+  });
+
+  it("is given every function it imports by the committed wasm_exec.js (taken from a later Go release: ADR 0011)", async () => {
+    // The compiler's libraries here declare WebAssembly's types only (no DOM lib); Node has it.
+    const { Module } = (globalThis as unknown as { WebAssembly: { Module: { new (bytes: Uint8Array): object; imports(m: object): { module: string; name: string }[] } } }).WebAssembly;
+    const imports = Module.imports(new Module(gunzipSync(await readFile(path.join(ROOT, "wasm/gitops-broker.wasm.gz")))));
+    const glue = await readFile(path.join(ROOT, "wasm/wasm_exec.js"), "utf8");
+    expect(imports.length).toBeGreaterThan(20);
+    for (const i of imports) {
+      expect(i.module, `${i.module}.${i.name}`).toBe("gojs");
+      expect(glue, `wasm_exec.js provides ${i.name}`).toContain(`"${i.name}": (sp) => {`);
+    }
+    expect(glue).toMatch(/this\.importObject = \{\s*_gotest: \{[\s\S]*?\},\s*gojs: \{/);
   });
 });

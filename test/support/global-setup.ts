@@ -72,9 +72,8 @@ export default async function setup(): Promise<() => Promise<void>> {
   const missing = describeMissing(programs.missing, process.getuid?.() === 0);
   if (missing !== undefined) throw new Error(missing);
   // Programs found off PATH (Debian's /usr/sbin/nginx, /usr/local/go/bin/go) on it, for the tools'
-  // build and the workers; a go of another release fetches the pinned one (GOTOOLCHAIN).
+  // build and the workers.
   process.env.PATH = programs.path;
-  if (programs.goToolchain !== undefined) process.env.GOTOOLCHAIN = programs.goToolchain;
   await removeAbandonedRunDirs();
   const runDir = await mkdtemp(path.join(tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
   // Set before the workers start: they inherit the environment.

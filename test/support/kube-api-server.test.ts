@@ -344,6 +344,130 @@ describe("list", () => {
   });
 });
 
+interface ListBody {
+  kind: string;
+  metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number };
+  items: KubernetesObject[];
+}
+
+/** One GET of a list, raw: what a client sees of the pages, not what a typed client keeps of them. */
+async function getList(path: string, query: Record<string, string | number> = {}): Promise<{ status: number; body: ListBody & { reason?: string; message?: string } }> {
+  const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]));
+  const response = await fetch(`${server.url}${path}?${search.toString()}`, { headers: { authorization: `Bearer ${kc.getCurrentUser()?.token}` } });
+  return { status: response.status, body: (await response.json()) as ListBody & { reason?: string; message?: string } };
+}
+
+/** Every page of a list with `limit`, following `continue`. */
+async function pages(path: string, limit: number, query: Record<string, string> = {}): Promise<ListBody[]> {
+  const out: ListBody[] = [];
+  let token = "";
+  do {
+    const { status, body } = await getList(path, { ...query, limit, ...(token ? { continue: token } : {}) });
+    expect(status).toBe(200);
+    out.push(body);
+    token = body.metadata.continue ?? "";
+  } while (token !== "");
+  return out;
+}
+
+const names = (items: KubernetesObject[]) => items.map((o) => `${o.metadata?.namespace}/${o.metadata?.name}`);
+const PG_PATH = "/apis/acid.zalan.do/v1/postgresqls";
+
+describe("paged lists, as kube-apiserver pages them", () => {
+  const all: string[] = [];
+  beforeEach(() => {
+    all.length = 0;
+    // 23 custom resources in three namespaces, created out of key order.
+    for (let i = 22; i >= 0; i--) {
+      const ns = `ns-${i % 3}`;
+      const name = `pg-${String(i).padStart(2, "0")}`;
+      server.store.upsert(postgresql(ns, name));
+      all.push(`${ns}/${name}`);
+    }
+    all.sort();
+  });
+
+  it("a custom resource list: limit objects a page in key order, continue and remainingItemCount until the last, one resourceVersion", async () => {
+    const got = await pages(PG_PATH, 5);
+    expect(got.map((p) => p.items.length)).toEqual([5, 5, 5, 5, 3]);
+    expect(got.map((p) => p.metadata.remainingItemCount)).toEqual([18, 13, 8, 3, undefined]);
+    // A custom resource list is unstructured in kube-apiserver: its last page says `continue: ""`.
+    expect(got.map((p) => p.metadata.continue === "")).toEqual([false, false, false, false, true]);
+    expect(new Set(got.map((p) => p.metadata.resourceVersion))).toEqual(new Set([server.store.resourceVersion()]));
+    expect(got.flatMap((p) => names(p.items))).toEqual(all);
+    // Without limit, limit 0, or resourceVersion 0 (the watch cache ignores the limit): the whole list.
+    for (const query of [{}, { limit: 0 }, { limit: 5, resourceVersion: 0 }] as Record<string, number>[]) {
+      const { body } = await getList(PG_PATH, query);
+      expect(names(body.items)).toEqual(all);
+      expect(body.metadata).toEqual({ resourceVersion: server.store.resourceVersion(), continue: "" });
+    }
+    // client-node's typed list of a built-in kind keeps the token (ListMeta's `_continue`).
+    const core = kc.makeApiClient(CoreV1Api);
+    for (const name of ["s1", "s2", "s3"]) server.store.upsert(secret("ns-0", name));
+    const first = await core.listNamespacedSecret({ namespace: "ns-0", limit: 2 });
+    expect(first.items.map((x) => x.metadata?.name)).toEqual(["s1", "s2"]);
+    expect(first.metadata?.remainingItemCount).toBe(1);
+    const second = await core.listNamespacedSecret({ namespace: "ns-0", limit: 2, _continue: first.metadata?._continue });
+    expect(second.items.map((x) => x.metadata?.name)).toEqual(["s3"]);
+    expect(second.metadata?._continue).toBeUndefined();
+  });
+
+  it("every page is read from the first page's snapshot: writes in between show in the next list, not in this one", async () => {
+    const first = await getList(PG_PATH, { limit: 10 });
+    const before = first.body.metadata.resourceVersion;
+    server.store.upsert(postgresql("ns-2", "pg-99")); // a key after the first page
+    server.store.delete({ apiVersion: "acid.zalan.do/v1", kind: "postgresql", namespace: "ns-2", name: "pg-20" });
+    server.store.upsert({ ...postgresql("ns-1", "pg-22"), metadata: { namespace: "ns-1", name: "pg-22", labels: { changed: "yes" } } });
+    const rest = await pages(PG_PATH, 10, { continue: first.body.metadata.continue! });
+    // `pages` adds limit and continue; the query's own continue starts it on the second page.
+    expect(rest.every((p) => p.metadata.resourceVersion === before)).toBe(true);
+    const listed = [...first.body.items, ...rest.flatMap((p) => p.items)];
+    expect(names(listed)).toEqual(all);
+    expect(listed.find((o) => o.metadata?.name === "pg-22")?.metadata?.labels).toBeUndefined();
+    const now = (await pages(PG_PATH, 10)).flatMap((p) => p.items);
+    expect(names(now)).toEqual([...all.filter((n) => n !== "ns-2/pg-20"), "ns-2/pg-99"].sort());
+    expect(now.find((o) => o.metadata?.name === "pg-22")?.metadata?.labels).toEqual({ changed: "yes" });
+    // The legacy form: an exact resourceVersion with a limit reads that snapshot.
+    const old = await pages(PG_PATH, 100, { resourceVersion: before });
+    expect(names(old.flatMap((p) => p.items))).toEqual(all);
+  });
+
+  it("in one namespace, and with a selector: pages of up to limit objects, continue while keys follow, no remainingItemCount", async () => {
+    const inNs = await pages("/apis/acid.zalan.do/v1/namespaces/ns-1/postgresqls", 3);
+    expect(inNs.map((p) => p.items.length)).toEqual([3, 3, 2]);
+    expect(inNs.map((p) => p.metadata.remainingItemCount)).toEqual([5, 2, undefined]);
+    expect(inNs.flatMap((p) => names(p.items))).toEqual(all.filter((n) => n.startsWith("ns-1/")));
+    // A selector filters within the pages, no count of what follows: the keys after the last
+    // match (ns-1, ns-2) make the second page continue, to an empty third.
+    const selected = await pages(PG_PATH, 4, { fieldSelector: "metadata.namespace=ns-0" });
+    expect(selected.map((p) => p.items.length)).toEqual([4, 4, 0]);
+    expect(selected.flatMap((p) => names(p.items))).toEqual(all.filter((n) => n.startsWith("ns-0/")));
+    expect(selected.map((p) => p.metadata.remainingItemCount)).toEqual([undefined, undefined, undefined]);
+  });
+
+  it("a continue token older than a compaction: 410 Expired, with a token that goes on from the latest state", async () => {
+    const first = await getList(PG_PATH, { limit: 10 });
+    server.store.upsert(postgresql("ns-2", "pg-99"));
+    server.compact();
+    const expired = await getList(PG_PATH, { limit: 10, continue: first.body.metadata.continue! });
+    expect(expired.status).toBe(410);
+    expect(expired.body).toMatchObject({ kind: "Status", reason: "Expired", code: 410 });
+    expect(expired.body.message).toMatch(/^The provided continue parameter is too old to display a consistent list result\./);
+    const inconsistent = await pages(PG_PATH, 100, { continue: expired.body.metadata.continue! });
+    expect(names(inconsistent.flatMap((p) => p.items))).toEqual([...all.slice(10), "ns-2/pg-99"].sort());
+    expect(inconsistent[0]!.metadata.resourceVersion).toBe(server.store.resourceVersion());
+  });
+
+  it("refuses a resourceVersion with a continue token, and a token it did not make, with 400", async () => {
+    const first = await getList(PG_PATH, { limit: 10 });
+    const both = await getList(PG_PATH, { limit: 10, continue: first.body.metadata.continue!, resourceVersion: first.body.metadata.resourceVersion });
+    expect([both.status, both.body.message]).toEqual([400, "specifying resource version is not allowed when using continue"]);
+    const bogus = await getList(PG_PATH, { limit: 10, continue: "bm90LWEtdG9rZW4" });
+    expect(bogus.status).toBe(400);
+    expect(bogus.body.message).toMatch(/^invalid continue token/);
+  });
+});
+
 describe("watch", () => {
   it("replays the events after a resourceVersion, filtered by namespace and labels, then streams live events", async () => {
     server.store.upsert(secret("ns", "before", { app: "db" }));

@@ -20,7 +20,8 @@
  *
  * Faults, as a real client sees them:
  * - `compact()` forgets the history: a watch from an older resourceVersion gets one
- *   `ERROR` event with a 410 `Expired` Status, then the stream ends (what kube-apiserver does).
+ *   `ERROR` event with a 410 `Expired` Status, then the stream ends (what kube-apiserver does);
+ *   the next page of a list begun before is 410 Expired.
  * - `dropWatches()` destroys the sockets of open watch streams (the client sees a premature close).
  * - `setAvailable(false, { code: 429, retryAfterSeconds: 3 })` answers every request with that
  *   Status (default 503) and Retry-After header; open watches stay open.
@@ -31,8 +32,30 @@
  * watch without resourceVersion (or "0") starts with synthetic ADDED events for the current state;
  * objects leaving or entering a watch's label selector are sent as DELETED/ADDED; DELETE of an
  * object with finalizers only sets `deletionTimestamp`, and the update removing the last finalizer
- * deletes it. Not modelled: TLS, limit/continue (the whole list is returned), server-side apply,
- * subresources, admission (namespaces need not exist), deletecollection.
+ * deletes it.
+ *
+ * Lists page as kube-apiserver's etcd3 store pages them (staging/src/k8s.io/apiserver/pkg/storage/
+ * etcd3/store.go GetList), for every resource, custom ones included: `limit` objects in key order
+ * (namespace/name), `metadata.continue` while keys follow the last one examined (so a page
+ * filtered by a selector can be short, even empty, and still continue), `remainingItemCount` only
+ * without a label or field selector, and every page of a list read from the snapshot of its first
+ * page (rebuilt from the event history) with that page's resourceVersion: writes between pages do
+ * not show. The last page of a custom resource list says `continue: ""` (an unstructured list
+ * there), of a built-in one nothing. `resourceVersion=0` is answered whole, `limit` ignored, as
+ * kube-apiserver's watch cache does. A token older than the last `compact()` is 410 Expired with the server's message and a
+ * token in `metadata.continue` that goes on from the latest state (inconsistent, as the real one);
+ * `resourceVersion` with a continue token is 400; a first page at an exact resourceVersion
+ * (`resourceVersionMatch=Exact`, or the legacy `resourceVersion` + `limit`) reads that snapshot.
+ *
+ * Not modelled: TLS, server-side apply, subresources, admission (namespaces need not exist),
+ * deletecollection, Table and protobuf answers. Of lists: the watch cache's lag (a real server may
+ * answer `resourceVersion=0` from a cache behind etcd; here it is the latest state) and its
+ * snapshots (kube-apiserver 1.37 serves later pages from them, and keeps serving a token after
+ * etcd was compacted behind its back until it restarts; here `compact()` expires every older
+ * token at once, what the real one does once the snapshot is gone), compaction on a timer, the
+ * token's format (opaque either way; ours is not the real one), the 504 for a future
+ * resourceVersion comes at once (the real one waits for it first), and the cost of a list (no
+ * `maxLimit` chunking, no APF throttling).
  */
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
@@ -134,7 +157,7 @@ export interface KubeApiServer {
   readonly store: ObjectStore;
   /** Every request answered, in order of the response head. */
   readonly requests: readonly RecordedRequest[];
-  /** Forgets the event history: watches from a resourceVersion before now get 410 Expired. */
+  /** Forgets the event history: watches from a resourceVersion before now, and the continue tokens of lists begun before, get 410 Expired. */
   compact(): void;
   /** Destroys the connections of all open watch streams. */
   dropWatches(): void;
@@ -166,6 +189,8 @@ class StatusError extends Error {
   readonly code: number;
   readonly reason: string;
   readonly details: Record<string, unknown> | undefined;
+  /** A 410 on an expired continue token carries a token that continues from the latest state. */
+  listContinue: string | undefined;
   constructor(code: number, reason: string, message: string, details?: Record<string, unknown>) {
     super(message);
     this.name = "StatusError";
@@ -174,7 +199,8 @@ class StatusError extends Error {
     this.details = details;
   }
   toStatus(): Record<string, unknown> {
-    return failureStatus(this.code, this.reason, this.message, this.details);
+    const status = failureStatus(this.code, this.reason, this.message, this.details);
+    return this.listContinue === undefined ? status : { ...status, metadata: { continue: this.listContinue } };
   }
 }
 
@@ -458,6 +484,8 @@ interface HistoryEvent {
   object: KubeObject;
   /** The state before a MODIFIED. */
   previous?: KubeObject;
+  /** The stored object the change replaced (undefined for ADDED): what a snapshot before it holds. */
+  before?: KubeObject;
 }
 
 function apiVersionOf(rt: ResourceType): string {
@@ -476,6 +504,15 @@ function specOf(object: KubeObject): string {
   return JSON.stringify(rest);
 }
 
+interface SnapshotEntry {
+  /** `<namespace>/<name>`: etcd's order within a resource. */
+  key: string;
+  object: KubeObject;
+}
+
+/** Snapshots of paged lists kept for their next pages (more are rebuilt from the history). */
+const SNAPSHOTS_KEPT = 8;
+
 class Store {
   private rv = 0;
   /** Watches from a resourceVersion below this one get 410 Expired. */
@@ -485,6 +522,7 @@ class Store {
   readonly resources: ResourceType[] = [];
   readonly listeners = new Set<(event: HistoryEvent) => void>();
   private generated = 0;
+  private readonly snapshots = new Map<string, SnapshotEntry[]>();
 
   get resourceVersion(): number {
     return this.rv;
@@ -518,6 +556,37 @@ class Store {
     return object && clone(object);
   }
 
+  /** Forgets the history (and the snapshots built from it): nothing before now can be read. */
+  compact(): void {
+    this.compactedRv = this.rv;
+    this.history = [];
+    this.snapshots.clear();
+  }
+
+  /**
+   * The objects of `rt` at resourceVersion `rv` (>= compactedRv), sorted by key, as etcd ranges
+   * them: the current ones with the changes since `rv` undone from the history. Stored objects
+   * are never changed in place, so a snapshot shares them; the last few are kept for the pages
+   * that follow.
+   */
+  snapshot(rt: ResourceType, rv: number): SnapshotEntry[] {
+    const cacheKey = `${apiVersionOf(rt)}/${rt.plural}@${rv}`;
+    const cached = this.snapshots.get(cacheKey);
+    if (cached) return cached;
+    const state = new Map(this.bucket(rt));
+    for (let i = this.history.length - 1; i >= 0 && this.history[i]!.rv > rv; i--) {
+      const event = this.history[i]!;
+      if (event.resource !== rt) continue;
+      const key = objectKey(event.object.metadata.namespace, event.object.metadata.name!);
+      if (event.before === undefined) state.delete(key);
+      else state.set(key, event.before);
+    }
+    const entries = [...state.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, object]) => ({ key, object }));
+    this.snapshots.set(cacheKey, entries);
+    for (const old of this.snapshots.keys()) if (this.snapshots.size > SNAPSHOTS_KEPT) this.snapshots.delete(old);
+    return entries;
+  }
+
   list(rt: ResourceType, filter: Filter): KubeObject[] {
     return [...this.bucket(rt).entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -530,9 +599,10 @@ class Store {
     this.rv++;
     object.metadata.resourceVersion = String(this.rv);
     const key = objectKey(object.metadata.namespace, object.metadata.name!);
+    const before = this.bucket(rt).get(key);
     if (type === "DELETED") this.bucket(rt).delete(key);
     else this.bucket(rt).set(key, object);
-    const event: HistoryEvent = { rv: this.rv, resource: rt, type, object: clone(object), ...(previous ? { previous } : {}) };
+    const event: HistoryEvent = { rv: this.rv, resource: rt, type, object: clone(object), ...(previous ? { previous } : {}), ...(before ? { before } : {}) };
     this.history.push(event);
     for (const listener of this.listeners) listener(event);
     return clone(object);
@@ -643,6 +713,115 @@ class Store {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Paged lists
+// ---------------------------------------------------------------------------------------------
+
+/** A continue token: the snapshot's resourceVersion (-1: the latest) and the key to start at. */
+interface ContinueToken {
+  rv: number;
+  start: string;
+}
+
+const TOKEN_VERSION = "kube-api-server/v1";
+
+function encodeContinue(token: ContinueToken): string {
+  return Buffer.from(JSON.stringify({ v: TOKEN_VERSION, ...token })).toString("base64url");
+}
+
+function decodeContinue(text: string): ContinueToken {
+  let parsed: { v?: unknown; rv?: unknown; start?: unknown };
+  try {
+    parsed = JSON.parse(Buffer.from(text, "base64url").toString("utf8")) as typeof parsed;
+  } catch {
+    throw badRequest(`invalid continue token: not a token of this server`);
+  }
+  if (parsed.v !== TOKEN_VERSION || typeof parsed.rv !== "number" || !Number.isInteger(parsed.rv) || parsed.rv === 0 || parsed.rv < -1 || typeof parsed.start !== "string") {
+    throw badRequest(`invalid continue token: ${text}`);
+  }
+  return { rv: parsed.rv, start: parsed.start };
+}
+
+/** Groups of kube-apiserver's own types; a resource of another group is served as a custom resource. */
+const BUILT_IN_GROUPS = new Set(["", "apps", "batch", "autoscaling", "policy", "coordination.k8s.io", "rbac.authorization.k8s.io", "networking.k8s.io", "storage.k8s.io", "apiextensions.k8s.io"]);
+
+const INCONSISTENT_CONTINUE =
+  "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/** A resourceVersion query parameter: "" and "0" say "the latest" (undefined). */
+function resourceVersionParam(query: URLSearchParams): number | undefined {
+  const text = query.get("resourceVersion") ?? "";
+  if (text === "" || text === "0") return undefined;
+  const rv = Number(text);
+  if (!Number.isInteger(rv) || rv < 0) throw badRequest(`invalid resource version: ${text}`);
+  return rv;
+}
+
+/**
+ * Where a list reads from: the snapshot and the key to start at. As kube-apiserver's etcd3 store:
+ * a continue token carries its snapshot (another resourceVersion with it is a 400); a first page
+ * reads the latest state, or the exact resourceVersion asked for with `resourceVersionMatch=Exact`
+ * or (the legacy form) with a `limit`; a snapshot older than the last compaction is 410 Expired.
+ */
+function listStart(store: Store, query: URLSearchParams, limit: number): { rv: number; start: string; whole?: true } {
+  const rvParam = resourceVersionParam(query);
+  const token = query.get("continue") ?? "";
+  const tooLarge = (rv: number) => new StatusError(504, "Timeout", `Too large resource version: ${rv}, current: ${store.resourceVersion}`, { retryAfterSeconds: 1 });
+  if (token !== "") {
+    if (rvParam !== undefined) throw badRequest("specifying resource version is not allowed when using continue");
+    const { rv, start } = decodeContinue(token);
+    if (rv === -1) return { rv: store.resourceVersion, start };
+    if (rv > store.resourceVersion) throw tooLarge(rv);
+    if (rv < store.compactedRv) {
+      const expired = new StatusError(410, "Expired", INCONSISTENT_CONTINUE);
+      expired.listContinue = encodeContinue({ rv: -1, start });
+      throw expired;
+    }
+    return { rv, start };
+  }
+  const match = query.get("resourceVersionMatch") ?? "";
+  if (match !== "" && match !== "Exact" && match !== "NotOlderThan") throw badRequest(`unknown resourceVersionMatch: ${match}`);
+  if (match !== "" && rvParam === undefined && query.get("resourceVersion") !== "0") throw badRequest("resourceVersionMatch is forbidden unless resourceVersion is provided");
+  if (rvParam !== undefined && rvParam > store.resourceVersion) throw tooLarge(rvParam);
+  const exact = rvParam !== undefined && (match === "Exact" || (match === "" && limit > 0));
+  // resourceVersion=0 ("any"): served from the watch cache, which ignores the limit.
+  if (!exact) return { rv: store.resourceVersion, start: "", ...(query.get("resourceVersion") === "0" ? { whole: true as const } : {}) };
+  if (rvParam < store.compactedRv) throw new StatusError(410, "Expired", "The resourceVersion for the provided list is too old.");
+  return { rv: rvParam, start: "" };
+}
+
+/**
+ * One page of a list, as kube-apiserver serves it from etcd: up to `limit` objects (0 or none:
+ * all) from one snapshot in key order, `metadata.continue` when keys follow the last one
+ * examined, and `remainingItemCount` (how many objects follow) when no label or field selector
+ * filters them. Every page of one list carries the first page's resourceVersion.
+ */
+function listPage(store: Store, rt: ResourceType, filter: Filter, query: URLSearchParams): { items: KubeObject[]; metadata: Record<string, unknown> } {
+  const limitText = query.get("limit") ?? "";
+  const asked = limitText === "" ? 0 : Number(limitText);
+  if (!Number.isInteger(asked)) throw badRequest(`invalid limit: ${limitText}`);
+  const { rv, start, whole } = listStart(store, query, asked);
+  const limit = whole ? 0 : asked;
+  const inRange = store.snapshot(rt, rv).filter(({ key, object }) => key >= start && (filter.namespace === undefined || object.metadata.namespace === filter.namespace));
+  const selective = filter.labels.length > 0 || filter.fields.length > 0;
+  const items: KubeObject[] = [];
+  let examined = 0;
+  for (const { object } of inRange) {
+    if (limit > 0 && items.length >= limit) break;
+    examined++;
+    if (passes(filter, object)) items.push(clone(object));
+  }
+  const metadata: Record<string, unknown> = { resourceVersion: String(rv) };
+  const remaining = inRange.length - examined;
+  // A custom resource's list is unstructured there: its last page says `continue: ""`.
+  if (!BUILT_IN_GROUPS.has(rt.group)) metadata.continue = "";
+  if (remaining > 0) {
+    metadata.continue = encodeContinue({ rv, start: `${inRange[examined - 1]!.key}\u0000` });
+    if (!selective) metadata.remainingItemCount = remaining;
+  }
+  return { items, metadata };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Watches
 // ---------------------------------------------------------------------------------------------
 
@@ -741,11 +920,11 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
       if (req.method === "GET" && watch) {
         startWatch(res, rt, filterFrom(namespace, url.searchParams), url.searchParams, record);
       } else if (req.method === "GET") {
-        const items = store.list(rt, filterFrom(namespace, url.searchParams));
+        const { items, metadata } = listPage(store, rt, filterFrom(namespace, url.searchParams), url.searchParams);
         reply(200, {
           kind: `${rt.kind}List`,
           apiVersion: apiVersionOf(rt),
-          metadata: { resourceVersion: String(store.resourceVersion) },
+          metadata,
           // kube-apiserver leaves apiVersion/kind out of the items of built-in lists.
           items: rt.group === "" ? items.map(({ apiVersion: _a, kind: _k, ...rest }) => rest) : items,
         });
@@ -958,10 +1137,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
       },
     },
     requests,
-    compact() {
-      store.compactedRv = store.resourceVersion;
-      store.history = [];
-    },
+    compact: () => store.compact(),
     dropWatches() {
       for (const res of watchResponses) res.socket?.destroy();
     },

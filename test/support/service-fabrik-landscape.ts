@@ -15,7 +15,7 @@
  *   SFServiceInstance (no controller, no blockOwnerDeletion) and, per bind, a further one to the
  *   SFServiceBinding, whose bind template's change is merged in (DeepUpdate: nothing removed).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { PassThrough } from "node:stream";
@@ -155,14 +155,24 @@ export interface Landscape {
 const ORG = "org-guid-1";
 const SPACE = "space-guid-1";
 
+/**
+ * The Kubernetes name Service Fabrik's broker gives an OSB id (its getKubernetesName, written
+ * here from its rule): the id when it is a DNS-1123 subdomain of at most 253 characters, else
+ * the sha224 hex of the id.
+ */
+export function sfName(id: string): string {
+  const subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+  return id.length <= 253 && subdomain.test(id) ? id : createHash("sha224").update(id, "utf8").digest("hex");
+}
+
 function sfInstanceCr(spec: SfInstanceSpec, service: Service, plan: Plan): KubeObject {
-  const namespace = spec.namespace ?? `sf-${spec.id}`;
+  const namespace = spec.namespace ?? `sf-${sfName(spec.id)}`;
   const planId = spec.planId ?? plan.id;
   return {
     apiVersion: SF_API,
     kind: "SFServiceInstance",
     metadata: {
-      name: spec.id,
+      name: sfName(spec.id),
       namespace,
       labels: {
         plan_id: planId,
@@ -189,20 +199,25 @@ function sfInstanceCr(spec: SfInstanceSpec, service: Service, plan: Plan): KubeO
   };
 }
 
+/**
+ * An SFServiceBinding as Service Fabrik's putBinding created it: named by the binding's Kubernetes
+ * name, `spec.id` the id as the platform sent it, `spec.instanceId` and the `instance_guid` label
+ * the instance's Kubernetes name (not its id); its CRD keeps no `bindingId`.
+ */
 function sfBindingCr(b: SfBindingSpec, instance: KubeObject): KubeObject {
   const spec = instance.spec as Record<string, unknown>;
   return {
     apiVersion: SF_API,
     kind: "SFServiceBinding",
     metadata: {
-      name: b.id,
+      name: sfName(b.id),
       namespace: instance.metadata.namespace,
-      labels: { instance_guid: String(spec.instanceId), state: "in_queue" },
+      labels: { instance_guid: instance.metadata.name!, state: "in_queue" },
       finalizers: ["broker.servicefabrik.io", "interoperator.servicefabrik.io"],
     },
     spec: {
       id: b.id,
-      instanceId: spec.instanceId,
+      instanceId: instance.metadata.name,
       serviceId: spec.serviceId,
       planId: spec.planId,
       bindResource: { app_guid: `app-${b.id}` },
@@ -281,7 +296,7 @@ export async function seedLandscape(options: {
         const postgresql = objects.find((o) => o.kind === "postgresql");
         const bindValues = { service: service.raw, plan: plan.raw, instance: cr, bindings: [], binding: bcr, postgresql: structuredClone(postgresql) };
         const bound = options.renderOnce && postgresql
-          ? [{ kind: postgresql.kind, name: postgresql.metadata.name!, object: { spec: { users: { [b.id]: ["superuser"] } } } }]
+          ? [{ kind: postgresql.kind, name: postgresql.metadata.name!, object: { spec: { users: { [bcr.metadata.name!]: ["superuser"] } } } }]
           : await render({ action: "bind", templates: plan.templates, values: bindValues, defaultNamespace: namespace, labels: {}, planName: plan.name });
         for (const m of bound) {
           const target = objects.find((o) => o.kind === m.kind && o.metadata.name === m.name);
@@ -291,7 +306,7 @@ export async function seedLandscape(options: {
           (target.spec as { users: Record<string, unknown> }).users = { ...(target.spec as { users: Record<string, unknown> }).users, ...users };
           target.metadata.ownerReferences = [...(target.metadata.ownerReferences as never[]), owner(sister.store.get(refOf(breplica)) ?? breplica)];
         }
-        bcr.status = { state: "succeeded", response: { secretRef: `sf-${b.id}` }, resources: postgresql ? [{ apiVersion: postgresql.apiVersion, kind: postgresql.kind, name: postgresql.metadata.name, namespace }] : [] };
+        bcr.status = { state: "succeeded", response: { secretRef: `sf-${bcr.metadata.name!}` }, resources: postgresql ? [{ apiVersion: postgresql.apiVersion, kind: postgresql.kind, name: postgresql.metadata.name, namespace }] : [] };
         if (sister !== master) sister.store.upsert({ ...(sister.store.get(refOf(breplica)) ?? breplica), status: bcr.status });
       }
       for (const o of objects) sister.store.upsert(o);
@@ -306,8 +321,15 @@ export async function seedLandscape(options: {
       if (b.state !== undefined && b.state !== "succeeded") bcr.status = { state: b.state };
       master.store.upsert(bcr);
       // The bind response, credentials included, stays where SF put it: a Secret on the master.
+      // Its replicator makes the master's SFServiceBinding the Secret's owner.
       if ((b.state ?? "succeeded") === "succeeded") {
-        master.store.upsert({ apiVersion: "v1", kind: "Secret", metadata: { name: `sf-${b.id}`, namespace }, data: { response: Buffer.from('{"credentials":{"password":"s3cret"}}').toString("base64") } });
+        const stored = master.store.get(refOf(bcr))!;
+        master.store.upsert({
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: `sf-${bcr.metadata.name!}`, namespace, ownerReferences: [owner(stored)] },
+          data: { response: Buffer.from('{"credentials":{"password":"s3cret"}}').toString("base64") },
+        });
       }
     }
     applied.set(spec.id, objects);
