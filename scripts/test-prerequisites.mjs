@@ -33,7 +33,7 @@ export const TOOLS_GO = /^toolchain (\S+)$/m.exec(readFileSync(path.join(ROOT, "
 
 export const DEFAULT_PROGRAM_DIRS = ["/usr/sbin", "/usr/local/go/bin"];
 
-/** Each program and the Debian package that has it (go: none that is recent enough, see `missingGo`). */
+/** Each program and the Debian package that has it (go: none recent enough, see `tooOldGo`). */
 export const PROGRAMS = [
   { name: "git", debian: "git" },
   { name: "age", debian: "age" },
