@@ -9,6 +9,8 @@
  *   age, age-keygen the SOPS tests unwrap data keys with the real age CLI
  *   openssl         the client-certificate and kube-apiserver tests make CAs and certificates with it
  *   nginx           test/broker/behind-a-proxy.test.ts puts it in front of the broker (its service is never started)
+ *   redis-server    real Argo CD's cache (test/real-agents/argocd.test.ts, ADR 0035), only when that
+ *                   test runs (GITOPS_BROKER_ARGOCD_TESTS=1)
  *   go              1.21 or later: it fetches the release each go.mod names (GOTOOLCHAIN) from the Go
  *                   module proxy, to build the test tools once (scripts/build-test-tools.sh, ADR 0022)
  *
@@ -33,13 +35,18 @@ export const TOOLS_GO = /^toolchain (\S+)$/m.exec(readFileSync(path.join(ROOT, "
 
 export const DEFAULT_PROGRAM_DIRS = ["/usr/sbin", "/usr/local/go/bin"];
 
-/** Each program and the Debian package that has it (go: none recent enough, see `tooOldGo`). */
+/**
+ * Each program, the Debian package that has it (go: none recent enough, see `tooOldGo`), and when
+ * a program is needed only for tests that run on request, the environment that asks for them.
+ * @type {{ name: string; debian: string | undefined; when?: (env: NodeJS.ProcessEnv) => boolean }[]}
+ */
 export const PROGRAMS = [
   { name: "git", debian: "git" },
   { name: "age", debian: "age" },
   { name: "age-keygen", debian: "age" },
   { name: "openssl", debian: "openssl" },
   { name: "nginx", debian: "nginx" },
+  { name: "redis-server", debian: "redis-server", when: (env) => env.GITOPS_BROKER_ARGOCD_TESTS === "1" },
   { name: "go", debian: undefined },
 ];
 
@@ -69,7 +76,8 @@ export function findPrograms(env = process.env) {
   };
   /** @type {{ name: string; debian: string | undefined; note?: string }[]} */
   const missing = [];
-  for (const program of PROGRAMS) {
+  for (const { when, ...program } of PROGRAMS) {
+    if (when !== undefined && !when(env)) continue;
     const file = find(program.name);
     const note = file !== undefined && program.name === "go" ? tooOldGo(file, env) : undefined;
     if (file === undefined) missing.push(program);

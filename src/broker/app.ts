@@ -73,17 +73,15 @@ function route(fn: (req: Request, res: Response) => Promise<OsbResponse> | OsbRe
   };
 }
 
-/** Map what is not an OsbError to one. The only place errors become HTTP bodies is `errorHandler`. */
-function asOsbError(err: unknown): OsbError {
+/**
+ * Map what is not an OsbError to one. The only place errors become HTTP bodies is `errorHandler`.
+ * A Git remote's failure names the repository (the control repository, or a store), and says
+ * what it means for the request: a read was not answered, a write changed nothing, or a push's
+ * outcome is not known (ADR 0005's addendum of 2026-11-29).
+ */
+function asOsbError(err: unknown, read: boolean): OsbError {
   if (err instanceof OsbError) return err;
-  if (err instanceof GitRemoteError) {
-    return new ServiceUnavailableError(
-      err.kind === "hook"
-        ? `the Git remote refused the change: ${err.remoteMessage}`
-        : `the Git remote could not be reached; nothing was changed, retry later: ${err.remoteMessage}`,
-      { cause: err },
-    );
-  }
+  if (err instanceof GitRemoteError) return new ServiceUnavailableError(remoteFailure(err, read), { cause: err });
   if (err instanceof GitWriterClosedError) {
     return new ServiceUnavailableError("the broker is shutting down; nothing was changed, retry", { cause: err });
   }
@@ -91,6 +89,16 @@ function asOsbError(err: unknown): OsbError {
   const request = requestError(err);
   if (request) return request;
   return new InternalError("internal broker error", { cause: err });
+}
+
+function remoteFailure(err: GitRemoteError, read: boolean): string {
+  const remote = err.repository ? `the Git remote of ${err.repository}` : "the Git remote";
+  if (err.kind === "hook") return `${remote} refused the change: ${err.remoteMessage}`;
+  if (read) return `${remote} could not be reached to answer this read; nothing is known to be missing, retry later: ${err.remoteMessage}`;
+  if (err.inDoubt) {
+    return `${remote} did not say whether it took the change; retry the same request, it is answered from the repository: ${err.remoteMessage}`;
+  }
+  return `${remote} could not be reached; nothing was changed, retry later: ${err.remoteMessage}`;
 }
 
 /**
@@ -307,12 +315,12 @@ interface RequestFailure {
 
 /** The one place where errors become responses: the OSB error body, from the error hierarchy. */
 function errorHandler(): ErrorRequestHandler {
-  return (err, _req, res, next) => {
+  return (err, req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;
     }
-    const osb = asOsbError(err);
+    const osb = asOsbError(err, req.method === "GET" || req.method === "HEAD");
     // Logged with the request line (see createApp); a 5xx keeps its cause and stack.
     const failure: RequestFailure = { code: osb.code, message: osb.message, ...(osb.status >= 500 ? { cause: err as unknown } : {}) };
     res.locals.failure = failure;

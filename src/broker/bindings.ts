@@ -27,7 +27,7 @@ import {
 } from "../repo/index.js";
 import { withoutSensitiveParameters, type ApiVersion, type Plan, type Service } from "../catalog/index.js";
 import type { BindingResult } from "../status-watcher/index.js";
-import { appliedOverrides, commitSpec, instanceRoute, operationEntry, planBindable, runOperation, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, operationEntry, planBindable, runOperation, type Ctx, type OsbResponse } from "./context.js";
 import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { checkParameters, operationResponse, pickOperation, pollingMissing } from "./instances.js";
@@ -165,7 +165,7 @@ export async function bind(
       }),
       result: { instance, binding: bound.binding, created: true },
     };
-  }, instanceRoute(ctx, instanceId));
+  }, { instance: instanceId });
   return answerBind(ctx, result, service, accepts);
 }
 
@@ -263,7 +263,7 @@ export async function unbind(
       }),
       result: plan.asyncBinding ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
-  }, instanceRoute(ctx, instanceId));
+  }, { instance: instanceId });
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Plan, ReadinessCheck, RepoView, Service } from "../catalog/index.js";
 import { formatProblem } from "../errors/index.js";
-import type { CommitSpec, Draft, GitWriter, Operation, OperationOutcome, SubmitResult, SubmitRoute, TreeReader } from "../gitwriter/index.js";
+import type { CommitSpec, Draft, GitWriter, Operation, OperationOutcome, SubmitResult, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { BrokerInstruments } from "../metrics/index.js";
 import type { Scheduler } from "../scheduler/index.js";
@@ -10,7 +10,7 @@ import type { ClientCertificateAuth } from "./auth.js";
 import type { OsbRequestInfo } from "./headers.js";
 import type { Rendered } from "../materialize/index.js";
 import type { Reconciler } from "../reconcile/index.js";
-import type { StoreSet } from "../stores/index.js";
+import type { Placement, StoreSet } from "../stores/index.js";
 
 /** Everything the broker depends on, passed in (see createApp). */
 export interface BrokerDeps {
@@ -123,24 +123,20 @@ export function appliedOverrides(ctx: Ctx, instanceId: string, ...rendered: Rend
 }
 
 /**
- * With stores (ADR 0027), an operation on an existing instance is queued on the store holding its
- * record; when no store holds it, every store is fetched first, so that a "not found" or "gone"
- * comes from current views of all of them (a store that cannot be fetched then fails the request).
+ * Queue an operation on an instance (`placement`: with stores, ADR 0027, the one hop into stores/
+ * that names the repository, StoreSet.route); without a placement, on the control repository. It
+ * first brings the catalog and registry in line with its base tree.
  */
-export function instanceRoute(ctx: Ctx, instanceId: string): SubmitRoute | undefined {
-  const stores = ctx.deps.stores;
-  return stores && (() => stores.locate(instanceId, "all"));
-}
-
-/** Queue an operation (on `route`'s store); it first brings the catalog and registry in line with its base tree. */
-export async function submitOp<R>(ctx: Ctx, op: Operation<R>, route?: SubmitRoute): Promise<SubmitResult<R>> {
+export async function submitOp<R>(ctx: Ctx, op: Operation<R>, placement?: Placement): Promise<SubmitResult<R>> {
   let spec: CommitSpec | null = null;
-  const submitted = await ctx.deps.writer.submit(async (draft) => {
+  const run: Operation<R> = async (draft) => {
     await ctx.deps.view.sync(draft);
     const outcome = await op(draft);
     spec = outcome.commit; // the last run's outcome is the one that was pushed
     return outcome;
-  }, route);
+  };
+  const stores = ctx.deps.stores;
+  const submitted = stores && placement ? await stores.submitTo(await stores.route(placement), run) : await ctx.deps.writer.submit(run);
   const trailers = (spec as CommitSpec | null)?.trailers;
   if (submitted.commit && trailers) {
     const { operation, instanceId, bindingId, requestIdentity } = readBrokerTrailers(trailers);
@@ -164,9 +160,9 @@ export interface OperationIds {
  * The prologue every OSB write shares: a new operation id and time, then `run` queued on the
  * writer (see submitOp). Resolves with its result once its commit is on the remote.
  */
-export async function runOperation<R>(ctx: Ctx, run: (draft: Draft, ids: OperationIds) => Promise<OperationOutcome<R>>, route?: SubmitRoute): Promise<R> {
+export async function runOperation<R>(ctx: Ctx, run: (draft: Draft, ids: OperationIds) => Promise<OperationOutcome<R>>, placement?: Placement): Promise<R> {
   const ids: OperationIds = { operationId: ctx.deps.newId(), at: ctx.deps.now().toISOString() };
-  const { result } = await submitOp(ctx, (draft) => run(draft, ids), route);
+  const { result } = await submitOp(ctx, (draft) => run(draft, ids), placement);
   return result;
 }
 

@@ -22,8 +22,8 @@ import {
   UnprocessableEntityError,
   formatProblem,
 } from "../errors/index.js";
-import { draftStore, storeForNewInstance } from "../stores/index.js";
-import type { Draft, SubmitRoute } from "../gitwriter/index.js";
+import { draftStore } from "../stores/index.js";
+import type { Draft } from "../gitwriter/index.js";
 import {
   LABEL_INSTANCE,
   LABEL_MANAGED_BY,
@@ -44,7 +44,7 @@ import {
   type OperationEntry,
 } from "../repo/index.js";
 import type { OperationStatus } from "../status-watcher/index.js";
-import { appliedOverrides, commitSpec, instanceRoute, operationEntry, planUpdateable, runOperation, type Ctx, type OsbResponse } from "./context.js";
+import { appliedOverrides, commitSpec, operationEntry, planUpdateable, runOperation, type Ctx, type OsbResponse } from "./context.js";
 import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
@@ -150,7 +150,7 @@ export async function provision(
         ? { status: 202, body: { ...withDashboard(dashboard), operation: operationId } }
         : { status: 201, body: withDashboard(dashboard) },
     };
-  }, provisionRoute(ctx, instanceId));
+  }, { instance: instanceId, provision: true });
   return plan.async || !held ? result : answerSynchronous(ctx, held, result, accepts);
 }
 
@@ -176,8 +176,8 @@ function provisionRecord(instanceId: string, service: Service, plan: Plan, body:
 }
 
 /**
- * Placement inside the operation (ADR 0008). With stores (ADR 0027) the route chose the store
- * (provisionRoute); the operation places among that store's clusters, whose capacity it sees
+ * Placement inside the operation (ADR 0008). With stores (ADR 0027) StoreSet.route chose the store
+ * before it ran; the operation places among that store's clusters, whose capacity it sees
  * exactly (its tree is that store's tip). Only when none of them fits does it place among all
  * clusters (and the store set moves it to the chosen cluster's store): then two replicas given
  * the same new id at once could place it in two stores, which a full store makes possible.
@@ -201,20 +201,6 @@ async function placeInStore(
     if (!(error instanceof SchedulingError)) throw error;
     return place(all);
   }
-}
-
-/**
- * With stores (ADR 0027): a provision is queued on the store holding the id's record in the last
- * fetched tips, else on the store `storeForNewInstance` gives the id: a function of the id and the
- * registry, so every replica sends a new id to the same store, whatever it has fetched, and two
- * provisions of one id meet in one queue (the second answers 200 or 409), never creating it twice.
- * No store is fetched for it (that cost every provision a fetch of every repository). The
- * operation places among that store's clusters (placeInStore).
- */
-function provisionRoute(ctx: Ctx, instanceId: string): SubmitRoute | undefined {
-  const stores = ctx.deps.stores;
-  if (!stores) return undefined;
-  return async () => (await stores.locate(instanceId)) ?? storeForNewInstance(instanceId, ctx.deps.view.clusters(), (id) => stores.storeOf(id));
 }
 
 /** What a synchronous plan's answer waits for: the record and operation just committed. */
@@ -395,7 +381,7 @@ export async function update(
         ? { status: 202, body: { operation: operationId } }
         : { status: 200, body: {} },
     };
-  }, instanceRoute(ctx, instanceId));
+  }, { instance: instanceId });
   return result.status === 202 || !held ? result : answerSynchronous(ctx, held, result, accepts);
 }
 
@@ -465,7 +451,7 @@ export async function deprovision(
       commit: commitSpec(ctx, { action: "deprovision", service, plan, instanceId, operationId, osb }),
       result: plan.async ? { status: 202, body: { operation: operationId } } : { status: 200, body: {} },
     };
-  }, instanceRoute(ctx, instanceId));
+  }, { instance: instanceId });
   return result.status === 202 || !held ? result : answerSynchronous(ctx, held, result, accepts);
 }
 

@@ -26,7 +26,7 @@ export async function openRepository(
   options: Omit<OpenWritersOptions, "clusters">,
   opened: { writer?: (writer: GitWriter) => void; view?: (view: LiveRepoView) => void } = {},
 ): Promise<OpenedRepository> {
-  let clusters: () => readonly { id: string; store?: string | undefined }[] = () => [];
+  let clusters: () => readonly { id: string; store?: string | undefined; schedulable: boolean }[] = () => [];
   const { writer, storeSet } = openWriters(config, { ...options, clusters: () => clusters() });
   opened.writer?.(writer);
   await writer.start();

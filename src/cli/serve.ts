@@ -30,7 +30,8 @@ import { CONTROL_STORE, createBindingSummaryCache } from "../repo/index.js";
 import type { StoreSet } from "../stores/index.js";
 import { openRepository, type OpenedRepository } from "./open-repository.js";
 import { createScheduler } from "../scheduler/index.js";
-import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
+import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader } from "../kube/index.js";
+import { createStatusWatcher, type StatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
 import { createKubeLeaseClient, createLeaseElector, soleLeader, type Leadership, type LeaseClient, type LeaseElectorOptions } from "../leader/index.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
@@ -324,7 +325,11 @@ function startDelivery(
     metrics: instruments.nudge,
     ...options.nudge,
   });
-  const stopNudging = writer.onPushed((event) => nudger.pushed(event));
+  // Each store's pushes name its repository (ADR 0027): the nudger hears them per writer.
+  const stops = deps.storeSet
+    ? deps.storeSet.names.map((name) => deps.storeSet!.writer(name).onPushed((event) => nudger.pushed(event, name === CONTROL_STORE ? undefined : name)))
+    : [writer.onPushed((event) => nudger.pushed(event))];
+  const stopNudging = () => stops.forEach((stop) => stop());
   shutdown.add("send the nudges", () => {
     stopNudging();
     return nudger.close();
@@ -447,6 +452,8 @@ function startPolling(config: Config, writer: GitWriter, storeSet: StoreSet | un
     : [{ name: CONTROL_STORE, writer, seconds: config.git.pollIntervalSeconds }];
   return polled.map(({ name, writer: w, seconds }) => {
     const poll = setInterval(() => {
+      // A store that has not answered since start is retried by its start, not polled.
+      if (storeSet && !storeSet.available(name)) return;
       w.refresh().catch((e: unknown) => logger.warn({ err: e, store: name }, "fetching the Git remote failed"));
     }, seconds * 1000);
     poll.unref();
@@ -549,7 +556,9 @@ async function serveMetrics(
 function startFailure(error: unknown): { code: string; message: string; fields: Record<string, unknown> } | undefined {
   if (error instanceof DataDirLockedError) return { code: error.code, message: error.message, fields: error.data };
   if (error instanceof GitRemoteError) {
-    return { code: error.code, message: `cannot reach the Git remote at start-up: ${error.remoteMessage}`, fields: { kind: error.kind } };
+    // Only the control repository stops a start (a store that does not answer is served as unavailable).
+    const remote = error.repository ? `the Git remote of ${error.repository}` : "the Git remote";
+    return { code: error.code, message: `cannot reach ${remote} at start-up: ${error.remoteMessage}`, fields: { kind: error.kind, repository: error.repository } };
   }
   const errno = (error as NodeJS.ErrnoException | null)?.code;
   if (errno === "EADDRINUSE" || errno === "EACCES" || errno === "EADDRNOTAVAIL") {

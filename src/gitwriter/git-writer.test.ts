@@ -300,7 +300,8 @@ describe("git writer", () => {
   });
 
   it("gives up with a 'rejected' GitRemoteError after maxPushAttempts lost races", async () => {
-    const { bare, writer, logs, delays } = await setup(undefined, { maxPushAttempts: 3 });
+    // A deadline far away: this is about attempts, and a loaded machine takes seconds for three.
+    const { bare, writer, logs, delays } = await setup(undefined, { maxPushAttempts: 3, remoteTimeoutMs: 60_000 });
     // A racing replica: while our push is being received, the branch moves on, so receive-pack
     // loses the ref update ("cannot lock ref ... but expected ..."). Every push loses.
     await installPreReceiveHook(

@@ -28,7 +28,6 @@ export type {
   PushedCommit,
   PushEvent,
   SubmitResult,
-  SubmitRoute,
   TreeEntryInfo,
   TreeReader,
   WalkEntry,
@@ -64,6 +63,8 @@ export interface GitWriterOptions {
   metrics?: GitWriterInstruments;
   /** The store this writer writes: the `store` label of its metrics (default "control", the control repository). */
   store?: string;
+  /** The repository's name in errors and log lines (default "the Git remote"). */
+  repository?: string;
   /**
    * Push pacing (default 0: push as soon as a commit is ready). A push starts at least this long
    * after the start of the last push the remote answered; operations arriving in the meantime run
@@ -107,7 +108,8 @@ function fetchProgressLog(
 
 /**
  * A git command (fetch, push) that prints nothing for this long is killed and counts as
- * unreachable. Never below 10 s, so a small remoteTimeoutMs cannot cut a healthy push short.
+ * unreachable. Never below 10 s, so a small remoteTimeoutMs cannot cut a clone short; a fetch or
+ * push that requests wait for is killed at their deadline besides (see Writer.deadline).
  */
 const MIN_COMMAND_TIMEOUT_MS = 10_000;
 
@@ -124,6 +126,7 @@ export function createGitWriter(options: GitWriterOptions): GitWriter {
       branch: options.branch,
       env: options.gitEnv,
       timeoutMs: Math.max(remoteTimeoutMs, MIN_COMMAND_TIMEOUT_MS),
+      repository: options.repository ?? "the Git remote",
       ...fetchProgressLog(options.logger, options.progressIntervalMs ?? 5000, options.clock ?? (() => performance.now())),
     }),
     branch: options.branch,
@@ -136,6 +139,7 @@ export function createGitWriter(options: GitWriterOptions): GitWriter {
     maxPushAttempts: options.maxPushAttempts ?? 10,
     metrics: options.metrics ?? noopInstruments.gitwriter,
     storeName: options.store ?? "control",
+    repository: options.repository ?? "the Git remote",
     minPushIntervalMs: options.minPushIntervalMs ?? 0,
     ...(options.confirmRejection ? { confirmRejection: options.confirmRejection } : {}),
   });

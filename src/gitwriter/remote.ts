@@ -1,7 +1,8 @@
 import { promises as fsp } from "node:fs";
 import path from "node:path";
-import { GitPluginError, simpleGit, type SimpleGit } from "simple-git";
+import { simpleGit, type SimpleGit } from "simple-git";
 import { GitRemoteError } from "../errors/index.js";
+import { runGit, type GitRun } from "./git-process.js";
 
 /** A commit a history rewrite erased from the branch. */
 export interface LostCommit {
@@ -19,6 +20,8 @@ export interface RemoteOptions {
   env: Record<string, string> | undefined;
   /** A git command that prints nothing for this long is killed (the remote counts as unreachable). */
   timeoutMs: number;
+  /** The repository's name in errors ("the control repository", "store eu"). */
+  repository?: string;
   /** Progress of a fetch (a first clone of a large repository takes long), as git reports it. */
   onProgress?: (event: FetchProgress) => void;
   /** A fetch starts (its progress reports follow). */
@@ -42,7 +45,6 @@ export class Remote {
   private git: SimpleGit | undefined;
   /** performance.now() when the command in flight started (fetch and push never overlap). */
   private since: number | undefined;
-  private fetchGit: SimpleGit | undefined;
 
   constructor(options: RemoteOptions) {
     this.options = options;
@@ -78,37 +80,28 @@ export class Remote {
 
   /**
    * Fetches the branch into `refs/remotes/origin/<branch>`. Resolves false when the remote has
-   * no such branch (an empty repository): the first push will create it.
+   * no such branch (an empty repository): the first push will create it. `deadline`
+   * (performance.now()): the fetch is killed then, and fails as unreachable.
    */
-  fetch(): Promise<boolean> {
-    return this.timed(() => this.doFetch());
+  fetch(deadline?: number): Promise<boolean> {
+    return this.timed(() => this.doFetch(deadline));
   }
 
-  private async doFetch(): Promise<boolean> {
+  private async doFetch(deadline: number | undefined): Promise<boolean> {
     const { branch } = this.options;
-    try {
-      // --verbose: simple-git waits 50 ms longer for a command that printed nothing.
-      // --progress: keeps output flowing during a long transfer, so only a stall hits the timeout.
-      // Progress only for fetch: push must not print progress into the `remote:` lines it reads.
-      // --no-auto-maintenance: the object store compacts its own packs (compact()); git's
-      // `maintenance run --auto` after a fetch would be one more process per fetch, and could
-      // repack under the store's open packs.
-      await this.fetchClient().raw([
-        "fetch",
-        "--verbose",
-        "--progress",
-        "--no-auto-maintenance",
-        "--no-tags",
-        "--no-write-fetch-head",
-        "origin",
-        `+refs/heads/${branch}:refs/remotes/origin/${branch}`,
-      ]);
-      return true;
-    } catch (error) {
-      const output = outputOf(error, this.options.timeoutMs);
-      if (/couldn't find remote ref/.test(output)) return false;
-      throw new GitRemoteError("unreachable", summarize(output), { cause: error });
-    }
+    // --verbose and --progress keep output flowing during a long transfer, so only a stall hits
+    // the silence timeout. --no-auto-maintenance: the object store compacts its own packs
+    // (compact()); git's `maintenance run --auto` after a fetch would be one more process per
+    // fetch, and could repack under the store's open packs.
+    this.options.onFetchStart?.();
+    const run = await this.run(
+      ["fetch", "--verbose", "--progress", "--no-auto-maintenance", "--no-tags", "--no-write-fetch-head", "origin", `+refs/heads/${branch}:refs/remotes/origin/${branch}`],
+      { deadline, onStderr: this.progressParser() },
+    );
+    if (run.code === 0) return true;
+    const output = this.outputOf(run);
+    if (/couldn't find remote ref/.test(output)) return false;
+    throw new GitRemoteError("unreachable", summarize(output), { repository: this.options.repository, timedOut: run.killed !== undefined });
   }
 
   /**
@@ -135,41 +128,65 @@ export class Remote {
       });
   }
 
-  /** Pushes `commit` to the branch (fast-forward only). */
-  push(commit: string): Promise<void> {
-    return this.timed(() => this.doPush(commit));
+  /**
+   * Pushes `commit` to the branch (fast-forward only). `deadline` (performance.now()): the push
+   * is killed then. A push that fails without the remote's verdict after sending its ref update
+   * (and pack) is `inDoubt`: the remote may have taken it, and may still apply it.
+   */
+  push(commit: string, deadline?: number): Promise<void> {
+    return this.timed(() => this.doPush(commit, deadline));
   }
 
-  private async doPush(commit: string): Promise<void> {
-    try {
-      // No --progress: the server would mix its progress into the `remote:` lines of a refusal.
-      // pack.window=0: send the new objects as they are in the local pack, without searching
-      // deltas between them; that search took more CPU than the rest of a 200-commit push.
-      const refspec = `${commit}:refs/heads/${this.options.branch}`;
-      await this.client().raw(["-c", "pack.window=0", "push", "--porcelain", "--no-verify", "origin", refspec]);
-    } catch (error) {
-      throw classifyPushFailure(outputOf(error, this.options.timeoutMs), error);
-    }
+  private async doPush(commit: string, deadline: number | undefined): Promise<void> {
+    const trace = path.join(this.options.gitdir, "push-trace");
+    await fsp.writeFile(trace, "");
+    // No --progress: the server would mix its progress into the `remote:` lines of a refusal.
+    // pack.window=0: send the new objects as they are in the local pack, without searching
+    // deltas between them; that search took more CPU than the rest of a 200-commit push.
+    // GIT_TRACE_PACKET: whether the ref update was sent (see pushInDoubt).
+    const refspec = `${commit}:refs/heads/${this.options.branch}`;
+    const run = await this.run(["-c", "pack.window=0", "push", "--porcelain", "--no-verify", "origin", refspec], { deadline, trace });
+    if (run.code === 0) return;
+    const failure = classifyPushFailure(this.outputOf(run), this.options.repository);
+    if (failure.kind !== "unreachable") throw failure;
+    const inDoubt = pushInDoubt(await fsp.readFile(trace, "utf8").catch(() => ""));
+    throw new GitRemoteError("unreachable", failure.remoteMessage, { repository: this.options.repository, inDoubt, timedOut: run.killed !== undefined });
   }
 
-  private fetchClient(): SimpleGit {
-    const onProgress = this.options.onProgress;
-    if (!onProgress) return this.client();
-    // git rewrites its progress line with \r; one chunk of stderr may hold many updates (or the
-    // end of one and the start of the next): each complete one is reported.
-    this.fetchGit ??= this.build().outputHandler((_command, _stdout, stderr) => {
-      this.options.onFetchStart?.();
-      let rest = "";
-      stderr.on("data", (chunk: Buffer) => {
-        const parts = (rest + chunk.toString("utf8")).split(/[\r\n]/);
-        rest = parts.pop() ?? "";
-        for (const part of parts) {
-          const m = /^(?:remote: )?([A-Za-z ]+?):\s+(\d+)% \((\d+)\/(\d+)\)/.exec(part);
-          if (m) onProgress({ stage: m[1]!.toLowerCase().split(" ", 1)[0]!, percent: Number(m[2]), processed: Number(m[3]), total: Number(m[4]) });
-        }
-      });
+  private run(args: string[], extra: { deadline: number | undefined; trace?: string; onStderr?: ((chunk: Buffer) => void) | undefined }): Promise<GitRun> {
+    const { gitdir, env, timeoutMs } = this.options;
+    return runGit(args, {
+      gitdir,
+      // Never wait for a password on a terminal; English messages, which classifyPushFailure reads.
+      env: { ...stringEnv(process.env), ...env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C", ...(extra.trace ? { GIT_TRACE_PACKET: extra.trace } : {}) },
+      silenceMs: timeoutMs,
+      deadline: extra.deadline,
+      ...(extra.onStderr ? { onStderr: extra.onStderr } : {}),
     });
-    return this.fetchGit;
+  }
+
+  private outputOf(run: GitRun): string {
+    if (run.killed === "silence") return `no answer from the remote within ${this.options.timeoutMs / 1000} s`;
+    if (run.killed === "deadline") return "no answer from the remote within the time the waiting requests have (git.pushTimeoutSeconds)";
+    return `${run.stdout}\n${run.stderr}`;
+  }
+
+  /**
+   * git rewrites its progress line with \r; one chunk of stderr may hold many updates (or the
+   * end of one and the start of the next): each complete one is reported.
+   */
+  private progressParser(): ((chunk: Buffer) => void) | undefined {
+    const onProgress = this.options.onProgress;
+    if (!onProgress) return undefined;
+    let rest = "";
+    return (chunk) => {
+      const parts = (rest + chunk.toString("utf8")).split(/[\r\n]/);
+      rest = parts.pop() ?? "";
+      for (const part of parts) {
+        const m = /^(?:remote: )?([A-Za-z ]+?):\s+(\d+)% \((\d+)\/(\d+)\)/.exec(part);
+        if (m) onProgress({ stage: m[1]!.toLowerCase().split(" ", 1)[0]!, percent: Number(m[2]), processed: Number(m[3]), total: Number(m[4]) });
+      }
+    };
   }
 
   private client(): SimpleGit {
@@ -216,11 +233,11 @@ export class Remote {
  * `[remote rejected]` a refusal by the server (a hook, or a lost race for the ref lock, which is a
  * rejection like any other); no status line means git never got an answer.
  */
-function classifyPushFailure(output: string, cause: unknown): GitRemoteError {
+function classifyPushFailure(output: string, repository: string | undefined): GitRemoteError {
   const status = /^!\t[^\t]*\t\[(rejected|remote rejected)\] \((.*)\)\s*$/m.exec(output);
-  if (status === null) return new GitRemoteError("unreachable", summarize(output), { cause });
+  if (status === null) return new GitRemoteError("unreachable", summarize(output), { repository });
   const [, verdict = "", reason = ""] = status;
-  if (verdict === "rejected") return new GitRemoteError("rejected", reason, { cause });
+  if (verdict === "rejected") return new GitRemoteError("rejected", reason, { repository });
   const remoteLines = output
     .split("\n")
     .filter((line) => line.startsWith("remote: "))
@@ -229,7 +246,18 @@ function classifyPushFailure(output: string, cause: unknown): GitRemoteError {
     .filter((line) => line !== "");
   const said = remoteLines.length > 0 ? remoteLines.join("\n") : reason;
   const lostRace = /lock|failed to update ref|incorrect old value/i.test(reason);
-  return new GitRemoteError(lostRace ? "rejected" : "hook", said, { cause });
+  return new GitRemoteError(lostRace ? "rejected" : "hook", said, { repository });
+}
+
+/**
+ * Whether a push that got no verdict may have reached the remote: git's packet trace shows the
+ * ref update command (`<old> <new> <ref>`, sent by `push>` over ssh and local transports, `git>`
+ * to the HTTP helper), written only once the remote's ref advertisement was read, just before
+ * the pack. A push that never got that far (no connection, a remote that hangs before advertising
+ * its refs, an HTTP error on the advertisement) cannot change the branch.
+ */
+export function pushInDoubt(trace: string): boolean {
+  return /packet:\s+(?:push|git)> [0-9a-f]{40} [0-9a-f]{40} refs\//.test(trace);
 }
 
 /** The `fatal:` lines of git's output (all of it when there are none), credentials removed. */
@@ -244,13 +272,6 @@ function summarize(output: string): string {
 /** Hides `user:password@` in URLs git echoes back. */
 function redact(text: string): string {
   return text.replace(/\/\/[^/@\s]+@/g, "//***@");
-}
-
-function outputOf(error: unknown, timeoutMs: number): string {
-  if (error instanceof GitPluginError && error.plugin === "timeout") {
-    return `no answer from the remote within ${timeoutMs} ms`;
-  }
-  return error instanceof Error ? error.message : String(error);
 }
 
 function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {

@@ -140,7 +140,7 @@ export interface GitWriter extends GitReader {
    * Queue an operation. Resolves only after the push carrying its commit (or, for a no-change
    * outcome, the push of everything queued before it) was accepted by the remote.
    */
-  submit<R>(op: Operation<R>, route?: SubmitRoute): Promise<SubmitResult<R>>;
+  submit<R>(op: Operation<R>): Promise<SubmitResult<R>>;
   /**
    * Called after each push of ours the remote accepted (not for commits of others a fetch brings),
    * with the commits it carried and the paths each changed. After the push, before the operations
@@ -160,16 +160,8 @@ export interface GitWriter extends GitReader {
   close(): Promise<void>;
 }
 
-/**
- * Which repository an operation is for, when a writer spans several (the stores, ADR 0027): a
- * name it knows, undefined for its default one. A writer of one repository never calls it.
- */
-export type SubmitRoute = () => Promise<string | undefined>;
-
 /** One accepted push: `previous..tip` on `branch`. */
 export interface PushEvent {
-  /** The store pushed to, when the writer spans several (ADR 0027); undefined: the only repository. */
-  store?: string;
   branch: string;
   /** The remote tip before the push (null: the push created the branch). */
   previous: string | null;

@@ -4,10 +4,17 @@ import { BaseError, GitRemoteError, GitRepositoryError, GitWriterClosedError, In
 import type { GitWriterInstruments } from "../metrics/index.js";
 import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
 import { formatCommitMessage } from "./commit-message.js";
+import { HistoryWatch } from "./history-watch.js";
+import { PushDoubts } from "./push-doubts.js";
+import { PushWindow } from "./push-window.js";
+import { Reachability } from "./reachability.js";
+import { Repacker } from "./repacker.js";
 import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
 import type { Remote } from "./remote.js";
 import { DraftTree, TreeView } from "./tree-view.js";
 import type { CommitInfo, GitAuthor, LogOptions, GitWriter, HistoryRewrite, Operation, OperationOutcome, PushEvent, SubmitResult, TreeReader } from "./types.js";
+
+export { pushSpacingMs } from "./push-window.js";
 
 /** The logger the writer needs (a pino logger fits). */
 export interface GitWriterLogger {
@@ -32,6 +39,8 @@ export interface WriterDeps {
   metrics: GitWriterInstruments;
   /** The store this writer writes (the `store` label of its metrics). */
   storeName: string;
+  /** The repository's name in errors and messages ("the control repository", "store eu"). */
+  repository: string;
   /**
    * The push window: a push starts at least this long after the start of the last push the
    * remote answered (accepted, or refused by a hook); 0: no window (see awaitWindow).
@@ -44,9 +53,6 @@ export interface WriterDeps {
    */
   confirmRejection?: (error: unknown) => boolean;
 }
-
-/** A fetch bringing this many objects (a clone, mostly) is repacked for reading (see capDeltaChains). */
-const CAP_DELTAS_AFTER_FETCHING = 20_000;
 
 /** After a rejected push: someone else just pushed, so retry soon. */
 const REJECTED_BACKOFF: BackoffPolicy = { baseMs: 25, capMs: 1_000 };
@@ -80,6 +86,9 @@ interface Chain {
 interface Waiter<T> {
   resolve: (value: T) => void;
   reject: (reason: unknown) => void;
+  /** performance.now() by which it is answered, with the remote's answer or without it. */
+  deadline: number;
+  settled?: boolean;
 }
 
 type State = "new" | "open" | "closing" | "closed";
@@ -99,6 +108,11 @@ type State = "new" | "open" | "closing" | "closed";
  * The local branch ref only ever moves to a tip the remote holds (after a push or a fetch);
  * unpushed commits live in `chain` only, so nothing unpushed is ever visible and a crash loses
  * nothing that was acknowledged.
+ *
+ * The writer holds the queue and the chain and composes pieces that keep their own state, each
+ * with its own tests: Reachability (last contact, outage attempts, the view's age), PushWindow
+ * (pacing), PushDoubts (pushes whose outcome is unknown), HistoryWatch (force-pushes) and
+ * Repacker (background repacks); the remote's commands with their deadlines are Remote's.
  */
 export class Writer implements GitWriter {
   private readonly deps: WriterDeps;
@@ -107,7 +121,7 @@ export class Writer implements GitWriter {
   private state: State = "new";
   private starting: Promise<void> | undefined;
   private remoteTip: Tip = EMPTY_TIP;
-  private reachable = true;
+  // The queue and the chain (group commit), the worker that drains them, and who waits on them.
   private readonly entries: Entry[] = [];
   private chain: Chain = { base: EMPTY_TIP, tip: EMPTY_TIP, built: 0 };
   private refreshWaiters: Waiter<string | null>[] = [];
@@ -116,35 +130,26 @@ export class Writer implements GitWriter {
   private readonly pushListeners = new Set<(event: PushEvent) => void>();
   /** Consecutive rejected pushes of the current batch. */
   private rejections = 0;
-  /** Consecutive failures to reach the remote. */
-  private outages = 0;
-  /** Wakes the worker waiting for a push when an operation arrives (see pushWhileBuilding). */
+  /** Wakes the worker waiting for a push or a window when an operation or a fetch arrives. */
   private wake: (() => void) | undefined;
-  /** The repack in progress (compaction or delta-chain capping): one at a time, in the background. */
-  private compacting: Promise<void> | undefined;
-  /**
-   * performance.now() when the remote was last known to hold `remoteTip`: the start of the last
-   * successful fetch or push (the remote held it at some moment after that).
-   */
-  private viewAsOf = Number.NEGATIVE_INFINITY;
-  /** Operations refused on a view older than their request: re-run after the next fetch. */
+  /** Operations refused on a view older than their request: re-run after the next fetch (ADR 0012). */
   private doubted: Entry[] = [];
-  private rewrite: HistoryRewrite | undefined;
   /** The `store` label of every metric update. */
   private readonly labels: { store: string };
-  /** performance.now() at the start of the last push the remote answered: the window counts from here. */
-  private lastPushAt = Number.NEGATIVE_INFINITY;
-  /** Since when the chain has been waiting for the current window (undefined: it is not). */
-  private heldSince: number | undefined;
-  /**
-   * When the last window the chain waited for opened: operations queued before it could not be
-   * pushed earlier, so their wait for an unreachable remote counts from here (onUnreachable).
-   */
-  private windowOpenedAt = Number.NEGATIVE_INFINITY;
-
+  // The pieces, each with its own state.
+  private readonly reach: Reachability;
+  private readonly window: PushWindow;
+  private readonly inDoubtPushes = new PushDoubts<Entry, { result: unknown; commit: string | null }>();
+  private readonly history: HistoryWatch;
+  private readonly repacker: Repacker;
   constructor(deps: WriterDeps) {
     this.deps = deps;
     this.labels = { store: deps.storeName };
+    const { logger, metrics } = deps;
+    this.reach = new Reachability({ logger, metrics, labels: this.labels, activityTimeoutMs: deps.activityTimeoutMs, waitingMs: () => deps.remote.waitingMs });
+    this.window = new PushWindow(deps.minPushIntervalMs);
+    this.history = new HistoryWatch({ lostCommits: (a, b, max) => deps.remote.lostCommits(a, b, max), logger, metrics, labels: this.labels, now: deps.now });
+    this.repacker = new Repacker({ store: deps.store, logger });
     this.branchRef = `refs/heads/${deps.branch}`;
     this.trackingRef = `refs/remotes/origin/${deps.branch}`;
   }
@@ -154,16 +159,11 @@ export class Writer implements GitWriter {
   }
 
   get historyRewrite(): HistoryRewrite | undefined {
-    return this.rewrite;
+    return this.history.rewrite;
   }
 
   get remoteTrouble(): string | undefined {
-    if (!this.reachable) return "last contact with the Git remote failed";
-    const waiting = this.deps.remote.waitingMs;
-    if (waiting > this.deps.activityTimeoutMs) {
-      return `the Git remote has not answered for ${Math.floor(waiting / 1000)} s (activity timeout ${this.deps.activityTimeoutMs / 1000} s)`;
-    }
-    return undefined;
+    return this.reach.trouble;
   }
 
   start(): Promise<void> {
@@ -201,10 +201,31 @@ export class Writer implements GitWriter {
     return tree === null ? null : new TreeView(this.deps.store, { commit, tree });
   }
 
+  /**
+   * Resolves with the fetched tip, or rejects at the latest `remoteTimeoutMs` from now (a push
+   * in flight or a remote that does not answer: unreachable), so a read waits no longer than a
+   * write for the remote.
+   */
   refresh(): Promise<string | null> {
     if (this.state !== "open" && this.state !== "closing") return Promise.reject(this.notOpenError());
     return new Promise<string | null>((resolve, reject) => {
-      this.refreshWaiters.push({ resolve, reject });
+      const waiter: Waiter<string | null> = { resolve, reject, deadline: performance.now() + this.deps.remoteTimeoutMs };
+      const timer = setTimeout(() => {
+        if (waiter.settled) return;
+        waiter.settled = true;
+        reject(this.timeoutError("a read"));
+      }, this.deps.remoteTimeoutMs);
+      waiter.resolve = (tip) => {
+        clearTimeout(timer);
+        if (!waiter.settled) resolve(tip);
+        waiter.settled = true;
+      };
+      waiter.reject = (error) => {
+        clearTimeout(timer);
+        if (!waiter.settled) reject(error);
+        waiter.settled = true;
+      };
+      this.refreshWaiters.push(waiter);
       // A chain waiting for its push window lets the fetch go first.
       this.wake?.();
       this.kick();
@@ -240,7 +261,7 @@ export class Writer implements GitWriter {
     // A chain waiting for its push window is pushed at once.
     this.wake?.();
     while (this.worker !== undefined) await this.worker;
-    await this.compacting;
+    await this.repacker.idle();
     this.deps.store.close();
     this.state = "closed";
     this.deps.logger.info({ tip: this.remoteTip.commit }, "git writer closed");
@@ -255,7 +276,7 @@ export class Writer implements GitWriter {
     // it, the branch was rewritten while no broker watched.
     const known = await store.resolveRef(this.branchRef).catch(() => null);
     const tip = await this.fetchTip();
-    if (known !== null && tip.commit !== null && known !== tip.commit) await this.checkHistory(known, tip.commit);
+    if (known !== null && tip.commit !== null && known !== tip.commit) await this.history.check(known, tip.commit);
     // Unconditionally: the ref may hold a commit a crashed process never got acknowledged.
     await store.setRef(this.branchRef, tip.commit);
     this.remoteTip = tip;
@@ -264,6 +285,25 @@ export class Writer implements GitWriter {
     if (this.state === "new") this.state = "open";
     logger.info({ tip: tip.commit }, "git writer started");
     if (tip.commit !== null) this.notify(tip.commit, null);
+  }
+
+  /** `what` got no answer from the remote within its bound. */
+  private timeoutError(what: string): GitRemoteError {
+    const seconds = this.deps.remoteTimeoutMs / 1000;
+    const said = this.reach.lastSaid();
+    return new GitRemoteError("unreachable", `no answer from the remote within ${seconds} s (git.pushTimeoutSeconds) for ${what}${said}`, {
+      repository: this.deps.repository,
+      timedOut: true,
+    });
+  }
+
+  /** When an entry is answered at the latest, unless it is in a push in doubt: its wait for the remote counts from its arrival, or from the opening of the window it waited for. */
+  private deadline(entry: Entry): number {
+    return Math.max(entry.queuedAt, this.window.openedAt) + this.deps.remoteTimeoutMs;
+  }
+
+  private inDoubt(entry: Entry): boolean {
+    return this.inDoubtPushes.has(entry);
   }
 
   private notOpenError(): BaseError {
@@ -310,35 +350,14 @@ export class Writer implements GitWriter {
     }
     // Paced: the chain waits for the window, taking on arrivals; a fetch to serve comes first.
     if (this.deps.minPushIntervalMs > 0 && this.chain.tip.commit !== this.remoteTip.commit && !(await this.awaitWindow())) return;
+    // What ran out of time while it ran or waited is answered now, never pushed.
+    this.expire(this.entries, performance.now());
     const batch = this.entries.slice(0, this.chain.built);
     if (batch.length === 0) return;
     const tip = this.chain.tip;
     const before = this.remoteTip.commit;
     const pushed = tip.commit !== before;
-    if (pushed) {
-      const started = performance.now();
-      const failure = await this.pushWhileBuilding(tip.commit!);
-      const { metrics } = this.deps;
-      metrics.pushSeconds.observe((performance.now() - started) / 1000, this.labels);
-      if (failure === undefined) this.viewAsOf = Math.max(this.viewAsOf, started);
-      if (failure !== undefined) {
-        if (!(failure.error instanceof GitRemoteError)) throw failure.error;
-        metrics.pushes.inc({ ...this.labels, result: failure.error.kind });
-        // A push the remote took and refused counts for the window; a lost race or a remote out
-        // of reach is retried on its own backoff (see awaitWindow).
-        if (failure.error.kind === "hook") this.lastPushAt = started;
-        await this.onPushFailure(failure.error, batch);
-        return;
-      }
-      this.lastPushAt = started;
-      metrics.pushes.inc({ ...this.labels, result: "accepted" });
-      metrics.batchOperations.observe(batch.length, this.labels);
-      this.rejections = 0;
-      this.markReachable();
-      const commits = batch.filter((e) => typeof e.outcome?.commit === "string").length;
-      const ms = Math.round(performance.now() - started);
-      this.deps.logger.info({ commit: tip.commit, ops: batch.length, commits, ms }, "pushed");
-    }
+    if (pushed && !(await this.pushBatch(tip, batch))) return;
     // Whatever ran on top of the pushed tip stays on the chain, now based on that tip.
     this.entries.splice(0, batch.length);
     this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
@@ -350,28 +369,115 @@ export class Writer implements GitWriter {
       if (paced) this.deps.metrics.pushWindowWaitSeconds.observe((entry.windowWaitMs ?? 0) / 1000, this.labels);
       entry.resolve({ result: entry.outcome?.result, commit: entry.outcome?.commit ?? null });
     }
-    this.maintain();
+    this.repacker.afterPush();
   }
 
-  /** Flushes and pushes `commit`, building arrivals until the push is over; resolves with its failure if any. */
-  private async pushWhileBuilding(commit: string): Promise<{ error: unknown } | undefined> {
+  /** Pushes the chain's tip carrying `batch`; true when the remote accepted it (failures are handled here). */
+  private async pushBatch(tip: Tip, batch: Entry[]): Promise<boolean> {
+    const started = performance.now();
+    // Killed when its first operation's time is up (a push in doubt has no deadline of its own).
+    const bounded = batch.filter((e) => !this.inDoubt(e));
+    const deadline = bounded.length === 0 ? undefined : Math.min(...bounded.map((e) => this.deadline(e)));
+    const failure = await this.pushWhileBuilding(tip, batch.length, deadline);
+    const { metrics } = this.deps;
+    metrics.pushSeconds.observe((performance.now() - started) / 1000, this.labels);
+    if (failure !== undefined) {
+      if (!(failure.error instanceof GitRemoteError)) throw failure.error;
+      metrics.pushes.inc({ ...this.labels, result: failure.error.kind });
+      // A push the remote took (refused by a hook, or in doubt) counts for the window; a lost
+      // race or a remote out of reach is retried on its own backoff (see awaitWindow).
+      if (failure.error.kind === "hook" || failure.error.inDoubt) this.window.counted(started);
+      await this.onPushFailure(failure.error, batch, tip);
+      return false;
+    }
+    this.window.counted(started);
+    // The branch moved from the base of any push in doubt: none of them can land any more, and
+    // this one carried their operations (see Doubt).
+    this.inDoubtPushes.clear();
+    metrics.pushes.inc({ ...this.labels, result: "accepted" });
+    metrics.batchOperations.observe(batch.length, this.labels);
+    this.rejections = 0;
+    this.reach.reached(started);
+    const commits = batch.filter((e) => typeof e.outcome?.commit === "string").length;
+    const ms = Math.round(performance.now() - started);
+    this.deps.logger.info({ commit: tip.commit, ops: batch.length, commits, ms }, "pushed");
+    return true;
+  }
+
+  /**
+   * Flushes and pushes `tip` (the chain's first `batchLength` entries), killed at `deadline`;
+   * builds arrivals meanwhile, and answers those that run out of time waiting behind it (they
+   * were never pushed). Resolves with the push's failure if any.
+   */
+  private async pushWhileBuilding(tip: Tip, batchLength: number, deadline: number | undefined): Promise<{ error: unknown } | undefined> {
     let settled: { failure: { error: unknown } | undefined } | undefined;
     const pushed = (async () => {
       await this.deps.store.flush();
-      await this.deps.remote.push(commit);
+      await this.deps.remote.push(tip.commit!, deadline);
     })().then(
       () => void (settled = { failure: undefined }),
       (error: unknown) => void (settled = { failure: { error } }),
     );
+    const behind = () => this.entries.slice(batchLength);
     while (settled === undefined) {
+      this.expireBehind(batchLength, tip);
+      const due = Math.min(...[...behind(), ...this.doubted].map((e) => this.deadline(e)));
       if (this.chain.built < this.entries.length) {
-        await this.build(() => settled !== undefined);
+        await this.build(() => settled !== undefined || performance.now() >= due);
         continue;
       }
-      await Promise.race([pushed, new Promise<void>((resolve) => (this.wake = resolve))]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        pushed,
+        new Promise<void>((resolve) => {
+          this.wake = resolve;
+          if (Number.isFinite(due)) timer = setTimeout(resolve, Math.max(0, due - performance.now()));
+        }),
+      ]);
+      clearTimeout(timer);
       this.wake = undefined;
     }
     return settled.failure;
+  }
+
+  /**
+   * During a push: answers the operations behind it (and refusals waiting to be confirmed) whose
+   * time is up. They are not in the push, so they are never written; the chain is cut back to
+   * the pushed tip and what stays queued runs again on it.
+   */
+  private expireBehind(batchLength: number, pushedTip: Tip): void {
+    const now = performance.now();
+    const late = this.doubted.filter((e) => now >= this.deadline(e));
+    if (late.length > 0) {
+      this.doubted = this.doubted.filter((e) => !late.includes(e));
+      for (const entry of late) entry.reject(this.timeoutError("a write waiting to be confirmed"));
+    }
+    const expired = this.entries.slice(batchLength).filter((e) => now >= this.deadline(e));
+    if (expired.length === 0) return;
+    const set = new Set(expired);
+    if (this.entries.slice(batchLength, this.chain.built).some((e) => set.has(e))) {
+      this.chain = { base: this.chain.base, tip: pushedTip, built: batchLength };
+    }
+    this.removeEntries(set);
+    const error = this.timeoutError("a write queued behind a push that is still waiting for it");
+    this.deps.logger.error({ ops: expired.length, remoteMessage: error.remoteMessage }, "git remote not answering, queued operations rejected");
+    for (const entry of expired) entry.reject(error);
+  }
+
+  /** Answers `candidates` whose time is up and that are in no push in doubt (503: never pushed, or the push failed for sure). */
+  private expire(candidates: Entry[], now: number, error?: GitRemoteError): void {
+    const expired = candidates.filter((e) => now >= this.deadline(e) && !this.inDoubt(e));
+    if (expired.length === 0) return;
+    const reason = error ?? this.timeoutError("a write");
+    this.deps.logger.error({ remoteMessage: reason.remoteMessage, ops: expired.length }, "git remote unreachable, operations rejected");
+    this.rejectEntries(expired, reason);
+  }
+
+  private removeEntries(set: ReadonlySet<Entry>): void {
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      if (set.has(this.entries[i]!)) this.entries.splice(i, 1);
+    }
+    this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
   }
 
   /**
@@ -387,11 +493,11 @@ export class Writer implements GitWriter {
    * confirm: a fetch never waits for the window). step() comes back here after it.
    */
   private async awaitWindow(): Promise<boolean> {
-    const opensAt = this.lastPushAt + this.deps.minPushIntervalMs;
+    const opensAt = this.window.opensAt;
     const fetchWaiting = () => this.refreshWaiters.length > 0 || this.doubted.length > 0;
     const done = () => this.state !== "open" || fetchWaiting() || performance.now() >= opensAt;
     if (done()) return this.windowEnds(!fetchWaiting());
-    this.heldSince ??= performance.now();
+    this.window.hold(performance.now());
     while (!done()) {
       if (this.chain.built < this.entries.length) {
         await this.build(done);
@@ -411,42 +517,8 @@ export class Writer implements GitWriter {
 
   /** Ends a wait for the window (`open`: the chain is pushed now); the operations on the chain count what they waited. */
   private windowEnds(open: boolean): boolean {
-    if (!open || this.heldSince === undefined) return open;
-    const now = performance.now();
-    for (const entry of this.entries.slice(0, this.chain.built)) {
-      entry.windowWaitMs = (entry.windowWaitMs ?? 0) + now - Math.max(entry.queuedAt, this.heldSince);
-    }
-    this.heldSince = undefined;
-    this.windowOpenedAt = now;
-    return true;
-  }
-
-  /** Rolls up small packs in the background, one compaction at a time. */
-  private maintain(): void {
-    const { store } = this.deps;
-    if (this.compacting !== undefined || !store.needsCompaction) return;
-    const packs = store.packCount;
-    this.repackInBackground(() => store.compact(), (ms) => ({ msg: "packs compacted", fields: { packs, after: store.packCount, ms } }));
-  }
-
-  /**
-   * Runs a repack after the one in progress (two repacks of one repository must not race). Reads
-   * go on meanwhile: the store finds objects that moved to the new pack (see ObjectStore.find).
-   */
-  private repackInBackground(job: () => Promise<void>, done: (ms: number) => { msg: string; fields: object }): void {
-    const { logger } = this.deps;
-    const run: Promise<void> = (this.compacting ?? Promise.resolve())
-      .then(async () => {
-        const started = performance.now();
-        await job();
-        const { msg, fields } = done(Math.round(performance.now() - started));
-        logger.info(fields, msg);
-      })
-      .catch((error: unknown) => logger.warn({ err: error }, "repacking failed"))
-      .finally(() => {
-        if (this.compacting === run) this.compacting = undefined;
-      });
-    this.compacting = run;
+    if (open) this.window.open(performance.now(), this.entries.slice(0, this.chain.built));
+    return open;
   }
 
   /** Runs the queued operations that have not run on the chain yet, in order, until `stop()` says so. */
@@ -518,22 +590,23 @@ export class Writer implements GitWriter {
     return { tip: { commit, tree }, result, paths: draft.editedPaths() };
   }
 
-  private async onPushFailure(error: GitRemoteError, batch: Entry[]): Promise<void> {
+  private async onPushFailure(error: GitRemoteError, batch: Entry[], tip: Tip): Promise<void> {
     const { logger, maxPushAttempts, delay } = this.deps;
     switch (error.kind) {
       case "hook":
-        this.markReachable();
+        this.reach.reached();
         this.rejections = 0;
+        this.inDoubtPushes.clear();
         logger.error({ remoteMessage: error.remoteMessage, ops: batch.length }, "push refused by the remote");
         this.rejectEntries(batch, error);
         return;
       case "rejected":
-        this.markReachable();
+        this.reach.reached();
         this.rejections += 1;
         if (this.rejections >= maxPushAttempts) {
           logger.warn({ attempts: this.rejections, ops: batch.length }, "push rejected too often, giving up");
           this.rejections = 0;
-          this.rejectEntries(batch, error);
+          this.rejectEntries(batch.filter((e) => !this.inDoubt(e)), error);
           return;
         }
         logger.info(
@@ -542,52 +615,83 @@ export class Writer implements GitWriter {
         );
         await delay(backoffDelayMs(this.rejections, REJECTED_BACKOFF));
         try {
-          await this.adopt(await this.fetchTip());
+          const bounded = this.entries.filter((e) => !this.inDoubt(e));
+          await this.adopt(await this.fetchTip(bounded.length === 0 ? undefined : Math.min(...bounded.map((e) => this.deadline(e)))));
         } catch (fetchError) {
           if (!(fetchError instanceof GitRemoteError)) throw fetchError;
           await this.onUnreachable(fetchError);
         }
         return;
       case "unreachable":
+        if (error.inDoubt) this.recordDoubt(tip, batch, error);
         await this.onUnreachable(error);
     }
   }
 
+  /** Records a push in doubt (see Doubt): its operations wait for the remote's branch to tell. */
+  private recordDoubt(tip: Tip, batch: Entry[], error: GitRemoteError): void {
+    const outcomes = new Map(batch.map((e) => [e, { result: e.outcome?.result, commit: e.outcome?.commit ?? null }] as const));
+    this.inDoubtPushes.record(tip.commit!, outcomes);
+    this.deps.logger.error(
+      { commit: tip.commit, ops: batch.length, remoteMessage: error.remoteMessage },
+      "push without an answer after its pack may have reached the remote: its operations wait until the remote's branch shows whether it took them",
+    );
+  }
+
+  /**
+   * The branch moved to `tip` from the base of the pushes in doubt: each push is on it (its
+   * operations are acknowledged with what they answered then) or can never land (the remote moves
+   * a branch only from the old tip a push names), and its operations run again.
+   */
+  private async settleDoubts(tip: Tip): Promise<void> {
+    const holds = async (commit: string, at: string) => (await this.deps.remote.lostCommits(commit, at, 1)).length === 0;
+    const landed = await this.inDoubtPushes.settle(tip.commit, holds);
+    if (landed.size === 0) return;
+    const entries = [...landed.keys()].filter((e) => this.entries.includes(e));
+    this.removeEntries(new Set(entries));
+    this.deps.logger.info({ tip: tip.commit, ops: entries.length }, "the push in doubt is on the remote: its operations are acknowledged");
+    for (const entry of entries) entry.resolve(landed.get(entry)!);
+  }
+
   /** Rejects what waited too long, then waits before the next attempt (never past a deadline). */
   private async onUnreachable(error: GitRemoteError): Promise<void> {
-    const { logger, remoteTimeoutMs, delay } = this.deps;
-    this.reachable = false;
-    this.outages += 1;
+    const { logger, delay } = this.deps;
+    error = this.reach.explain(error);
+    this.reach.failed(error);
+    const attempt = this.reach.attempt();
     const now = performance.now();
-    // An operation held by a push window waits for the remote from the window's opening.
-    const since = (e: Entry) => Math.max(e.queuedAt, this.windowOpenedAt);
-    const expired = this.entries.filter((e) => now - since(e) >= remoteTimeoutMs);
-    if (expired.length > 0) {
-      logger.error(
-        { remoteMessage: error.remoteMessage, ops: expired.length },
-        "git remote unreachable, operations rejected",
-      );
-      this.rejectEntries(expired, error);
+    if (this.state === "closing") {
+      // Shutting down: a push in doubt is not waited for past its operations' time; their answer
+      // says that the remote may have taken them (a retry is answered from the repository).
+      const unknown = this.entries.filter((e) => this.inDoubt(e) && now >= this.deadline(e));
+      if (unknown.length > 0) this.rejectEntries(unknown, new GitRemoteError("unreachable", error.remoteMessage, { repository: this.deps.repository, inDoubt: true }));
     }
+    this.expire(this.entries, now, error);
     if (this.entries.length === 0) return;
-    logger.warn({ remoteMessage: error.remoteMessage, attempt: this.outages }, "git remote unreachable, retrying");
-    const nextDeadline = Math.min(...this.entries.map((e) => since(e) + remoteTimeoutMs));
-    await delay(Math.max(0, Math.min(backoffDelayMs(this.outages, UNREACHABLE_BACKOFF), nextDeadline - now)));
+    logger.warn({ remoteMessage: error.remoteMessage, attempt }, "git remote unreachable, retrying");
+    const bounded = this.entries.filter((e) => !this.inDoubt(e));
+    const nextDeadline = bounded.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...bounded.map((e) => this.deadline(e)));
+    await delay(Math.max(0, Math.min(backoffDelayMs(attempt, UNREACHABLE_BACKOFF), nextDeadline - now)));
   }
 
   /** Whether `entry`'s rejection must be confirmed on a fresh view before it is given. */
   private doubts(entry: Entry, error: unknown): boolean {
-    if (entry.confirmed || this.viewAsOf >= entry.queuedAt) return false;
+    if (entry.confirmed || this.reach.viewAsOf >= entry.queuedAt) return false;
     return this.deps.confirmRejection?.(error) ?? false;
   }
 
   private async serveRefresh(): Promise<void> {
-    const waiters = this.refreshWaiters;
+    // Those that ran out of time were answered already (see refresh, expireBehind).
+    const waiters = this.refreshWaiters.filter((w) => !w.settled);
     const doubted = this.doubted;
     this.refreshWaiters = [];
     this.doubted = [];
+    if (waiters.length === 0 && doubted.length === 0) return;
+    // Killed by the first deadline of whatever waits: a read, a refusal to confirm, or a queued
+    // write (which is answered right after, see below: a fetch must not hold it past its time).
+    const queued = this.entries.filter((e) => !this.inDoubt(e)).map((e) => this.deadline(e));
     try {
-      const tip = await this.fetchTip();
+      const tip = await this.fetchTip(Math.min(...waiters.map((w) => w.deadline), ...doubted.map((e) => this.deadline(e)), ...queued));
       const previous = this.remoteTip.commit;
       await this.adopt(tip);
       for (const waiter of waiters) waiter.resolve(tip.commit);
@@ -602,30 +706,22 @@ export class Writer implements GitWriter {
       // The refusal cannot be confirmed: the remote is not reachable, say so (503), not "gone".
       for (const entry of doubted) entry.reject(error);
     }
+    this.expire(this.entries, performance.now());
   }
 
   /** Fetches the branch; resolves with the remote tip. Marks the remote (un)reachable. */
-  private async fetchTip(): Promise<Tip> {
+  private async fetchTip(deadline?: number): Promise<Tip> {
     const { remote, store } = this.deps;
     const started = performance.now();
     let found: boolean;
     try {
-      found = await remote.fetch();
+      found = await remote.fetch(deadline === undefined || Number.isFinite(deadline) ? deadline : undefined);
     } catch (error) {
-      this.reachable = false;
+      this.reach.failed(error);
       throw error;
     }
-    this.markReachable();
-    this.viewAsOf = Math.max(this.viewAsOf, started);
-    const fetched = store.refreshPacks();
-    if (fetched >= CAP_DELTAS_AFTER_FETCHING) {
-      // In the background: start-up reads in bulk through git (BulkReader); only the few objects
-      // an operation reads come through the pack reader, slower until the chains are capped.
-      this.repackInBackground(
-        () => store.capDeltaChains(),
-        (ms) => ({ msg: "fetched pack repacked with short delta chains", fields: { objects: fetched, ms } }),
-      );
-    }
+    this.reach.reached(started);
+    this.repacker.afterFetch(store.refreshPacks());
     if (!found) {
       if (this.remoteTip.commit === null) return EMPTY_TIP;
       // Adopting "no branch" would make the next commit a new root: a history without any of the
@@ -636,49 +732,15 @@ export class Writer implements GitWriter {
     const commit = await store.resolveRef(this.trackingRef);
     if (commit === null) throw new GitRepositoryError(`fetch succeeded but ${this.trackingRef} does not exist`);
     if (commit === this.remoteTip.commit) return this.remoteTip;
-    if (this.remoteTip.commit !== null) await this.checkHistory(this.remoteTip.commit, commit);
+    if (this.remoteTip.commit !== null) await this.history.check(this.remoteTip.commit, commit);
     return { commit, tree: await store.commitTree(commit) };
-  }
-
-  /**
-   * Called when a fetch moves the tip from `previous` to `tip`. A tip that does not descend from
-   * `previous` means a force-push erased commits, acknowledged operations among them: logged as
-   * an error naming them, and kept in historyRewrite until they are on the branch again. The
-   * writer follows the remote either way (it is the system of record).
-   */
-  private async checkHistory(previous: string, tip: string): Promise<void> {
-    const { remote, logger } = this.deps;
-    try {
-      if (this.rewrite !== undefined && (await remote.lostCommits(this.rewrite.previousTip, tip, 1)).length === 0) {
-        logger.info({ tip, previousTip: this.rewrite.previousTip }, "the commits erased by the history rewrite are on the branch again");
-        this.rewrite = undefined;
-        this.deps.metrics.lostCommits.set(0, this.labels);
-      }
-      const lost = await remote.lostCommits(previous, tip);
-      if (lost.length === 0) return;
-      const lostInstances = [...new Set(lost.flatMap((c) => c.instanceIds))];
-      this.rewrite = { noticedAt: this.deps.now().toISOString(), previousTip: previous, tip, lostCommits: lost, lostInstances };
-      this.deps.metrics.lostCommits.set(lost.length, this.labels);
-      const fields = {
-        previousTip: previous,
-        tip,
-        lostCommits: lost.map((c) => c.commit),
-        lostInstances,
-      };
-      if (lostInstances.length > 0) {
-        logger.error(fields, "the remote branch was rewritten: acknowledged operations are gone from it; following the remote");
-      } else {
-        logger.warn(fields, "the remote branch was rewritten: commits are gone from it; following the remote");
-      }
-    } catch (error) {
-      logger.warn({ err: error, previousTip: previous, tip }, "cannot tell whether the remote branch was rewritten");
-    }
   }
 
   /** Makes `tip` the known remote tip: snapshot(), the local branch ref, onTip listeners. */
   private async adopt(tip: Tip): Promise<void> {
     const previous = this.remoteTip;
     if (previous.commit === tip.commit) return;
+    if (this.inDoubtPushes.size > 0) await this.settleDoubts(tip);
     this.remoteTip = tip;
     this.notify(tip.commit, previous.commit);
     try {
@@ -713,20 +775,9 @@ export class Writer implements GitWriter {
     }
   }
 
-  private markReachable(): void {
-    if (!this.reachable) this.deps.logger.info({ after: this.outages }, "git remote reachable again");
-    this.reachable = true;
-    this.outages = 0;
-    this.deps.metrics.fetched.mark(this.labels);
-  }
-
   /** Settles `rejected` with `error` and drops the chain: whatever stays queued re-runs from the remote tip. */
   private rejectEntries(rejected: Entry[], error: unknown): void {
-    const set = new Set(rejected);
-    for (let i = this.entries.length - 1; i >= 0; i--) {
-      if (set.has(this.entries[i]!)) this.entries.splice(i, 1);
-    }
-    this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
+    this.removeEntries(new Set(rejected));
     for (const entry of rejected) entry.reject(error);
     this.chain = { base: this.remoteTip, tip: this.remoteTip, built: 0 };
   }

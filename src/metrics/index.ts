@@ -57,6 +57,11 @@ export interface GitWriterInstruments {
    * by store; observed once per pushed operation, and only by a writer that paces its pushes.
    */
   pushWindowWaitSeconds: Histogram;
+  /**
+   * 1 when the last contact with the store's remote succeeded, 0 when it failed (a store that has
+   * not answered since the broker started included: its requests are answered 503), by store.
+   */
+  remoteUp: Gauge;
 }
 
 /** A moment whose age is exported (seconds), one per label set: a series appears with its first mark. */
@@ -187,6 +192,7 @@ export function createInstruments(metrics: Metrics = noopMetrics, now: () => num
         ["store"],
         WINDOW_SECONDS,
       ),
+      remoteUp: metrics.gauge("gitops_broker_git_remote_up", "1 when the last contact with the store's Git remote succeeded, 0 when it failed or the store has not answered since start", ["store"]),
     },
     statusWatcher: {
       watchRestarts: metrics.counter("gitops_broker_watch_restarts_total", "Kubernetes watch streams restarted", ["cluster"]),

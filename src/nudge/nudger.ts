@@ -3,7 +3,7 @@ import type { PushEvent, PushedCommit } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import { noopInstruments, type NudgeInstruments } from "../metrics/index.js";
 import { CLUSTERS_DIR } from "../repo/index.js";
-import type { KubeConfigFor, SecretKeyReader } from "../status-watcher/index.js";
+import type { KubeConfigFor, SecretKeyReader } from "../kube/index.js";
 import type { NudgeRange } from "./push-event.js";
 import { redact, sendNudge, type SendDeps } from "./senders.js";
 
@@ -49,8 +49,11 @@ export interface NudgeStats {
 }
 
 export interface Nudger {
-  /** The writer's onPushed listener: nudges each cluster whose directory the push changed. */
-  pushed(event: PushEvent): void;
+  /**
+   * A writer's onPushed listener: nudges each cluster whose directory the push changed. `store`:
+   * the store the writer writes (ADR 0027); undefined for the broker's git remote.
+   */
+  pushed(event: PushEvent, store?: string): void;
   /** Per cluster id. */
   stats(): Record<string, NudgeStats>;
   /** Resolves when no nudge is waiting or in flight. */
@@ -167,15 +170,15 @@ export function createNudger(options: NudgerOptions): Nudger {
   }
 
   return {
-    pushed(event) {
+    pushed(event, store) {
       if (closed) return;
       for (const [id, commits] of commitsByCluster(event.commits)) {
         const entry = options.clusters().find((c) => c.id === id);
         if (entry?.sync?.nudge === undefined) continue;
         const state = stateOf(id);
-        if (state.pending === undefined || state.pending.store !== event.store) {
+        if (state.pending === undefined || state.pending.store !== store) {
           // A push to another repository (the cluster moved to another store) is a range of its own.
-          state.pending = { ...(event.store !== undefined ? { store: event.store } : {}), branch: event.branch, previous: event.previous, tip: event.tip, commits };
+          state.pending = { ...(store !== undefined ? { store } : {}), branch: event.branch, previous: event.previous, tip: event.tip, commits };
         } else {
           state.stats.folded += 1;
           metrics.nudges.inc({ cluster: id, via: entry.sync.nudge.via, result: "folded" });

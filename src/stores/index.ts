@@ -4,9 +4,9 @@
  * instance records and `clusters/<id>/` manifests of the clusters whose registry entry names them
  * (`spec.store`), in the same layout. One operation is one commit in one repository.
  */
-export { createStoreSet, type StoreHealth, type StoreSet, type StoreSetOptions } from "./store-set.js";
+export { createStoreSet, type Placement, type StoreHealth, type StoreSet, type StoreSetOptions } from "./store-set.js";
 export { compositeTree, draftStore } from "./composite-tree.js";
-export { CONTROL, StoreMismatchError, type CompositeParts, type CompositeTree, type StoreName } from "./types.js";
+export { CONTROL, StoreMismatchError, StoreUnavailableError, type CompositeParts, type CompositeTree, type StoreName } from "./types.js";
 export { clusterStores, openWriters, type OpenWritersOptions } from "./open.js";
 export { finishMove, moveCluster, planMove, type MoveClusterOptions, type MovePlan, type MoveStep } from "./move-cluster.js";
 export { storeForNewInstance } from "./store-choice.js";

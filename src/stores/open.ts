@@ -3,6 +3,7 @@ import type { Config } from "../config/index.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { GitWriterInstruments } from "../metrics/index.js";
+import { storeLabel } from "../repo/index.js";
 import { createStoreSet, type StoreSet } from "./store-set.js";
 import { CONTROL } from "./types.js";
 
@@ -14,8 +15,8 @@ export interface OpenWritersOptions {
   logger: Logger;
   metrics?: GitWriterInstruments;
   confirmRejection?: (error: unknown) => boolean;
-  /** The registry as the view serves it now: which store each cluster names. */
-  clusters: () => readonly { id: string; store?: string | undefined }[];
+  /** The registry as the view serves it now: which store each cluster names, which take new instances. */
+  clusters: () => readonly { id: string; store?: string | undefined; schedulable: boolean }[];
   /**
    * The local repositories, below the data directory: the control repository's `<prefix>.git`
    * (`work` for serve, `cli` for the commands), each store's `<prefix>-stores/<name>.git`.
@@ -61,6 +62,7 @@ export function openWriters(config: Config, options: OpenWritersOptions): { writ
     logger: logger.child({ component: "gitwriter" }),
     gitEnv: gitEnv(config.git.sshCommand, options.tokens.control),
     minPushIntervalMs: config.git.minPushIntervalSeconds * 1000,
+    repository: storeLabel(CONTROL),
   });
   const names = Object.keys(config.stores).sort();
   if (names.length === 0) return { writer: control };
@@ -78,10 +80,19 @@ export function openWriters(config: Config, options: OpenWritersOptions): { writ
         gitEnv: gitEnv(store.sshCommand, options.tokens.stores.get(name) ?? null),
         minPushIntervalMs: store.minPushIntervalSeconds * 1000,
         store: name,
+        repository: storeLabel(name),
       }),
     );
   }
-  const storeSet = createStoreSet({ control, stores, storeOf: clusterStores(options.clusters), logger: logger.child({ component: "stores" }) });
+  const storeSet = createStoreSet({
+    control,
+    stores,
+    storeOf: clusterStores(options.clusters),
+    clusters: options.clusters,
+    logger: logger.child({ component: "stores" }),
+    startWaitMs: Math.min(config.git.pushTimeoutSeconds * 1000, 10_000),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+  });
   return { writer: storeSet, storeSet };
 }
 

@@ -1,9 +1,12 @@
-import type { CommitInfo, GitWriter, HistoryRewrite, LogOptions, Operation, PushEvent, SubmitResult, SubmitRoute, TreeReader } from "../gitwriter/index.js";
+import type { CommitInfo, GitWriter, HistoryRewrite, LogOptions, Operation, PushEvent, SubmitResult, TreeReader } from "../gitwriter/index.js";
 import { ServiceUnavailableError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
+import type { GitWriterInstruments } from "../metrics/index.js";
 import { instanceRecordDir, storeLabel } from "../repo/index.js";
 import { compositeCommit, compositeTree, emptyTree, parseCompositeCommit, settleWrites, type CompositeTree } from "./composite-tree.js";
-import { CONTROL, StoreMismatchError, type StoreName } from "./types.js";
+import { storeForNewInstance } from "./store-choice.js";
+import { startStores, type StoreStarts } from "./store-start.js";
+import { CONTROL, StoreMismatchError, StoreUnavailableError, type StoreName } from "./types.js";
 
 /** One store's state for /readyz and the admin views. */
 export interface StoreHealth {
@@ -11,6 +14,13 @@ export interface StoreHealth {
   reachable: boolean;
   trouble?: string;
 }
+
+/**
+ * What decides the repository of an operation before it runs (see StoreSet.route): an operation
+ * on an existing instance (the store holding its record), or a provision of an id that may be new
+ * (that store, else the store the id hashes to).
+ */
+export type Placement = { instance: string; provision?: boolean };
 
 /**
  * The control repository and the stores as one GitWriter (ADR 0027). Reads see one tree (see
@@ -30,6 +40,18 @@ export interface StoreSet extends GitWriter {
    */
   locate(instanceId: string, confirm?: "all"): Promise<StoreName | undefined>;
   health(): StoreHealth[];
+  /**
+   * The repository an operation runs in, decided before it runs: the store holding the instance's
+   * record in the last fetched tips; when none does, for a provision the store the id hashes to
+   * (storeForNewInstance: every replica sends a new id to the same store), for any other operation
+   * every store is fetched first (a "not found" needs every store current) and it runs in the
+   * control repository, where it answers from a current view.
+   */
+  route(placement: Placement): Promise<StoreName>;
+  /** Queues `op` on `store` (see route); it reads every repository and writes `store` only. */
+  submitTo<R>(store: StoreName, op: Operation<R>): Promise<SubmitResult<R>>;
+  /** False for a store that has not answered since the broker started (its requests are answered 503; it is retried in the background). */
+  available(name: StoreName): boolean;
 }
 
 export interface StoreSetOptions {
@@ -38,14 +60,26 @@ export interface StoreSetOptions {
   stores: ReadonlyMap<StoreName, GitWriter>;
   /** Which store a cluster belongs to (read from the registry as it is now); unknown clusters: CONTROL. */
   storeOf: (clusterId: string) => StoreName;
+  /** The registry's clusters as served now (where new ids go: storeForNewInstance); default none. */
+  clusters?: () => readonly { id: string; schedulable: boolean }[];
   logger: Logger;
   /** Times an operation is moved to the store it edited before it fails (default 3). */
   maxReroutes?: number;
+  /**
+   * How long start() waits for the stores (the control repository is always waited for): a store
+   * that has not answered by then is served as unavailable until it does (default 10000 ms).
+   */
+  startWaitMs?: number;
+  /** The writers' instruments: `remoteUp` shows a store that has not answered since start. */
+  metrics?: GitWriterInstruments;
 }
 
 export function createStoreSet(options: StoreSetOptions): StoreSet {
   const { control, logger, maxReroutes = 3 } = options;
   const writers = new Map<StoreName, GitWriter>([[CONTROL, control], ...options.stores]);
+  /** The stores' starts: which have not answered yet, retried in the background. */
+  let starts: StoreStarts | undefined;
+  const unavailable = (name: StoreName): StoreUnavailableError | undefined => starts?.unavailable(name);
   const names = [...writers.keys()];
   const storeOf = (clusterId: string): StoreName => {
     const name = options.storeOf(clusterId);
@@ -67,17 +101,30 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
 
   /** Fetch every store; the first failure rejects (a "not found" needs every store current). */
   async function refreshAll(): Promise<void> {
-    const results = await Promise.allSettled([...writers.values()].map((w) => w.refresh()));
+    const results = await Promise.allSettled([...writers].map(([name, w]) => {
+      const down = unavailable(name);
+      return down ? Promise.reject(down) : w.refresh();
+    }));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
   }
 
-  async function submit<R>(op: Operation<R>, route?: SubmitRoute): Promise<SubmitResult<R>> {
-    let store = (await route?.()) ?? CONTROL;
+  async function route(placement: Placement): Promise<StoreName> {
+    const found = await holder(placement.instance);
+    if (found !== undefined) return found;
+    if (placement.provision) return storeForNewInstance(placement.instance, options.clusters?.() ?? [], storeOf) ?? CONTROL;
+    await refreshAll();
+    return (await holder(placement.instance)) ?? CONTROL;
+  }
+
+  async function submitTo<R>(home: StoreName, op: Operation<R>): Promise<SubmitResult<R>> {
+    let store = home;
     const tried = new Set<StoreName>();
     for (let attempt = 0; ; attempt++) {
       tried.add(store);
       const target = writer(store);
+      const down = unavailable(store);
+      if (down) throw down;
       try {
         return await target.submit(async (draft) => {
           const stores = new Map<StoreName, TreeReader>([...writers].map(([name, w]) => [name, name === store ? draft : w.snapshot()]));
@@ -87,20 +134,9 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
           return outcome;
         });
       } catch (error) {
-        if (!(error instanceof StoreMismatchError) || error.owner === store) throw error;
-        if (tried.has(error.owner)) {
-          // Each run of it edits the other repository: it spans two (an instance moved across stores),
-          // or capacity changed under a provision twice; a retry tells which.
-          throw new ServiceUnavailableError(
-            `the operation edits ${error.path} of ${storeLabel(error.owner)} and paths of ${storeLabel(store)}: one operation is one commit in one repository; move the cluster (gitops-broker move-cluster) instead`,
-            { cause: error },
-          );
-        }
-        if (attempt >= maxReroutes) {
-          throw new ServiceUnavailableError(`the operation moved between stores ${maxReroutes + 1} times (${error.message}); try again`, { cause: error });
-        }
-        logger.debug({ from: store, to: error.owner, path: error.path }, "operation belongs to another store: queued there");
-        store = error.owner;
+        const owner = rerouteTo(error, store, tried, attempt >= maxReroutes ? maxReroutes : undefined);
+        logger.debug({ from: store, to: owner, path: (error as StoreMismatchError).path }, "operation belongs to another store: queued there");
+        store = owner;
       }
     }
   }
@@ -112,11 +148,16 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
     snapshot,
     readerAt: (commit) => readerAt(writers, storeOf, commit),
     log: (from, paths, logOptions) => log(writers, from, paths, logOptions),
-    submit,
+    submit: (op) => submitTo(CONTROL, op),
+    submitTo,
+    route,
     async start() {
+      // The control repository must answer: it holds the catalog and the registry.
       await control.start();
-      await Promise.all([...options.stores.values()].map((w) => w.start()));
+      starts = startStores(options.stores, { logger, waitMs: options.startWaitMs ?? 10_000, ...(options.metrics ? { metrics: options.metrics } : {}) });
+      await starts.started;
     },
+    available: (name) => unavailable(name) === undefined,
     async refresh() {
       await refreshAll();
       return control.snapshot().commit;
@@ -129,7 +170,7 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
     },
     onTip: (listener) => control.onTip(listener),
     onPushed(listener: (event: PushEvent) => void) {
-      const stops = [...writers].map(([name, w]) => w.onPushed((event) => listener({ ...event, store: name })));
+      const stops = [...writers.values()].map((w) => w.onPushed(listener));
       return () => stops.forEach((stop) => stop());
     },
     get remoteReachable() {
@@ -142,16 +183,42 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
       for (const w of writers.values()) if (w.historyRewrite) return w.historyRewrite;
       return undefined;
     },
-    health: () =>
-      [...writers].map(([name, w]) => ({
-        name,
-        reachable: w.remoteReachable,
-        ...(w.remoteReachable ? {} : { trouble: w.remoteTrouble ?? "last contact with the Git remote failed" }),
-      })),
+    health: () => health(writers, unavailable),
     async close() {
+      starts?.stop();
       await Promise.all([...writers.values()].map((w) => w.close()));
     },
   };
+}
+
+/**
+ * Where an operation that failed with `error` on `store` goes next: the store it edited (a
+ * StoreMismatchError), unless it went there already (it spans two repositories) or moved
+ * `maxReroutes` times already; any other error is rethrown.
+ */
+function rerouteTo(error: unknown, store: StoreName, tried: ReadonlySet<StoreName>, maxReroutes: number | undefined): StoreName {
+  if (!(error instanceof StoreMismatchError) || error.owner === store) throw error;
+  if (tried.has(error.owner)) {
+    // Each run of it edits the other repository: it spans two (an instance moved across stores),
+    // or capacity changed under a provision twice; a retry tells which.
+    throw new ServiceUnavailableError(
+      `the operation edits ${error.path} of ${storeLabel(error.owner)} and paths of ${storeLabel(store)}: one operation is one commit in one repository; move the cluster (gitops-broker move-cluster) instead`,
+      { cause: error },
+    );
+  }
+  if (maxReroutes !== undefined) {
+    throw new ServiceUnavailableError(`the operation moved between stores ${maxReroutes + 1} times (${error.message}); try again`, { cause: error });
+  }
+  return error.owner;
+}
+
+/** Each store's state: unavailable since start, or how its last contact with its remote went. */
+function health(writers: ReadonlyMap<StoreName, GitWriter>, unavailable: (name: StoreName) => Error | undefined): StoreHealth[] {
+  return [...writers].map(([name, w]) => {
+    const down = unavailable(name);
+    if (down) return { name, reachable: false, trouble: down.message };
+    return { name, reachable: w.remoteReachable, ...(w.remoteReachable ? {} : { trouble: w.remoteTrouble ?? "last contact with the Git remote failed" }) };
+  });
 }
 
 /** A reader at a commit of one repository, or at a compositeCommit of several (a composite tree). */

@@ -36,6 +36,23 @@ export class ClusterMovingError extends ServiceUnavailableError {
   }
 }
 
+/**
+ * A store that has not answered since the broker started (see startStores): every request for
+ * its clusters, read or write, is answered 503 (worth retrying) until it answers; nothing was
+ * changed, and nothing is known to be missing.
+ */
+export class StoreUnavailableError extends ServiceUnavailableError {
+  static override readonly code = "StoreUnavailable";
+  readonly store: StoreName;
+  constructor(store: StoreName, trouble: string) {
+    super(
+      `${storeLabel(store)} has not answered since the broker started (${trouble}); its clusters' requests are answered 503 until it does, nothing was changed: retry later`,
+      { retryAfter: 10 },
+    );
+    this.store = store;
+  }
+}
+
 export interface CompositeParts {
   /** The control repository's tree (its draft when `home` is the control repository). */
   control: TreeReader;

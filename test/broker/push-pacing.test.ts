@@ -61,7 +61,32 @@ async function scrape(name: string, labels: Record<string, string>): Promise<num
   return undefined;
 }
 
+/** When each push reached the remote (its POST to git-receive-pack), since `from`. */
+function pushArrivals(from: number): number[] {
+  return h.git.requests.filter((r) => r.method === "POST" && r.path.endsWith("/git-receive-pack") && r.at >= from).map((r) => r.at);
+}
+
 describe("push pacing in the broker (git.minPushIntervalSeconds)", () => {
+  it("spaces pushes so that the remote counts at most k in any k windows (GitHub: 6 in any minute at 10 s)", async () => {
+    const plans = await samplePlans(h.osb);
+    const from = performance.now();
+    // A provision every 150 ms for 15 windows: a push is always waiting for the window.
+    const answers: Promise<OsbReply>[] = [];
+    for (let i = 0; performance.now() - from < 15 * WINDOW_SECONDS * 1000; i++) {
+      answers.push(h.osb.provision(`spaced-${i}`, provisionBody(plans.serviceId, plans.small.id)));
+      await sleep(150);
+    }
+    for (const reply of await Promise.all(answers)) expect(reply.status).toBe(201);
+    const arrivals = pushArrivals(from);
+    expect(arrivals.length).toBeGreaterThanOrEqual(10);
+    // Any 6 windows (12 s here, a minute at 10 s) hold at most 6 pushes as the remote saw them
+    // arrive: the 1st and the 7th of any 7 are more than 6 windows apart.
+    const k = 6;
+    for (let i = 0; i + k < arrivals.length; i++) {
+      expect(arrivals[i + k]! - arrivals[i]!, `pushes ${i} to ${i + k} of ${arrivals.length}`).toBeGreaterThan(k * WINDOW_SECONDS * 1000);
+    }
+  }, 120_000);
+
   it("answers each provision only once its commit is on the remote, several provisions to a push", async () => {
     const plans = await samplePlans(h.osb);
     const pushesBefore = await reflogEntries();

@@ -139,7 +139,7 @@ describe("start-up failures: one JSON log line, exit code 2, nothing left behind
     expect(res.code).toBe(2);
     expect(res.stderr).toBe("");
     const fatal = res.lines.filter((l) => (l.level as number) >= 50);
-    expect(fatal).toEqual([expect.objectContaining({ code: "GitRemoteError", msg: expect.stringMatching(/^cannot reach the Git remote at start-up: /) })]);
+    expect(fatal).toEqual([expect.objectContaining({ code: "GitRemoteError", msg: expect.stringMatching(/^cannot reach the Git remote of the control repository at start-up: /) })]);
     expect(res.stdout).not.toMatch(/\n\s+at /);
     // Nothing half-started: the lock is free again (and the next test's start on this directory
     // gets through the remote, the view and up to listening).

@@ -70,6 +70,14 @@ describe("findPrograms", () => {
   });
 });
 
+describe("programs for tests that run on request", () => {
+  it("need redis-server only when real Argo CD's test runs (GITOPS_BROKER_ARGOCD_TESTS=1)", () => {
+    const names = (env: NodeJS.ProcessEnv) => findPrograms({ PATH: "", GITOPS_BROKER_TEST_PROGRAM_DIRS: "", ...env }).missing.map((p) => p.name);
+    expect(names({})).not.toContain("redis-server");
+    expect(names({ GITOPS_BROKER_ARGOCD_TESTS: "1" })).toContain("redis-server");
+  });
+});
+
 describe("the install command", () => {
   it("is one apt-get for Debian's packages (age once for age and age-keygen), with sudo when not root", () => {
     const missing = findPrograms({ PATH: "", GITOPS_BROKER_TEST_PROGRAM_DIRS: "" }).missing.filter((p) => p.name !== "go");

@@ -46,6 +46,8 @@ export interface RecordedRequest {
   status: number;
   /** Content-Encoding of the request body (git gzips large fetch negotiations). */
   contentEncoding: string | undefined;
+  /** performance.now() when the request arrived (before any `latencyMs`). */
+  at: number;
 }
 
 export interface GitHttpServer {
@@ -74,14 +76,15 @@ export async function startGitHttpServer(options: GitHttpServerOptions): Promise
   let held: (() => void)[] | undefined;
 
   const server = http.createServer((req, res) => {
-    if (held) held.push(() => serve(req, res));
-    else serve(req, res);
+    const at = performance.now();
+    if (held) held.push(() => serve(req, res, at));
+    else serve(req, res, at);
   });
-  const serve = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+  const serve = (req: http.IncomingMessage, res: http.ServerResponse, at: number): void => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const record = (status: number): void => {
       const contentEncoding = req.headers["content-encoding"];
-      requests.push({ method: req.method ?? "", path: url.pathname, status, contentEncoding });
+      requests.push({ method: req.method ?? "", path: url.pathname, status, contentEncoding, at });
     };
     if (!available) {
       record(503);

@@ -8,6 +8,7 @@ import { clusterNamespacePath, clusterRegistryPath, instanceRecordPath, namespac
 import { AUTHOR, startHarness, type Harness } from "./broker-harness.js";
 import { createBareRemote, createTempDir, readRemoteFile } from "./git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "./git-http-server.js";
+import { startHangProxy, type HangProxy } from "./hang-proxy.js";
 import { sampleCatalogFiles } from "./repo-files.js";
 
 /**
@@ -24,6 +25,8 @@ export interface Store {
   /** The bare repository (for git CLI inspection). */
   dir: string;
   url: string;
+  /** With `proxied`: the TCP proxy the broker reaches the store through (to make it hang). */
+  proxy?: HangProxy;
 }
 
 export interface StoresHarness {
@@ -55,20 +58,37 @@ export function registryFile(cluster: { id: string; store?: string | undefined }
   });
 }
 
-async function startStore(root: string, name: string): Promise<Store> {
+async function startStore(root: string, name: string, proxied: boolean): Promise<Store> {
   const dir = path.join(root, name);
   await mkdir(dir, { recursive: true });
   const bare = await createBareRemote(dir, `${name}.git`, { [clusterNamespacePath(`${name}-1`)]: namespaceManifest("gitops-broker-instances") });
   const git = await startGitHttpServer({ root: dir });
-  return { name, git, dir: bare, url: git.url(path.basename(bare)) };
+  if (!proxied) return { name, git, dir: bare, url: git.url(path.basename(bare)) };
+  const proxy = await startHangProxy(git.port);
+  return { name, git, dir: bare, url: `http://127.0.0.1:${proxy.port}/${path.basename(bare)}`, proxy };
 }
 
-export async function startStoresHarness(options: { configure?: (config: Config) => void; records?: RecordsCollectorOverrides } = {}): Promise<StoresHarness> {
+async function closeStore(store: Store): Promise<void> {
+  await store.proxy?.close();
+  await store.git.close();
+}
+
+export interface StoresHarnessOptions {
+  configure?: (config: Config) => void;
+  records?: RecordsCollectorOverrides;
+  /** Reach each store through a HangProxy (`stores.<name>.proxy`). */
+  proxied?: boolean;
+  /** Runs after the stores' remotes started, before the first broker (e.g. to take one down). */
+  beforeBroker?: (stores: Record<"eu" | "us", Store>) => Promise<void>;
+}
+
+export async function startStoresHarness(options: StoresHarnessOptions = {}): Promise<StoresHarness> {
   const root = await createTempDir("gitops-broker-stores-");
   const started: Store[] = [];
   try {
-    const stores = { eu: await startStore(root, "eu"), us: await startStore(root, "us") };
+    const stores = { eu: await startStore(root, "eu", options.proxied ?? false), us: await startStore(root, "us", options.proxied ?? false) };
     started.push(stores.eu, stores.us);
+    await options.beforeBroker?.(stores);
     const storeConfig = (): Config["stores"] => ({
       eu: { remote: stores.eu.url, branch: "main", minPushIntervalSeconds: 0, pollIntervalSeconds: 3600 },
       us: { remote: stores.us.url, branch: "main", minPushIntervalSeconds: 0, pollIntervalSeconds: 3600 },
@@ -115,12 +135,12 @@ export async function startStoresHarness(options: { configure?: (config: Config)
       },
       async close() {
         await h.close();
-        for (const s of started) await s.git.close();
+        for (const s of started) await closeStore(s);
         await rm(root, { recursive: true, force: true });
       },
     };
   } catch (error) {
-    for (const s of started) await s.git.close();
+    for (const s of started) await closeStore(s);
     await rm(root, { recursive: true, force: true });
     throw error;
   }

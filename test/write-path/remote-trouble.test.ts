@@ -95,12 +95,12 @@ describe("remote trouble", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     try {
       const { reply } = await provision("refused-1");
       expect(reply?.status).toBe(503);
-      expect(reply?.body).toEqual({ description: `the Git remote refused the change: ${message}` });
+      expect(reply?.body).toEqual({ description: `the Git remote of the control repository refused the change: ${message}` });
       // Log lines come through a pipe, the answer through a socket: wait for them.
       await broker.waitForLog((l) => l.msg === "push refused by the remote" && l.remoteMessage === message);
       // The error middleware logs the 503 with its description (the remote's message) and cause.
       const logged = await broker.waitForLog((l) => l.status === 503 && l.path === "/v2/service_instances/refused-1" && l.msg !== "request");
-      expect(logged.msg).toBe(`the Git remote refused the change: ${message}`);
+      expect(logged.msg).toBe(`the Git remote of the control repository refused the change: ${message}`);
     } finally {
       await rm(path.join(remote.dir, "hooks", "pre-receive"));
     }

@@ -1,0 +1,59 @@
+import type { PieceLogger } from "./history-watch.js";
+import type { ObjectStore } from "./object-store.js";
+
+/** A fetch bringing this many objects (a clone, mostly) is repacked for reading (see capDeltaChains). */
+const CAP_DELTAS_AFTER_FETCHING = 20_000;
+
+/**
+ * Repacking, one of the writer's pieces (ADR 0005): small packs rolled up after pushes, and a
+ * large fetched pack (a clone) repacked with short delta chains, in the background, one repack at
+ * a time (two repacks of one repository must not race). Reads go on meanwhile: the store finds
+ * objects that moved to the new pack (see ObjectStore.find).
+ */
+export class Repacker {
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly deps: { store: Pick<ObjectStore, "needsCompaction" | "packCount" | "compact" | "capDeltaChains">; logger: PieceLogger }) {}
+
+  /** After a push: rolls up small packs when the store has too many. */
+  afterPush(): void {
+    const { store } = this.deps;
+    if (this.running !== undefined || !store.needsCompaction) return;
+    const packs = store.packCount;
+    this.inBackground(() => store.compact(), (ms) => ({ msg: "packs compacted", fields: { packs, after: store.packCount, ms } }));
+  }
+
+  /**
+   * After a fetch that brought `objects` objects: a large one is repacked with short delta chains.
+   * In the background: start-up reads in bulk through git (BulkReader); only the few objects an
+   * operation reads come through the pack reader, slower until the chains are capped.
+   */
+  afterFetch(objects: number): void {
+    if (objects < CAP_DELTAS_AFTER_FETCHING) return;
+    this.inBackground(
+      () => this.deps.store.capDeltaChains(),
+      (ms) => ({ msg: "fetched pack repacked with short delta chains", fields: { objects, ms } }),
+    );
+  }
+
+  /** Resolves when no repack runs (close()). */
+  async idle(): Promise<void> {
+    while (this.running !== undefined) await this.running;
+  }
+
+  private inBackground(job: () => Promise<void>, done: (ms: number) => { msg: string; fields: object }): void {
+    const { logger } = this.deps;
+    const run: Promise<void> = (this.running ?? Promise.resolve())
+      .then(async () => {
+        const started = performance.now();
+        await job();
+        const { msg, fields } = done(Math.round(performance.now() - started));
+        logger.info(fields, msg);
+      })
+      .catch((error: unknown) => logger.warn({ err: error }, "repacking failed"))
+      .finally(() => {
+        if (this.running === run) this.running = undefined;
+      });
+    this.running = run;
+  }
+}
