@@ -1,17 +1,18 @@
 /**
  * Runs once before the test files (vitest `globalSetup`): stops at once, naming them, when programs
  * the tests run are missing (scripts/test-prerequisites.mjs, which `npm test` runs first too), then
- * builds the Go test tools that are not
- * cached (the real kube-apiserver and etcd, Helm: test-tools.ts) and dist/ (what `npm run build` emits,
- * without its type check: `npm test` runs `npm run check` beside vitest) when it is not the current
- * build (`currentBuild`), from scratch, so that no output of a removed source is left over.
+ * builds the Go test tools that are not cached (the real kube-apiserver and etcd, Helm, the GitOps
+ * agents: test-tools.ts, which says what it builds and for how long) and dist/ (what `npm run
+ * build` emits, without its type check: `npm test` runs `npm run check` beside vitest) when it is
+ * not the current build (`currentBuild`), from scratch, so that no output of a removed source is
+ * left over.
  *
  * Tests that start `bin/gitops-broker.js` as a process (kill -9, replicas, startup failures, the CLI
  * commands) then run the compiled build, as the container image and `npm start` do, instead of
  * compiling the sources through tsx in every process: ~1.9 s of CPU per start instead of ~4.5 s
- * on 2 cores, over dozens of starts (ADR 0019). bin/gitops-broker.js
- * makes the same freshness check, so a stale build is never run; test/cli/bin.test.ts covers both
- * of its branches in a project of its own.
+ * on 2 cores, over dozens of starts (ADR 0019). bin/gitops-broker.js makes the same freshness
+ * check, so a stale build is never run; test/cli/bin.test.ts covers both of its branches in a
+ * project of its own.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";

@@ -2,8 +2,9 @@
  * The programs built from their Go modules for the tests (scripts/build-test-tools.sh, ADR 0022):
  * the real kube-apiserver and etcd, Helm as the oracle for our Helm engine, Flux's source- and
  * kustomize-controller and Argo CD (ADR 0035), and the CRDs of Flux and Argo CD as their modules
- * ship them. The global setup builds what is missing before the first file (minutes on a fresh machine, a cache hit after) and
- * hands the paths to the workers in the environment; `testTool` reads them.
+ * ship them. The global setup builds what is missing before the first file (minutes on a fresh
+ * machine, a cache hit after), says what it builds and for how long (`buildProgress`), and hands
+ * the paths to the workers in the environment; `testTool` reads them.
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
