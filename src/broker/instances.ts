@@ -552,8 +552,8 @@ export async function fetchInstance(ctx: Ctx, instanceId: string, apiVersion: Ap
     // A plan may mark a parameter sensitive after it was stored: such values are never served.
     parameters: withoutSensitiveParameters(plan, ["service_instance.create", "service_instance.update"], record.spec.parameters ?? {}),
   };
-  // The status template's dashboardUrl, which Service Fabrik stored but never returned (its issue
-  // #1493), before the plan's dashboard_url_template.
+  // The status template's dashboardUrl, which Service Fabrik stored but never returned
+  // (cloudfoundry/service-fabrik-broker#1493), before the plan's dashboard_url_template.
   const latest = latestOperation(record.status.operations);
   const dashboard = (latest && statusOf(ctx, record, latest).dashboardUrl) ?? dashboardUrl(plan, record);
   if (dashboard) body.dashboard_url = dashboard;

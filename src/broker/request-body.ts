@@ -53,7 +53,8 @@ class Fields {
   /**
    * `maintenance_info` exists from OSB 2.15 on: an older platform's is an unknown field, ignored
    * (the spec says unknown fields MUST be ignored). An empty object counts as none, as Service
-   * Fabrik accepts it (its issue #1324; the OSB checker sends one on every request).
+   * Fabrik accepts it (cloudfoundry/service-fabrik-broker#1324; the OSB checker sends one on
+   * every request).
    */
   optionalMaintenanceInfo(field: string, apiVersion: ApiVersion | undefined): MaintenanceInfoRecord | undefined {
     if (apiVersion !== undefined && apiVersion.major === 2 && apiVersion.minor < 15) return undefined;

@@ -35,7 +35,7 @@ describe.each(OSB_BASES)("OSB exactness at %s", (base) => {
       }
     });
 
-    it("accepts maintenance_info {} at 2.15 and later as no maintenance_info (Service Fabrik issue #1324)", async () => {
+    it("accepts maintenance_info {} at 2.15 and later as no maintenance_info (cloudfoundry/service-fabrik-broker#1324)", async () => {
       for (const version of ["2.15", "2.17"]) {
         const id = `mi-empty-${version}`;
         const res = await h.osb.provision(id, provisionBody(plans.serviceId, plans.medium.id, { maintenance_info: {} }), { query: ASYNC, version });
