@@ -20,11 +20,12 @@ export default defineConfig({
     isolate: false,
     // Two more files at a time than there are cores (vitest's default is one fewer): files wait
     // on git processes, servers, timers and bounds they test, so on 2 cores the default of one
-    // file at a time left a core idle, and 4 beat 3 (see docs/benchmarks.md, "The test suite").
+    // file at a time left a core idle, and 4 beat 3 (ADR 0019).
     maxWorkers: availableParallelism() + 2,
     // Workers without V8's optimizing compiler: a test runs most code a few times, and compiling
     // what got warm (on background threads, a third as much CPU again as the workers' main threads)
-    // rarely paid back (ADR 0019, session 9). Brokers started as processes are not workers.
+    // rarely paid back (ADR 0019, "workers without the optimizing compiler"). Brokers started as
+    // processes are not workers.
     execArgv: ["--no-opt"],
     // Before the files: dist/ built when stale, so spawned brokers run the compiled build.
     globalSetup: ["test/support/global-setup.ts"],

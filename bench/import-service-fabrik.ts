@@ -1,121 +1,168 @@
 /**
- * Issue 28's import benchmark: a Service Fabrik landscape of `--instances` instances with
- * `--bindings` bindings (Service Fabrik's sample gotemplate plan, two sister clusters) in
- * API-server doubles (test/support/service-fabrik-landscape.ts), imported end to end into a
- * bare remote served over smart HTTP: read (client-node lists on the master and the sisters),
- * render (records, the plan's templates, the bindings' patches), diff (against the live
- * objects), commit and push (batches of `--batch`). Prints instances/s, the share of time per
- * step and the process's peak RSS.
+ * The Service Fabrik import at landscape scale, against REAL kube-apiservers
+ * (test/support/real-service-fabrik.ts: Service Fabrik's master, which is also its sister `west`,
+ * and the sister `east`, each its own etcd and kube-apiserver): `--instances` instances, the
+ * first `--bindings` of them bound once, on Service Fabrik's sample gotemplate plan, most in its
+ * shared namespace. The import runs as the CLI does (`bin/gitops-broker.js import service-fabrik`,
+ * the compiled build, a process of its own): a dry run, then `--yes` into a fresh GitOps remote
+ * served over smart HTTP, once per `--workers` value (render workers, `--render-workers`) and,
+ * with `--baseline DIR`, with the CLI of another checkout with its dist/ built (the code before
+ * the parallel render: `git archive <commit> | tar -x -C DIR`, node_modules linked, `tsc -p
+ * tsconfig.build.json`), alternating in each of `--rounds` rounds, so that the baseline and the
+ * parallel render share the same machine at the same time. Prints instances/s, the CLI process's
+ * CPU time and its peak RSS (GNU time: the kernel's accounting at its exit, threads included).
+ *
+ * `--profile`: one more dry run per workers value under `node --cpu-prof`, and how busy each
+ * thread was: the main thread (reads, records, differences, YAML) and the module workers (the Go
+ * WebAssembly renders), from the profiles' idle samples.
  *
  *   npx tsx bench/import-service-fabrik.ts [--instances 10000] [--bindings 5000] [--batch 500]
+ *     [--workers 1,2] [--baseline DIR] [--rounds 1] [--profile]
  */
-import { randomUUID } from "node:crypto";
-import { readFile, rm } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { loadCatalog, loadClusters } from "../src/catalog/index.js";
-import { createGitWriter } from "../src/gitwriter/index.js";
-import { clusterClient, commitImport, planImport, readLandscape } from "../src/import/index.js";
-import { silentLogger } from "../src/log/index.js";
-import { noopInstruments } from "../src/metrics/index.js";
-import { createBareRemote, createTempDir } from "../test/support/git-fixtures.js";
-import { startGitHttpServer } from "../test/support/git-http-server.js";
-import { startKubeApiServer } from "../test/support/kube-api-server.js";
-import { POSTGRESQL } from "../test/support/postgres-operator.js";
-import { registerServiceFabrik, seedLandscape, type SfInstanceSpec } from "../test/support/service-fabrik-landscape.js";
-import { tempDirTree } from "../test/support/dir-tree.js";
-import { stringify } from "yaml";
+import { buildDist, currentBuild } from "../test/support/global-setup.js";
+import { cleanUp, startProcess, trackedTempDir } from "../test/support/processes.js";
+import { startRealLandscape } from "../test/support/real-service-fabrik.js";
+import type { SfInstanceSpec } from "../test/support/service-fabrik-landscape.js";
+import { buildTestTools } from "../test/support/test-tools.js";
 
 const { values } = parseArgs({
-  options: { instances: { type: "string", default: "10000" }, bindings: { type: "string", default: "5000" }, batch: { type: "string", default: "500" } },
+  options: {
+    instances: { type: "string", default: "10000" },
+    bindings: { type: "string", default: "5000" },
+    batch: { type: "string", default: "500" },
+    workers: { type: "string", default: `1,${availableParallelism()}` },
+    rounds: { type: "string", default: "1" },
+    baseline: { type: "string" },
+    profile: { type: "boolean", default: false },
+  },
 });
 const INSTANCES = Number(values.instances);
 const BINDINGS = Number(values.bindings);
-const BATCH = Number(values.batch);
-const SF = new URL("../src/catalog/testdata/service-fabrik/", import.meta.url);
-const SERVICE_ID = "24731fb8-7b84-5f57-914f-c3d55d793dd4";
-const PLAN_ID = "39d7d4c8-6fe2-4c2a-a5ca-b826937d5a88";
+const WORKERS = values.workers.split(",").map(Number);
+const ROUNDS = Number(values.rounds);
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../bin/gitops-broker.js");
 
-let peakRss = 0;
-const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
-const mb = (n: number) => `${Math.round(n / 1048576)} MB`;
+const mb = (bytes: number) => `${Math.round(bytes / 1048576)} MB`;
+const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const load = async () => (await readFile("/proc/loadavg", "utf8")).split(" ").slice(0, 3).join(" ");
 
-const root = await createTempDir("bench-import-");
-const servers: { close(): Promise<void> }[] = [];
-try {
-  const master = await startKubeApiServer();
-  const sisters = { east: await startKubeApiServer({ resources: [POSTGRESQL] }), west: await startKubeApiServer({ resources: [POSTGRESQL] }) };
-  servers.push(master, sisters.east, sisters.west);
-  for (const s of [master, sisters.east, sisters.west]) registerServiceFabrik(s);
-  const files: Record<string, string> = {
-    "catalog/sfservice-postgresql.yaml": await readFile(new URL("sfservice-postgresql.yaml", SF), "utf8"),
-    "catalog/sfplan-postgresql-v9.6-xxsmall.yaml": await readFile(new URL("sfplan-postgresql-v9.6-xxsmall.yaml", SF), "utf8"),
-  };
-  const kubeconfigs: Record<string, string> = {};
-  for (const [id, server] of Object.entries(sisters)) {
-    kubeconfigs[id] = path.join(root, `${id}.kubeconfig`);
-    await import("node:fs/promises").then((fs) => fs.writeFile(kubeconfigs[id]!, server.kubeconfig(), { mode: 0o600 }));
-    files[`registry/clusters/${id}.yaml`] = stringify({ apiVersion: "gitops-broker.io/v1alpha1", kind: "Cluster", metadata: { name: id }, spec: { namespace: "gitops-broker-instances", kubeconfig: { path: kubeconfigs[id] } } });
-  }
-  const tree = await tempDirTree();
-  await tree.write(files);
-  const { catalog } = await loadCatalog(tree.tree);
-  const { clusters } = await loadClusters(tree.tree);
-  await tree.remove();
-  const service = catalog.serviceById(SERVICE_ID)!;
-  const plan = service.plans.find((p) => p.id === PLAN_ID)!;
-  const landscape: SfInstanceSpec[] = Array.from({ length: INSTANCES }, (_, i) => ({
-    id: `sf-${i}`,
-    clusterId: i % 2 === 0 ? "east" : "west",
-    ...(i < BINDINGS ? { bindings: [{ id: `sf-${i}-b` }] } : {}),
-  }));
-  let t = performance.now();
-  await seedLandscape({ master, sisters, service, plan, instances: landscape, renderOnce: true });
-  // The doubles' objects live in this process: what the import adds is measured from here.
-  const seededRss = process.memoryUsage().rss;
-  peakRss = seededRss;
-  console.log(`seeded ${INSTANCES} instances, ${BINDINGS} bindings in ${Math.round(performance.now() - t)} ms (rss ${mb(seededRss)})`);
+interface Run {
+  ms: number;
+  /** User and system CPU time of the CLI process, its threads included. */
+  cpuMs: number;
+  peakRss: number;
+  out: string;
+  code: number | null;
+}
 
-  const remotes = path.join(root, "remotes");
-  await createBareRemote(remotes, "remote.git", files);
-  const git = await startGitHttpServer({ root: remotes });
-  servers.push(git);
-  let pushMs = 0;
-  const metrics = { ...noopInstruments.gitwriter, pushSeconds: { observe: (s: number) => void (pushMs += s * 1000) } } as typeof noopInstruments.gitwriter;
-  const writer = createGitWriter({ gitdir: path.join(root, "work.git"), remoteUrl: git.url("remote.git"), branch: "main", author: { name: "bench", email: "bench@example.invalid" }, logger: silentLogger(), metrics });
-  await writer.start();
-
+/**
+ * The CLI as a process, under GNU time (`/usr/bin/time`): its CPU time and peak RSS as the kernel
+ * counted them (wait4's rusage), the worker threads included. CPU time is what a loaded machine
+ * changes least: the wall-clock time depends on how much of the cores the others left.
+ */
+async function cli(args: readonly string[], nodeArgs: readonly string[] = [], bin = BIN): Promise<Run> {
+  const usage = path.join(await trackedTempDir("bench-import-usage-"), "usage");
   const started = performance.now();
-  t = started;
-  const { KubeConfig } = await import("@kubernetes/client-node");
-  const kc = (yaml: string) => {
-    const k = new KubeConfig();
-    k.loadFromString(yaml);
-    return k;
-  };
-  const masterClient = await clusterClient(kc(master.kubeconfig()), "master");
-  const sisterClients = { east: await clusterClient(kc(sisters.east.kubeconfig()), "east"), west: await clusterClient(kc(sisters.west.kubeconfig()), "west") };
-  const read = await readLandscape(masterClient, async (id) => sisterClients[id as "east" | "west"]);
-  const readMs = performance.now() - t;
-  const planned = await planImport({ landscape: read, catalog, clusters, base: writer.snapshot(), now: () => new Date(), newId: randomUUID });
-  if (planned.imported.length !== INSTANCES) throw new Error(`planned ${planned.imported.length}, refused ${JSON.stringify(planned.refused.slice(0, 3))}`);
-  t = performance.now();
-  const committed = await commitImport(writer, planned, { batchSize: BATCH, brokerVersion: "bench" });
-  const commitAndPushMs = performance.now() - t;
-  const totalMs = performance.now() - started;
-  await writer.close();
-  clearInterval(sampler);
+  const p = startProcess("/usr/bin/time", ["-f", "%U %S %M", "-o", usage, process.execPath, ...nodeArgs, bin, "import", "service-fabrik", ...args]);
+  const { code } = await p.exited;
+  const ms = performance.now() - started;
+  const [user, system, maxRssKb] = (await readFile(usage, "utf8")).trim().split("\n").pop()!.split(" ").map(Number);
+  return { ms, cpuMs: 1000 * (user! + system!), peakRss: 1024 * maxRssKb!, out: `${p.stdout()}${p.stderr()}`, code };
+}
 
-  const { renderMs, diffMs } = planned.timings;
-  const steps = { read: readMs, render: renderMs, diff: diffMs, commit: commitAndPushMs - pushMs, push: pushMs };
-  const accounted = Object.values(steps).reduce((a, b) => a + b, 0);
-  console.log(`imported ${committed.imported.length} instances (${planned.imported.reduce((n, i) => n + i.bindingIds.length, 0)} bindings) in ${committed.commits.length} commits`);
-  console.log(`total ${(totalMs / 1000).toFixed(1)} s: ${(INSTANCES / (totalMs / 1000)).toFixed(0)} instances/s; peak RSS ${mb(peakRss)}, of which the import ${mb(peakRss - seededRss)} above the seeded doubles (${mb(seededRss)})`);
-  for (const [step, ms] of Object.entries(steps)) console.log(`  ${step.padEnd(7)} ${(ms / 1000).toFixed(1).padStart(6)} s  ${((100 * ms) / totalMs).toFixed(0).padStart(3)} %`);
-  console.log(`  other   ${((totalMs - accounted) / 1000).toFixed(1).padStart(6)} s  ${((100 * (totalMs - accounted)) / totalMs).toFixed(0).padStart(3)} %`);
+/** Busy time of each thread a `--cpu-prof` run profiled: sampled time less the idle samples. */
+async function threadsBusy(dir: string): Promise<{ file: string; busyMs: number; sampledMs: number; top: string[] }[]> {
+  const out = [];
+  for (const file of (await readdir(dir)).filter((f) => f.endsWith(".cpuprofile"))) {
+    const profile = JSON.parse(await readFile(path.join(dir, file), "utf8")) as {
+      nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
+      samples: number[];
+      timeDeltas: number[];
+    };
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of profile.nodes as { id: number; children?: number[] }[]) for (const c of n.children ?? []) parent.set(c, n.id);
+    const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === "(idle)").map((n) => n.id));
+    let sampled = 0;
+    let busy = 0;
+    const self = new Map<string, number>();
+    profile.samples.forEach((node, i) => {
+      const dt = profile.timeDeltas[i] ?? 0;
+      sampled += dt;
+      if (idle.has(node)) return;
+      busy += dt;
+      const at = (id: number | undefined) => {
+        const frame = id === undefined ? undefined : byId.get(id)?.callFrame;
+        return frame === undefined ? "" : `${frame.functionName || "(anonymous)"} ${frame.url.replace(/^.*\/(node_modules|dist)\//, "$1/")}:${frame.lineNumber + 1}`;
+      };
+      const name = `${at(node)} < ${at(parent.get(node))}`;
+      self.set(name, (self.get(name) ?? 0) + dt);
+    });
+    const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([name, us]) => `${(us / 1000).toFixed(0)} ms ${name}`);
+    out.push({ file, busyMs: busy / 1000, sampledMs: sampled / 1000, top });
+  }
+  // The main thread's profile is the one sampled longest (the workers start later).
+  return out.sort((a, b) => b.sampledMs - a.sampledMs);
+}
+
+const expectLine = (run: Run, line: string, what: string) => {
+  if (run.code !== 0 || !run.out.includes(line)) throw new Error(`${what}: exit ${String(run.code)}, expected "${line}" in:\n${run.out.slice(-3000)}`);
+};
+
+const specs: SfInstanceSpec[] = Array.from({ length: INSTANCES }, (_, i) => ({
+  id: `sf-${String(i).padStart(5, "0")}`,
+  clusterId: i % 2 === 0 ? "east" : "west",
+  ...(i % 10 === 3 ? {} : { namespace: "sf-services" }),
+  ...(i < BINDINGS ? { bindings: [{ id: `sf-${String(i).padStart(5, "0")}-b` }] } : {}),
+}));
+
+try {
+  await buildTestTools(["kube-apiserver", "etcd"]);
+  if ((await currentBuild()) === undefined) await buildDist();
+  console.error(`creating ${INSTANCES} instances and ${BINDINGS} bindings on two real control planes (load ${await load()}) ...`);
+  const started = performance.now();
+  const land = await startRealLandscape("bench-import-", specs, { concurrency: 32 });
+  console.log(`landscape: ${land.created.objects} objects created in ${s(land.created.ms)} (${s(performance.now() - started)} with the control planes)`);
+  console.log(`| round | CLI | load before | dry run | instances/s | CPU | peak RSS | --yes | instances/s | CPU | peak RSS |`);
+  console.log(`|---|---|---|---|---|---|---|---|---|---|---|`);
+  const variants = [
+    ...(values.baseline === undefined ? [] : [{ name: `baseline (${values.baseline})`, bin: path.resolve(values.baseline, "bin/gitops-broker.js"), flags: [] as string[] }]),
+    ...WORKERS.map((w) => ({ name: `${w} render worker(s)`, bin: BIN, flags: ["--render-workers", String(w)] })),
+  ];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const [i, variant] of (round % 2 === 1 ? variants : [...variants].reverse()).entries()) {
+      const remote = await land.remote(`r${round}-${i}`);
+      const flags = [...remote.args, ...variant.flags, "--differences", "summary"];
+      const before = await load();
+      const dry = await cli(flags, [], variant.bin);
+      expectLine(dry, `to import: ${INSTANCES} instance(s) with ${BINDINGS} binding(s)`, `${variant.name}: dry run`);
+      const real = await cli([...flags, "--yes", "--batch-size", values.batch], [], variant.bin);
+      expectLine(real, `imported ${INSTANCES} instance(s)`, `${variant.name}: --yes`);
+      const rate = (r: Run) => (INSTANCES / (r.ms / 1000)).toFixed(0);
+      const row = (r: Run) => `${s(r.ms)} | ${rate(r)} | ${s(r.cpuMs)} | ${mb(r.peakRss)}`;
+      console.log(`| ${round} | ${variant.name} | ${before} | ${row(dry)} | ${row(real)} |`);
+    }
+  }
+  if (values.profile) {
+    for (const workers of WORKERS) {
+      const dir = await trackedTempDir(`bench-import-profile-${workers}-`);
+      const remote = await land.remote(`profile-w${workers}`);
+      const run = await cli([...remote.args, "--render-workers", String(workers), "--differences", "summary"], ["--cpu-prof", "--cpu-prof-dir", dir]);
+      expectLine(run, `to import: ${INSTANCES} instance(s)`, "profiled dry run");
+      const [main, ...rest] = await threadsBusy(dir);
+      const share = (ms: number) => `${((100 * ms) / run.ms).toFixed(0)} %`;
+      console.log(`profile, ${workers} render worker(s), dry run ${s(run.ms)}: main thread busy ${s(main!.busyMs)} (${share(main!.busyMs)})` +
+        `; module workers busy ${rest.map((w) => `${s(w.busyMs)} (${share(w.busyMs)})`).join(", ")}`);
+      console.log(`  the main thread's functions by own time:\n    ${main!.top.join("\n    ")}`);
+    }
+  }
+  await land.close();
 } finally {
-  clearInterval(sampler);
-  for (const s of servers.reverse()) await s.close();
-  await rm(root, { recursive: true, force: true });
+  await cleanUp();
 }
 process.exit(0);

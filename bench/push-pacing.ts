@@ -1,5 +1,5 @@
 /**
- * Push pacing (git.minPushIntervalSeconds, issue 29), in one run: the real broker (startBroker,
+ * Push pacing (git.minPushIntervalSeconds, ADR 0005), in one run: the real broker (startBroker,
  * on port 0, status.mode commit) writing to a local remote over smart HTTP on loopback, under a
  * steady RATE provisions/s (open loop: each sent on schedule whatever the answers before it) for
  * DURATION_S seconds, once with a window of 0 (push as soon as a commit is ready) and once with

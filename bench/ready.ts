@@ -1,5 +1,5 @@
 /**
- * 202 → ready with and without the nudge, in one run, in real time (no scaled clock).
+ * 202 → ready with and without the nudge (ADR 0014), in one run, in real time (no scaled clock).
  *
  * Two identical setups side by side, each its own GitOps remote (over smart HTTP on loopback), its
  * own broker (startBroker, status.mode live, scheduler single) and its own sync object, delivered by

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick]`: the write-path benchmark of issue 3 (docs/benchmarks.md).
+ * `npm run bench [-- --quick]`: the write-path benchmark (ADR 0005, docs/benchmarks.md).
  *
  * Everything runs on this machine: one smart-HTTP Git server on loopback (the test remote of
  * test/support) serving a bare repository per size, pre-filled with N provisioned instances; real

@@ -1,6 +1,6 @@
 /**
- * `npx tsx bench/stores.ts [--quick]`: one store against four stores of the same total (issue 29,
- * ADR 0027), side by side in one run. docs/benchmarks.md says what the figures mean.
+ * `npx tsx bench/stores.ts [--quick]`: one store against four stores of the same total (ADR 0027),
+ * side by side in one run. docs/benchmarks.md says what the figures mean.
  *
  * Everything is real and on this machine: one smart-HTTP Git server on loopback (the test remote
  * of test/support/git-http-server.ts) serving every bare repository; brokers started by
@@ -248,7 +248,7 @@ interface Cell {
   load: LoadResult;
   /** CPU seconds over the cell. */
   cpu: { broker: number; brokerGit: number; remoteGit: number; bench: number };
-  /** Share of the machine's CPUs busy (every process, other engineers' included). */
+  /** Share of the machine's CPUs busy (every process, other work on the machine included). */
   machineBusy: number;
   loadBefore: number;
   loadAfter: number;

@@ -2,6 +2,9 @@
 # Builds the programs the tests use as references and counterparts, from their Go modules (the
 # Go module proxy; no binary download, no container), and prints where they are:
 #   kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver  (tools/kube-apiserver)
+#   kube-controller-manager  k8s.io/kubernetes/cmd/kube-controller-manager  (tools/kube-controller-manager:
+#                   the same k8s.io/kubernetes release and replace list as kube-apiserver; its
+#                   garbage collector and namespace controller, ADR 0031)
 #   etcd            go.etcd.io/etcd/server/v3              (tools/etcd)
 #   helm            helm.sh/helm/v3/cmd/helm               (tools/helm)
 #   source-controller     github.com/fluxcd/source-controller     (tools/source-controller)
@@ -49,10 +52,15 @@ version_of() { (cd "tools/$1" && go_for "$1" list -m -f '{{.Version}}' "$2"); }
 # says v0.0.0-master and helm's .Capabilities.KubeVersion is v1.20.
 spec() {
   case "$1" in
-    kube-apiserver)
-      local v; v=$(version_of kube-apiserver k8s.io/kubernetes)
+    kube-apiserver|kube-controller-manager)
+      local v; v=$(version_of "$1" k8s.io/kubernetes)
+      # One control plane: the controller manager is built from the API server's Kubernetes release.
+      if [ "$1" != kube-apiserver ] && [ "$v" != "$(version_of kube-apiserver k8s.io/kubernetes)" ]; then
+        echo "scripts/build-test-tools.sh: tools/$1 requires k8s.io/kubernetes $v, tools/kube-apiserver $(version_of kube-apiserver k8s.io/kubernetes): pin the same release" >&2
+        exit 1
+      fi
       local minor; minor=$(echo "$v" | cut -d. -f2)
-      package=k8s.io/kubernetes/cmd/kube-apiserver
+      package=k8s.io/kubernetes/cmd/$1
       ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
       ;;
     etcd)
@@ -81,7 +89,7 @@ spec() {
       package=github.com/argoproj/argo-cd/v3/cmd
       ldflags="-s -w -X $p.version=${v#v} -X $p.gitTag=$v -X $p.gitTreeState=clean -X $p.kubectlVersion=$(version_of argocd k8s.io/client-go)"
       ;;
-    *) echo "scripts/build-test-tools.sh: no tool named $1 (kube-apiserver, etcd, helm, source-controller, kustomize-controller, argocd, crds)" >&2; exit 2 ;;
+    *) echo "scripts/build-test-tools.sh: no tool named $1 (kube-apiserver, kube-controller-manager, etcd, helm, source-controller, kustomize-controller, argocd, crds)" >&2; exit 2 ;;
   esac
 }
 
@@ -156,5 +164,5 @@ build() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(kube-apiserver etcd helm source-controller kustomize-controller argocd crds)
+[ ${#names[@]} -gt 0 ] || names=(kube-apiserver kube-controller-manager etcd helm source-controller kustomize-controller argocd crds)
 for name in "${names[@]}"; do build "$name"; done

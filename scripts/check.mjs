@@ -5,13 +5,15 @@
  * rules need one); here ESLint is handed the program tsc checked (typescript-eslint's `programs`
  * option), which saves about a third of their CPU (ADR 0019). `npm run typecheck` and
  * `npm run lint` stay the tools' own commands. The same program's files under src/ are then measured
- * for functions over 120 lines (scripts/function-lengths.mjs).
+ * for functions over 120 lines (scripts/function-lengths.mjs), and every text file of the project
+ * is read for words about how the work on it was organised (scripts/own-words.mjs).
  *
  * Exit code: 1 when any of them reports an error, 2 when the configuration cannot be read.
  */
 import { ESLint } from "eslint";
 import ts from "typescript";
 import { checkFunctionLengths } from "./function-lengths.mjs";
+import { ownWordsProblems } from "./own-words.mjs";
 
 const formatHost = {
   getCanonicalFileName: (/** @type {string} */ name) => name,
@@ -66,4 +68,7 @@ try {
 }
 if (tooLong.length > 0) process.stdout.write(`${tooLong.join("\n")}\n\nfunction lengths: ${tooLong.length} problem(s)\n`);
 
-if (diagnostics.length > 0 || lintErrors > 0 || tooLong.length > 0) process.exitCode = 1;
+const words = ownWordsProblems(process.cwd());
+if (words.length > 0) process.stdout.write(`${words.join("\n")}\n\nown words: ${words.length} problem(s)\n`);
+
+if (diagnostics.length > 0 || lintErrors > 0 || tooLong.length > 0 || words.length > 0) process.exitCode = 1;

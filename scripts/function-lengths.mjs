@@ -1,7 +1,7 @@
 // @ts-check
 /**
- * Function lengths in src/ (issue 31: "no function in src/ longer than about 120 lines unless an ADR
- * says why"). Every function, method, accessor, constructor and arrow function of src/**\/*.ts
+ * Function lengths in src/ (ADR 0029: no function in src/ longer than about 120 lines unless an ADR
+ * says why). Every function, method, accessor, constructor and arrow function of src/**\/*.ts
  * (tests, testdata and *.generated.ts excepted) is measured in lines, from the line its
  * declaration starts on (its doc comment not counted) to the line it ends on, both included; a
  * function's length includes the functions nested in it.

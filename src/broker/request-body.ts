@@ -53,7 +53,8 @@ class Fields {
   /**
    * `maintenance_info` exists from OSB 2.15 on: an older platform's is an unknown field, ignored
    * (the spec says unknown fields MUST be ignored). An empty object counts as none, as Service
-   * Fabrik accepts it (its issue #1324; the OSB checker sends one on every request).
+   * Fabrik accepts it (cloudfoundry/service-fabrik-broker#1324; the OSB checker sends one on
+   * every request).
    */
   optionalMaintenanceInfo(field: string, apiVersion: ApiVersion | undefined): MaintenanceInfoRecord | undefined {
     if (apiVersion !== undefined && apiVersion.major === 2 && apiVersion.minor < 15) return undefined;
@@ -128,9 +129,11 @@ export interface BindBody {
   parameters: Json | undefined;
   bindResource: Json | undefined;
   appGuid: string | undefined;
+  /** OSB 2.17 binding rotation: the binding of the same instance the new one succeeds. */
+  predecessorBindingId: string | undefined;
 }
 
-export function parseBindBody(body: unknown): BindBody {
+export function parseBindBody(body: unknown, apiVersion?: ApiVersion): BindBody {
   const f = new Fields(bodyObject(body, "bind"), "bind");
   const bindResource = f.optionalObject("bind_resource");
   if (bindResource) {
@@ -145,6 +148,8 @@ export function parseBindBody(body: unknown): BindBody {
     parameters: f.optionalObject("parameters"),
     bindResource,
     appGuid: f.optionalString("app_guid"),
+    // An older platform's predecessor_binding_id is an unknown field: ignored (OSB: MUST ignore).
+    predecessorBindingId: apiVersion !== undefined && apiVersion.major === 2 && apiVersion.minor < 17 ? undefined : f.optionalString("predecessor_binding_id"),
   };
 }
 

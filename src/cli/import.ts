@@ -20,6 +20,7 @@ import {
 } from "../import/index.js";
 import { ConfigError } from "../errors/index.js";
 import { createKubeConfigResolver } from "../kube/index.js";
+import { setModuleWorkers } from "../render/index.js";
 import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
 import { openRepo, type RepoAccess } from "./repo-access.js";
 import { VERSION } from "./version.js";
@@ -42,6 +43,7 @@ interface ImportOptions extends ConfigOptions {
   differences: "all" | "summary";
   handOver?: boolean;
   sfNamespace: string;
+  renderWorkers: string;
 }
 
 const HELP = `
@@ -86,12 +88,16 @@ export function importCommand(io: CliIo, done: Done): Command {
     .addOption(new Option("--differences <how>", "print every difference, or a count per kind of difference").choices(["all", "summary"]).default("all"))
     .option("--hand-over", "with --yes: perform the hand-over steps after the import")
     .option("--sf-namespace <ns>", "Service Fabrik's namespace (its controllers' Deployments) on every cluster", "interoperator")
+    .option("--render-workers <n>", "worker threads rendering the plans' templates side by side (more pay only where cores are idle: docs/benchmarks.md)", "1")
     .addHelpText("after", HELP)
     .action(async (options: ImportOptions, cmd: Command) => {
       const batch = Number(options.batchSize);
       if (!(Number.isInteger(batch) && batch >= 1)) cmd.error(`error: --batch-size must be a positive integer, not ${options.batchSize}`, { exitCode: 2 });
       const page = Number(options.pageSize);
       if (!(Number.isInteger(page) && page >= 1)) cmd.error(`error: --page-size must be a positive integer, not ${options.pageSize}`, { exitCode: 2 });
+      const workers = Number(options.renderWorkers);
+      if (!(Number.isInteger(workers) && workers >= 1)) cmd.error(`error: --render-workers must be a positive integer, not ${options.renderWorkers}`, { exitCode: 2 });
+      setModuleWorkers(workers);
       const map: Record<string, string> = {};
       for (const m of options.mapCluster) {
         const [from, to, ...rest] = m.split("=");
@@ -174,7 +180,9 @@ async function importAndHandOver(repo: RepoAccess, options: ImportOptions, map: 
   const clusters = repo.view.clusters();
   const clients = await clientsOf(options, map, clusters);
   const landscape = await readLandscape(clients.master, clients.sister);
-  const plan = await planImport({ landscape, catalog: repo.view.catalog(), clusters, base: repo.writer.snapshot(), clusterMap: map, now: () => new Date(), newId: randomUUID });
+  // Two instances per worker: one renders while the other's records and differences are made.
+  const concurrency = 2 * Number(options.renderWorkers);
+  const plan = await planImport({ landscape, catalog: repo.view.catalog(), clusters, base: repo.writer.snapshot(), clusterMap: map, now: () => new Date(), newId: randomUUID, concurrency });
   out(planText(plan, { differences: options.differences }));
   let accounting = account(landscape, plan);
   out(accountingText(accounting, true));

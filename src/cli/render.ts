@@ -22,8 +22,8 @@ import {
 
 /**
  * Debugging a plan's templates without a broker: `render-template` renders one template text,
- * `render` the manifests (or text) a plan's action gives for an instance (Service Fabrik's issue
- * #1496 asked for this dump). Nothing is committed.
+ * `render` the manifests (or text) a plan's action gives for an instance
+ * (cloudfoundry/service-fabrik-broker#1496 asked for this dump). Nothing is committed.
  */
 
 interface Io {

@@ -30,7 +30,9 @@ export async function clusterClient(kubeConfig: KubeConfig, label: string, optio
       const info: ResourceInfo | undefined = await find(apiVersion, kind);
       if (info === undefined) return [];
       const { items } = await listAll<KubeObject>(api, collectionPath(apiVersion, info, ""), { what: `list ${apiVersion} ${kind}`, ...options });
-      return items.map((item) => ({ ...item, apiVersion, kind }));
+      // Without managedFields (the API server's bookkeeping, about as large as the object; nothing
+      // here reads it): thousands of objects are held until the import is planned.
+      return items.map(({ metadata: { managedFields: _managed, ...metadata }, ...item }) => ({ ...item, metadata, apiVersion, kind }));
     },
     async mergePatch(ref, patch) {
       const path = await pathOf(ref);

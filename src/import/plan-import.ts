@@ -1,3 +1,4 @@
+import pMap from "p-map";
 import type { Catalog, ClusterEntry, Plan, Service } from "../catalog/index.js";
 import { sensitiveParameters } from "../catalog/index.js";
 import { BaseError } from "../errors/index.js";
@@ -118,7 +119,11 @@ export interface ImportPlan {
   };
   /** Instances imported now or before, with their SF resources. */
   handOver: HandOverSubject[];
-  /** Where the planning's time went: rendering (records, templates, bindings' patches) and comparing with the live objects. */
+  /**
+   * Where the planning's time went: rendering (records, templates, bindings' patches) and comparing
+   * with the live objects; summed over the instances, so above the wall-clock time when several
+   * are planned at a time.
+   */
   timings: { renderMs: number; diffMs: number };
 }
 
@@ -136,6 +141,12 @@ export interface PlanImportInputs {
   newId: () => string;
   /** Called after each instance is planned (progress). */
   onInstance?: (done: number, total: number) => void;
+  /**
+   * Instances planned at a time (default 1): their renders run side by side on the module's
+   * workers (render's setModuleWorkers). The plan is the same whatever the number: each instance
+   * is planned on its own and the results are taken in instance order.
+   */
+  concurrency?: number;
 }
 
 /** A reason an instance is refused, carried through the render. */
@@ -145,27 +156,46 @@ class Refusal extends BaseError {
 
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
+const emptyPlan = (source: string, timings: ImportPlan["timings"]): ImportPlan => ({
+  source,
+  imported: [],
+  refused: [],
+  skipped: [],
+  present: [],
+  bindings: { present: [], refused: [], skipped: [] },
+  handOver: [],
+  timings,
+});
+
 export async function planImport(inputs: PlanImportInputs): Promise<ImportPlan> {
   const { landscape } = inputs;
-  const plan: ImportPlan = {
-    source: landscape.master,
-    imported: [],
-    refused: [],
-    skipped: [],
-    present: [],
-    bindings: { present: [], refused: [], skipped: [] },
-    handOver: [],
-    timings: { renderMs: 0, diffMs: 0 },
-  };
+  const plan = emptyPlan(landscape.master, { renderMs: 0, diffMs: 0 });
   const { byInstance, orphans } = matchBindings(landscape.instances, landscape.bindings);
   for (const b of orphans) {
     plan.bindings.refused.push({ instanceId: bindingInstanceOf(b), bindingId: bindingIdOf(b), reason: `its instance ${bindingInstanceOf(b) || "(none named)"} is not among the master's SFServiceInstances` });
   }
   const instances = [...landscape.instances].sort((a, b) => (instanceIdOf(a) < instanceIdOf(b) ? -1 : instanceIdOf(a) > instanceIdOf(b) ? 1 : 0));
   let done = 0;
-  for (const sf of instances) {
-    await planOne(inputs, plan, sf, byInstance.get(sf) ?? []);
-    inputs.onInstance?.(++done, instances.length);
+  const planned = await pMap(
+    instances,
+    async (sf) => {
+      // Each instance into a plan of its own, taken in instance order below: the same plan at any concurrency.
+      const one = emptyPlan(plan.source, plan.timings);
+      await planOne(inputs, one, sf, byInstance.get(sf) ?? []);
+      inputs.onInstance?.(++done, instances.length);
+      return one;
+    },
+    { concurrency: Math.max(1, inputs.concurrency ?? 1) },
+  );
+  for (const one of planned) {
+    plan.imported.push(...one.imported);
+    plan.refused.push(...one.refused);
+    plan.skipped.push(...one.skipped);
+    plan.present.push(...one.present);
+    plan.bindings.present.push(...one.bindings.present);
+    plan.bindings.refused.push(...one.bindings.refused);
+    plan.bindings.skipped.push(...one.bindings.skipped);
+    plan.handOver.push(...one.handOver);
   }
   return plan;
 }

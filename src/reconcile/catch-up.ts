@@ -6,7 +6,7 @@ import { liveInstancesOfPlan, type PlanInstancesCache } from "./plan-instances.j
 import { fingerprint } from "./tip-changes.js";
 
 /**
- * Catching up after a start (issue 14, case 11): a plan with `autoUpdateInstances: true` that
+ * Catching up after a start (ADR 0012): a plan with `autoUpdateInstances: true` that
  * changed while no broker was running (or while one crashed with re-renders queued) left
  * instances rendered from its old version. Service Fabrik kept a plan hash per instance; here
  * Git says the same without any field of our own (ADR 0012): the commit that brought the plan's

@@ -17,6 +17,7 @@ export { engineFor, engineProblem, engineTypes, type TemplateEngine } from "./en
 export { DEFAULT_GOTEMPLATE_LIMITS, renderGoTemplateJson, renderGoTemplateRequest, setGotemplateLimits, type GotemplateLimits } from "./gotemplate.js";
 export { serviceFabrikValues, sfServiceBinding, sfServiceInstance } from "./service-fabrik.js";
 export { helmModuleCall, helmReleaseName } from "./helm.js";
+export { setModuleWorkers } from "./wasm-module.js";
 
 
 /**

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { WasmCallError } from "../errors/index.js";
-import { WasmHost } from "./wasm-module.js";
+import { setModuleWorkers, WasmHost, WasmPool, wasmHost } from "./wasm-module.js";
 
 // The time limit of a module call is CPU time (see wasm-module.ts): a render that waits for a
 // core on a loaded machine is not a runaway. The CPU clock is injected to play the machine.
@@ -68,5 +68,60 @@ describe("calls made together", () => {
     const h = host(() => 0, 1_000_000);
     expect(await Promise.all([1, 2, 3].map((n) => render(h, `call ${n}`, 5000)))).toEqual(["call 1", "call 2", "call 3"]);
     expect(await Promise.all([4, 5].map((n) => render(h, `call ${n}`, 5000)))).toEqual(["call 4", "call 5"]);
+  });
+});
+
+describe("a pool of hosts", () => {
+  it("runs calls made together on its workers side by side and answers each call with its own result, in the callers' order", async () => {
+    const made: { host: WasmHost; calls: number }[] = [];
+    const pool = new WasmPool(2, (sharedBy) => {
+      const host = new WasmHost(() => 0, 1_000_000, sharedBy);
+      const entry = { host, calls: 0 };
+      const call = host.call.bind(host);
+      host.call = (...args) => {
+        entry.calls++;
+        return call(...args);
+      };
+      made.push(entry);
+      hosts.push(host);
+      return host;
+    });
+    const request = (n: number) => new TextEncoder().encode(JSON.stringify({ outputLimit: 1024, name: `i-${n}/provision`, template: `{{ range until 20000 }}{{ end }}call ${n}`, values: {} }));
+    const answers = await Promise.all([1, 2, 3, 4, 5, 6].map((n) => pool.call("gotemplate.render", request(n), { timeoutMs: 5000 }).then((out) => new TextDecoder().decode(out))));
+    expect(answers).toEqual([1, 2, 3, 4, 5, 6].map((n) => `call ${n}`));
+    // The host with the fewest calls waiting or running takes the next one: three each.
+    expect(made.map((m) => m.calls)).toEqual([3, 3]);
+  });
+
+  it("charges a call its share of the process's CPU time while other workers run", async () => {
+    // Every reading of the process's clock is 150 ms later; the limit is 100 ms. Alone, the first
+    // check (the second reading) finds 150 ms spent and stops the call; shared by two workers it
+    // finds 75 ms, waits, and stops it at the next check: one reading more.
+    const readings = async (sharedBy: number) => {
+      let cpu = 0;
+      let reads = 0;
+      const h = new WasmHost(() => (reads++, (cpu += 150)), 1_000_000, () => sharedBy);
+      hosts.push(h);
+      await render(h, "warm", 5000);
+      reads = 0;
+      const e = await failure(render(h, busy(100_000_000), 100));
+      expect(e.reason).toBe("timeout");
+      return reads;
+    };
+    expect(await readings(1)).toBe(2);
+    expect(await readings(2)).toBe(3);
+  });
+
+  it("setModuleWorkers: the calls of the pool it replaces are answered, later calls go to the new one", async () => {
+    const previous = setModuleWorkers(1);
+    try {
+      const request = (n: number) => new TextEncoder().encode(JSON.stringify({ outputLimit: 1024, name: "i/provision", template: `call ${n}`, values: {} }));
+      const first = wasmHost().call("gotemplate.render", request(1), { timeoutMs: 5000 });
+      expect(setModuleWorkers(3)).toBe(1);
+      const second = wasmHost().call("gotemplate.render", request(2), { timeoutMs: 5000 });
+      expect((await Promise.all([first, second])).map((out) => new TextDecoder().decode(out))).toEqual(["call 1", "call 2"]);
+    } finally {
+      setModuleWorkers(previous);
+    }
   });
 });

@@ -20,6 +20,11 @@ import { toError, WasmCallError } from "../errors/index.js";
  *
  * Nothing is read or compiled until the first call: a broker without gotemplate plans never
  * loads the module.
+ *
+ * The process's calls go to a pool of such hosts (`WasmPool`), one by default; a command that
+ * renders many instances at once (the import) sizes it from the machine's cores
+ * (`setModuleWorkers`). Each call is answered by one host, so the answers are the same whichever
+ * host ran it; the order of the results is the callers' (ADR 0026, 2026-11-29).
  */
 
 /** `wasm/` at the package root; the same relative path from src/render and dist/render. */
@@ -91,11 +96,28 @@ export class WasmHost {
   private nextId = 1;
   private closed = false;
 
-  /** Injected for tests: the CPU clock (the process's by default) and the wall-clock ceiling. */
+  /**
+   * Injected for tests: the CPU clock (the process's by default) and the wall-clock ceiling.
+   * `sharedBy`: how many hosts of its pool are running a call (itself included). The process's CPU
+   * time is all its threads', so with several workers a call is charged its share: the time spent
+   * since it started divided by that number at each check (a runaway next to idle workers is
+   * charged everything the process spent).
+   */
   constructor(
     private readonly cpuMs: CpuClock = processCpuMs,
     private readonly wallCeilingFactor = WALL_CEILING_FACTOR,
+    private readonly sharedBy: () => number = () => 1,
   ) {}
+
+  /** A call is running or being sent to the worker. */
+  get busy(): boolean {
+    return this.current !== undefined || this.dispatching;
+  }
+
+  /** Calls waiting and running. */
+  get load(): number {
+    return this.queue.length + (this.busy ? 1 : 0);
+  }
 
   call(method: string, request: Uint8Array, options: WasmCallOptions): Promise<Uint8Array> {
     if (this.closed) return Promise.reject(new WasmCallError("the module host is closed", "exited"));
@@ -152,7 +174,7 @@ export class WasmHost {
     const check = (): void => {
       const current = this.current;
       if (current === undefined || current.call !== call) return;
-      const cpu = this.cpuMs() - startCpu;
+      const cpu = (this.cpuMs() - startCpu) / Math.max(1, this.sharedBy());
       const wall = performance.now() - startWall;
       if (cpu >= call.timeoutMs || wall >= ceiling) {
         this.fail(worker, new WasmCallError(`did not finish within ${call.timeoutMs} ms`, "timeout"));
@@ -227,10 +249,68 @@ export class WasmHost {
   }
 }
 
-let shared: WasmHost | undefined;
+/** What renders call: one host, or a pool of them. */
+export interface ModuleHost {
+  call(method: string, request: Uint8Array, options: WasmCallOptions): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
 
-/** The process's host, created on first use. */
-export function wasmHost(): WasmHost {
-  shared ??= new WasmHost();
+/**
+ * `size` hosts, each with its worker thread: a call goes to the host with the fewest calls waiting
+ * or running (the first of them on a tie), so calls made together run in parallel, up to `size`.
+ */
+export class WasmPool implements ModuleHost {
+  private readonly hosts: WasmHost[];
+  private inFlight = 0;
+  private retiring = false;
+
+  constructor(
+    readonly size: number,
+    makeHost: (sharedBy: () => number) => WasmHost = (sharedBy) => new WasmHost(processCpuMs, WALL_CEILING_FACTOR, sharedBy),
+  ) {
+    const busy = () => this.hosts.filter((h) => h.busy).length;
+    this.hosts = Array.from({ length: Math.max(1, Math.floor(size)) }, () => makeHost(busy));
+  }
+
+  call(method: string, request: Uint8Array, options: WasmCallOptions): Promise<Uint8Array> {
+    const host = this.hosts.reduce((best, h) => (h.load < best.load ? h : best));
+    this.inFlight++;
+    return host.call(method, request, options).finally(() => {
+      this.inFlight--;
+      if (this.retiring && this.inFlight === 0) void this.close();
+    });
+  }
+
+  /** Closes the pool once the calls made so far are answered (a pool of another size took its place). */
+  retire(): void {
+    this.retiring = true;
+    if (this.inFlight === 0) void this.close();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.hosts.map((h) => h.close()));
+  }
+}
+
+let workers = 1;
+let shared: WasmPool | undefined;
+
+/** The process's pool, created on first use with `setModuleWorkers`' size (1 by default). */
+export function wasmHost(): ModuleHost {
+  shared ??= new WasmPool(workers);
   return shared;
+}
+
+/**
+ * How many worker threads run the module's calls from now on (at least 1); returns the previous
+ * number. A pool of another size already made answers the calls it has and then closes.
+ */
+export function setModuleWorkers(n: number): number {
+  const previous = workers;
+  workers = Math.max(1, Math.floor(n));
+  if (shared !== undefined && shared.size !== workers) {
+    shared.retire();
+    shared = undefined;
+  }
+  return previous;
 }

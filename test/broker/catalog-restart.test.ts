@@ -5,9 +5,10 @@ import { editedPlan, filesWith, SMALL } from "./reconcile-support.js";
 import { restartable, type Restartable } from "./restart-support.js";
 
 /**
- * Issue 14, case 10: a broker restarted on a catalog with problems serves the last good catalog,
- * which it finds in the branch's history (Git is its only store), as a broker that had kept
- * running would have kept it. Real restarts: the same data directory and smart-HTTP remote.
+ * ADR 0012, the last good catalog survives a restart: a broker restarted on a catalog with
+ * problems serves the last good catalog, which it finds in the branch's history (Git is its only
+ * store), as a broker that had kept running would have kept it. Real restarts: the same data
+ * directory and smart-HTTP remote.
  */
 
 const LARGE = "catalog/postgresql/plans/large.yaml";
@@ -50,7 +51,7 @@ async function largePlan(): Promise<string> {
   });
 }
 
-describe("restart on a catalog with problems (issue 14, case 10)", () => {
+describe("restart on a catalog with problems (ADR 0012)", () => {
   it("serves the last good catalog from history: the plan in use stays, its instances and new provisions work", async () => {
     let { osb } = await start();
     const plans: SamplePlans = await samplePlans(osb);

@@ -6,10 +6,10 @@ import { commitsIn, editedPlan, filesWith, MEDIUM, postgresql, provisionTemplate
 import { restartable, type Restartable } from "./restart-support.js";
 
 /**
- * Issue 14, case 11: a plan with autoUpdateInstances changed while the broker was down. The
- * restarted broker finds in Git which instances were not rendered since the plan's current
- * version came in, and re-renders exactly those, through the reconciler's queue. Real restarts:
- * the same data directory and smart-HTTP remote.
+ * ADR 0012, plan changes merged while no broker ran: a plan with autoUpdateInstances changed
+ * while the broker was down. The restarted broker finds in Git which instances were not rendered
+ * since the plan's current version came in, and re-renders exactly those, through the
+ * reconciler's queue. Real restarts: the same data directory and smart-HTTP remote.
  */
 
 let r: Restartable;
@@ -30,7 +30,7 @@ async function smallWith(n: number): Promise<string> {
   });
 }
 
-describe("plan changes merged while the broker was down (issue 14, case 11)", () => {
+describe("plan changes merged while the broker was down (ADR 0012)", () => {
   it("are applied after the restart to exactly the instances rendered before them, one commit each", async () => {
     let { osb } = await r.start();
     const plans = await samplePlans(osb);

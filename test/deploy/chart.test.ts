@@ -18,7 +18,7 @@ import { validateManifest } from "../support/kube-validate.js";
  * WebAssembly module of src/charts), as `helm template prod deploy/chart -f values` renders it.
  * Every object is validated with kubernetes-models, and the ConfigMap's configuration with the
  * broker's own loadConfig. Each render is also compared with Helm itself (built from its module:
- * test/support/test-tools.ts): the two must give the same objects. (Until session 11 the
+ * test/support/test-tools.ts): the two must give the same objects. (Until 2026-11-27 the
  * comparison was with a small Helm-like renderer on Go's text/template and Debian's sprig, which
  * the machines no longer have; test/helm-oracle compares byte for byte on other value sets.)
  */

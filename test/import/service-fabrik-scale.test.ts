@@ -1,8 +1,9 @@
 /**
- * Issue 28's "done when": a landscape of 1,000 Service Fabrik instances in the doubles (a master,
- * two sisters; a tenth bound, a few in progress and failed), imported first as a dry run, then
- * for real: the sync that follows creates, deletes or renames no live object, the hand-over
- * leaves no owner reference to Service Fabrik, and every imported instance is served by the broker.
+ * The import at scale (ADR 0026): a landscape of 1,000 Service Fabrik instances in the doubles
+ * (a master, two sisters; a tenth bound, a few in progress and failed), imported first as a dry
+ * run, then for real: the sync that follows creates, deletes or renames no live object, the
+ * hand-over leaves no owner reference to Service Fabrik, and every imported instance is served by
+ * the broker.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Harness } from "../support/broker-harness.js";

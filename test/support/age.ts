@@ -1,6 +1,7 @@
 /**
- * The real age CLI (Debian package `age`, installed by .ci/run) for tests: key pairs from
- * `age-keygen`, data keys unwrapped with `age -d`. A missing CLI fails the test with a clear
+ * The real age CLI (Debian package `age`, which `npm test` installs as root:
+ * scripts/test-prerequisites.mjs) for tests: key pairs from `age-keygen`, data keys unwrapped
+ * with `age -d`. A missing CLI fails the test with a clear
  * message; nothing is skipped.
  */
 import { execFile } from "node:child_process";
@@ -26,7 +27,7 @@ export async function ageKeygen(dir: string, name: string): Promise<AgeIdentity>
   try {
     await run("age-keygen", ["-o", file]);
   } catch (e) {
-    throw new Error("the age CLI (age, age-keygen) is needed by this test: install the Debian package `age` (.ci/run does)", { cause: e });
+    throw new Error("the age CLI (age, age-keygen) is needed by this test: install the Debian package `age` (npm test does when it runs as root)", { cause: e });
   }
   const text = await fs.readFile(file, "utf8");
   const recipient = /^# public key: (age1\S+)$/m.exec(text)?.[1];

@@ -45,7 +45,9 @@ export function testConfig(
       remote: remoteUrl,
       branch: "main",
       author: AUTHOR,
-      pushTimeoutSeconds: 10,
+      // The product's default: a push or fetch on a machine loaded 15 times over took longer than
+      // 10 s, and the operations behind it were refused as if the remote were down (ADR 0019).
+      pushTimeoutSeconds: 30,
       activityTimeoutSeconds: 5,
       pollIntervalSeconds: 3600,
       minPushIntervalSeconds: 0,

@@ -1,7 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import diagnosticsChannel from "node:diagnostics_channel";
 import fs from "node:fs/promises";
+import type { Socket } from "node:net";
 import path from "node:path";
+import { setImmediate } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createBareRemote,
@@ -114,6 +117,27 @@ describe("git http server", () => {
     expect(server.requests.slice(before).map((r) => r.status)).toEqual([503]);
     server.setAvailable(true);
     expect(await git(["ls-remote", url])).toMatch(/refs\/heads\/main/);
+  });
+
+  it("holds requests unanswered until released, then serves them", async () => {
+    const url = server.url("served.git");
+    const before = server.requests.length;
+    const arrived = new Promise<void>((resolve) => {
+      const onRequest = (message: unknown) => {
+        if ((message as { socket: Socket }).socket.localPort !== server.port) return;
+        diagnosticsChannel.unsubscribe("http.server.request.start", onRequest);
+        resolve();
+      };
+      diagnosticsChannel.subscribe("http.server.request.start", onRequest);
+    });
+    const release = server.hold();
+    const listed = git(["ls-remote", url]);
+    await arrived;
+    await setImmediate();
+    expect(server.requests.length).toBe(before);
+    release();
+    expect(await listed).toMatch(/refs\/heads\/main/);
+    expect(server.requests.length).toBeGreaterThan(before);
   });
 
   it("answers 404 for a repository that does not exist, a path out of its root and a directory that is not a repository", async () => {

@@ -14,6 +14,8 @@
  *   "Failed to connect ... Connection refused". `start()` listens again on the same port.
  * - `setAvailable(false)` keeps the server up but answers every request 503: git fails with
  *   "The requested URL returned error: 503".
+ * And a remote slow to answer: `hold()` keeps every request that arrives unanswered until the
+ * function it returns is called (a push then waits, as it would for a busy hosted remote).
  *
  * `requests` records every request (method, path, status), e.g. to count pushes:
  * `server.requests.filter((r) => r.path.endsWith("/git-receive-pack")).length`.
@@ -58,6 +60,8 @@ export interface GitHttpServer {
   start(): Promise<void>;
   /** false: answer every request with 503 until set back to true. */
   setAvailable(available: boolean): void;
+  /** Requests from now on wait, unanswered, until the returned function is called; then they are served in order. */
+  hold(): () => void;
   /** Every request answered so far, in order. */
   readonly requests: readonly RecordedRequest[];
   /** Shut down for good. */
@@ -68,9 +72,15 @@ export async function startGitHttpServer(options: GitHttpServerOptions): Promise
   const root = path.resolve(options.root);
   const requests: RecordedRequest[] = [];
   let available = true;
+  // Requests waiting while the server is held, each to be served on release.
+  let held: (() => void)[] | undefined;
 
   const server = http.createServer((req, res) => {
     const at = performance.now();
+    if (held) held.push(() => serve(req, res, at));
+    else serve(req, res, at);
+  });
+  const serve = (req: http.IncomingMessage, res: http.ServerResponse, at: number): void => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const record = (status: number): void => {
       const contentEncoding = req.headers["content-encoding"];
@@ -83,7 +93,7 @@ export async function startGitHttpServer(options: GitHttpServerOptions): Promise
     }
     if (options.latencyMs) setTimeout(() => serveGit(root, req, res, url, record), options.latencyMs);
     else serveGit(root, req, res, url, record);
-  });
+  };
 
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -110,6 +120,13 @@ export async function startGitHttpServer(options: GitHttpServerOptions): Promise
     },
     setAvailable(value) {
       available = value;
+    },
+    hold() {
+      const waiting = (held ??= []);
+      return () => {
+        if (held === waiting) held = undefined;
+        for (const go of waiting.splice(0)) go();
+      };
     },
     requests,
     close: stop,

@@ -1,15 +1,18 @@
 /**
- * Runs once before the test files (vitest `globalSetup`): builds the Go test tools that are not
- * cached (the real kube-apiserver and etcd, Helm: test-tools.ts) and dist/ (what `npm run build` emits,
- * without its type check: `npm test` runs `npm run check` beside vitest) when it is not the current
- * build (`currentBuild`), from scratch, so that no output of a removed source is left over.
+ * Runs once before the test files (vitest `globalSetup`): stops at once, naming them, when programs
+ * the tests run are missing (scripts/test-prerequisites.mjs, which `npm test` runs first too), then
+ * builds the Go test tools that are not cached (the real kube-apiserver and etcd, Helm, the GitOps
+ * agents: test-tools.ts, which says what it builds and for how long) and dist/ (what `npm run
+ * build` emits, without its type check: `npm test` runs `npm run check` beside vitest) when it is
+ * not the current build (`currentBuild`), from scratch, so that no output of a removed source is
+ * left over.
  *
  * Tests that start `bin/gitops-broker.js` as a process (kill -9, replicas, startup failures, the CLI
  * commands) then run the compiled build, as the container image and `npm start` do, instead of
  * compiling the sources through tsx in every process: ~1.9 s of CPU per start instead of ~4.5 s
- * on 2 cores, over dozens of starts (docs/benchmarks.md, "The test suite"). bin/gitops-broker.js
- * makes the same freshness check, so a stale build is never run; test/cli/bin.test.ts covers both
- * of its branches in a project of its own.
+ * on 2 cores, over dozens of starts (ADR 0019). bin/gitops-broker.js makes the same freshness
+ * check, so a stale build is never run; test/cli/bin.test.ts covers both of its branches in a
+ * project of its own.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
@@ -17,7 +20,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { buildTestTools } from "./test-tools.js";
+import { describeMissing, findPrograms } from "../../scripts/test-prerequisites.mjs";
+import { buildTestTools, elapsed } from "./test-tools.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -65,6 +69,12 @@ export const RUN_DIR_VARIABLE = "GITOPS_BROKER_TEST_RUN_DIR";
 const RUN_DIR_PREFIX = "gitops-broker-run-";
 
 export default async function setup(): Promise<() => Promise<void>> {
+  const programs = findPrograms();
+  const missing = describeMissing(programs.missing, process.getuid?.() === 0);
+  if (missing !== undefined) throw new Error(missing);
+  // Programs found off PATH (Debian's /usr/sbin/nginx, /usr/local/go/bin/go) on it, for the tools'
+  // build and the workers.
+  process.env.PATH = programs.path;
   await removeAbandonedRunDirs();
   const runDir = await mkdtemp(path.join(tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
   // Set before the workers start: they inherit the environment.
@@ -101,9 +111,16 @@ function isRunning(pid: number): boolean {
 
 async function buildOnce(): Promise<void> {
   if ((await currentBuild()) !== undefined) return;
+  await buildDist();
+}
+
+/** dist/ from scratch, as `npm run build` emits it (without its type check). */
+export async function buildDist(): Promise<void> {
+  const started = performance.now();
   const tsc = path.join(ROOT, "node_modules/typescript/bin/tsc");
   await rm(path.join(ROOT, "dist"), { recursive: true, force: true });
   // --noCheck: the same output without a second type check; `npm test`'s check step
   // (scripts/check.mjs) checks these sources and the tests together.
   await promisify(execFile)(process.execPath, [tsc, "-p", path.join(ROOT, "tsconfig.build.json"), "--noCheck"], { cwd: ROOT });
+  process.stderr.write(`compiled src/ into dist/ in ${elapsed(performance.now() - started)} (the tests that start the broker as a process run it)\n`);
 }

@@ -1,9 +1,12 @@
 /**
- * nginx (Debian's package, installed by .ci/run) in front of a test server, configured as the
+ * nginx (Debian's package, which `npm test` installs as root: scripts/test-prerequisites.mjs) in front of a test server, configured as the
  * Kubernetes ingress-nginx controller proxies to a Service's endpoints: HTTP/1.1 to the upstream
  * with a pool of keep-alive connections (320 idle at most, kept 60 s, 10,000 requests each), one
  * upstream connection per request in flight, no response buffering, `proxy_next_upstream error
- * timeout`. Its upstream connections leave from `sourceAddress` (a loopback address of its own), so
+ * timeout`. One difference: ingress-nginx gives up on an upstream's answer after 60 s
+ * (`proxy-read-timeout`); here it waits as long as a test waits for an event (EVENT_CEILING_MS), since
+ * a machine loaded ten times over takes longer than 60 s to acknowledge 300 provisions at once, and
+ * the tests are about the broker's answers, not a platform's patience. Its upstream connections leave from `sourceAddress` (a loopback address of its own), so
  * that the broker tells them from direct clients as it tells an ingress controller's pod apart.
  *
  *   const proxy = await startNginxProxy({ upstream: broker.url, sourceAddress: "127.0.0.2" });
@@ -11,7 +14,7 @@
  */
 import { access, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { freePort, startProcess, trackedTempDir, waitUntil, type TrackedProcess } from "./processes.js";
+import { EVENT_CEILING_MS, freePort, startProcess, trackedTempDir, waitUntil, type TrackedProcess } from "./processes.js";
 
 export interface NginxProxy {
   /** http://127.0.0.1:<port> */
@@ -39,7 +42,7 @@ async function nginxBinary(): Promise<string> {
       // not there
     }
   }
-  throw new Error("nginx is not installed: .ci/run installs Debian's package (apt-get install nginx)");
+  throw new Error("nginx is not installed: `npm test` installs Debian's package when it runs as root (else: sudo apt-get install nginx)");
 }
 
 function config(dir: string, port: number, upstream: URL, sourceAddress: string): string {
@@ -74,8 +77,8 @@ http {
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_bind ${sourceAddress};
       proxy_connect_timeout 5s;
-      proxy_send_timeout 60s;
-      proxy_read_timeout 60s;
+      proxy_send_timeout ${EVENT_CEILING_MS / 1000}s;
+      proxy_read_timeout ${EVENT_CEILING_MS / 1000}s;
       proxy_buffering off;
       proxy_request_buffering on;
       proxy_next_upstream error timeout;

@@ -8,11 +8,18 @@
  * the test worker exits or is sent SIGTERM (how vitest stops a worker), so a test body that goes
  * on after its timeout leaves nothing behind. After `cleanUp()` a file starts no new process.
  *
+ * A group is killed by its number only while that number is still its own: once every process of
+ * a group has exited, the kernel hands the number out again, and on a machine where other suites
+ * start thousands of processes a later kill of it reached someone else's process group (a broker
+ * of a suite beside this one died of SIGKILL before its first line). So a group is killed while
+ * its leader runs, or after the leader's exit only while a process it left behind still runs
+ * (`groupMembers`); and a file's clean-up forgets the groups it stopped.
+ *
  * Waiting is on events (a line, an exit, a condition) with generous ceilings: a loaded machine is
  * slow, not wrong, and the ceilings only turn a hang into a message.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import fs from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
@@ -58,7 +65,56 @@ const running = new Set<TrackedProcess>();
 const tempDirs = new Set<string>();
 let closed = false;
 
+/** Where a tracked group stands: its leader runs, or these processes (pid → start time) were left in it at the leader's exit. */
+const groups = new Map<number, { leftBehind: Map<number, string> | undefined } | "running">();
+
+/**
+ * The processes whose process group is `pgid`, each with its start time (field 22 of
+ * /proc/<pid>/stat), leaving out a process whose own pid is `pgid`: the leader of a new group that
+ * took the number. Undefined where there is no /proc.
+ */
+function groupMembers(pgid: number): Map<number, string> | undefined {
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return undefined;
+  }
+  const members = new Map<number, string>();
+  for (const name of names) {
+    if (!/^\d+$/.test(name) || Number(name) === pgid) continue;
+    const stat = procStat(Number(name));
+    if (stat?.pgrp === pgid) members.set(Number(name), stat.started);
+  }
+  return members;
+}
+
+/** A process's group and start time, from /proc/<pid>/stat (after the command name, which may hold spaces). */
+function procStat(pid: number): { pgrp: number; started: string } | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return { pgrp: Number(fields[2]), started: fields[19] ?? "" };
+}
+
+/** Whether group `pgid` is still the one this file started: its leader runs, or a process it left behind does. */
+export function stillOurs(pgid: number): boolean {
+  const group = groups.get(pgid);
+  if (group === undefined) return false;
+  if (group === "running" || group.leftBehind === undefined) return true;
+  for (const [pid, started] of group.leftBehind) {
+    const now = procStat(pid);
+    if (now?.pgrp === pgid && now.started === started) return true;
+  }
+  return false;
+}
+
 function killGroup(pid: number): void {
+  if (!stillOurs(pid)) return;
   try {
     process.kill(-pid, "SIGKILL");
   } catch {
@@ -97,6 +153,19 @@ export function startProcess(command: string, args: readonly string[], { keepOut
   });
   if (child.pid === undefined) throw new Error(`could not start ${command} ${args.join(" ")}`);
   const pid = child.pid;
+  groups.set(pid, "running");
+  // At the leader's exit, what it left in its group (a push of a broker killed alone); none: forgotten.
+  child.once("exit", () => {
+    let leftBehind: Map<number, string> | undefined = new Map();
+    try {
+      process.kill(-pid, 0); // throws when the group is empty, as it mostly is: no /proc to read then
+      leftBehind = groupMembers(pid);
+    } catch {
+      // nothing left behind
+    }
+    if (leftBehind?.size === 0) groups.delete(pid);
+    else groups.set(pid, { leftBehind });
+  });
   let out = "";
   let err = "";
   const lineWatchers = new Set<(line: string) => void>();
@@ -201,6 +270,11 @@ export async function stopProcesses(): Promise<void> {
   const all = [...running];
   for (const p of all) killGroup(p.pid);
   await Promise.all(all.map((p) => p.exited));
+  // Stopped: their numbers are not ours any more.
+  for (const p of all) {
+    running.delete(p);
+    groups.delete(p.pid);
+  }
 }
 
 /** Before a test file (a worker may run several): processes may be started. */

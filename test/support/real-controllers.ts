@@ -4,7 +4,8 @@
  * application controller (apply `clusters/<id>/` of a commit with server-side apply, prune what Git
  * no longer has, write the Kustomization's status through its status subresource, the
  * Application's by patching it whole) and Zalando's postgres-operator (status
- * through the subresource, the master Service, one credentials Secret per user). The API server,
+ * through the subresource, the master Service, one credentials Secret per user, deleted with the
+ * user). The API server,
  * its validation of what they write (Flux's CRD requires a condition's reason, message and
  * lastTransitionTime ...), its resourceVersions and watch events are Kubernetes' own.
  *
@@ -213,7 +214,8 @@ export function postgresOperatorStandIn(kube: RealKube, namespace: string, optio
           },
           "postgres-operator",
         );
-        for (const user of Object.keys((pg.spec as { users?: Loose } | undefined)?.users ?? {})) {
+        const users = Object.keys((pg.spec as { users?: Loose } | undefined)?.users ?? {});
+        for (const user of users) {
           const secretName = credentialsSecretName(user, name);
           if ((await kube.request("GET", `/api/v1/namespaces/${namespace}/secrets/${secretName}`)).status === 200) continue;
           const password = randomBytes(24).toString("base64url");
@@ -229,7 +231,9 @@ export function postgresOperatorStandIn(kube: RealKube, namespace: string, optio
         }
       }
       const live = new Set(clusters.map((pg) => pg.metadata.name));
-      // The credentials Secrets of the users each cluster still has (as the double drops a gone user's).
+      // The credentials Secrets of the users each cluster still has: a user taken out of spec.users
+      // loses its Secret (as the double does; the sample's status template waits for that to call an
+      // unbind done).
       const wanted = new Set(clusters.flatMap((pg) => Object.keys((pg.spec as { users?: Loose } | undefined)?.users ?? {}).map((user) => credentialsSecretName(user, pg.metadata.name))));
       for (const [kind, plural] of [["Secret", "secrets"], ["Service", "services"]] as const) {
         for (const o of await list(kube, `/api/v1/namespaces/${namespace}/${plural}?labelSelector=application%3Dspilo`, "v1", kind)) {

@@ -10,16 +10,23 @@
  *   const token = await kube.tokenFor("ns", "sa");           // TokenRequest: a bound SA token
  *   kube.kubeconfig({ token });                             // kubeconfig YAML for that identity
  *   await kube.compactEtcd(); await kube.restartApiServer();
+ *   await kube.startControllerManager();                    // the real garbage collector (ADR 0031)
+ *   await kube.createMany(objects, { concurrency: 16 });      // thousands of objects, status included
+ *   await kube.listAll("/api/v1/secrets");                  // every page, following `continue`
  *   await kube.close();
  *
- * What stays with the double (test/support/kube-api-server.ts): what a real server cannot do
- * quickly or at all on demand: injected faults (429/503 answers, dropped watch sockets, a listener
- * that stops answering) and thousands of objects. No kube-controller-manager runs here: no garbage
- * collection, no Deployment ever becomes ready, ServiceAccount tokens exist only by TokenRequest.
+ * What stays with the double (test/support/kube-api-server.ts): what a real server cannot do on
+ * demand: injected faults (429/503 answers, dropped watch sockets, a listener that stops
+ * answering). kube-controller-manager runs only when a test starts it, with two controllers: the
+ * garbage collector and the namespace controller (owner references, finalizers `orphan` and
+ * `foregroundDeletion`, a deleted Namespace emptied). No other controller runs: no Deployment ever
+ * becomes ready, ServiceAccount tokens exist only by TokenRequest.
  */
 import { readFile, writeFile } from "node:fs/promises";
+import type { ClientRequest } from "node:http";
 import https from "node:https";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments, stringify } from "yaml";
 import { freePort, EVENT_CEILING_MS, runProcess, startProcess, trackedTempDir, waitUntil, type TrackedProcess } from "./processes.js";
@@ -64,6 +71,34 @@ export interface RealKube {
   restartApiServer(): Promise<void>;
   /** How long the last kube-apiserver start took until /readyz answered ok. */
   readonly lastStartMs: number;
+  /**
+   * Starts kube-controller-manager (built from the same Kubernetes release) with the garbage
+   * collector and the namespace controller, and resolves once the collector collects (an owned
+   * ConfigMap of a deleted owner is gone). The collector learns the kinds discovery serves when
+   * it starts and every 30 s after: install the CRDs first. Stopped by `close()`.
+   */
+  startControllerManager(): Promise<void>;
+  /**
+   * Waits until the collector has worked through what was queued before this call: a canary
+   * owner is deleted (propagationPolicy Background) and its dependent must be gone. Its queues are
+   * worked by several workers, so this is a barrier by order of arrival, not a proof.
+   */
+  collectorBarrier(): Promise<void>;
+  /**
+   * Creates the objects (POST) with `concurrency` requests at a time on kept-alive connections,
+   * each then with its `status` through the status subresource when it has one; resolves with
+   * the stored objects in the order given. The first failure rejects (after the requests in flight).
+   */
+  createMany(objects: readonly KubeObject[], options?: { concurrency?: number }): Promise<KubeObject[]>;
+  /** Every item of a list (`/api/...` or `/apis/...` path), in pages of `limit`, following `metadata.continue` to the end. */
+  listAll(urlPath: string, options?: { limit?: number }): Promise<KubeObject[]>;
+  /**
+   * Watches a collection (`?watch=1` is added): `onEvent` gets each event as it comes.
+   * `stop()` ends it; it also ends with `close()`.
+   */
+  watch(urlPath: string, onEvent: (event: { type: string; object: KubeObject }) => void): { stop(): void };
+  /** The path of `object` (its plural from discovery). */
+  pathOf(object: Pick<KubeObject, "apiVersion" | "kind" | "metadata">): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -71,6 +106,9 @@ interface Pki {
   ca: Buffer;
   adminCert: Buffer;
   adminKey: Buffer;
+  /** kube-controller-manager's client certificate: its own name, in group system:masters. */
+  controllerManagerCert: Buffer;
+  controllerManagerKey: Buffer;
   files: { ca: string; caKey: string; serving: string; servingKey: string; saKey: string; saPub: string };
 }
 
@@ -92,6 +130,8 @@ async function makePki(dir: string): Promise<Pki> {
   await issue("serving", "/CN=kube-apiserver", "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n");
   // Group system:masters: bound to cluster-admin by the API server's bootstrap policy.
   await issue("admin", "/O=system:masters/CN=test-admin", "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n");
+  // With --use-service-account-credentials=false every controller acts as this one user.
+  await issue("controller-manager", "/O=system:masters/CN=system:kube-controller-manager", "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n");
   await openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "sa.key");
   await openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub");
   const read = (name: string) => readFile(path.join(dir, name));
@@ -99,6 +139,8 @@ async function makePki(dir: string): Promise<Pki> {
     ca: await read("ca.crt"),
     adminCert: await read("admin.crt"),
     adminKey: await read("admin.key"),
+    controllerManagerCert: await read("controller-manager.crt"),
+    controllerManagerKey: await read("controller-manager.key"),
     files: Object.fromEntries(
       Object.entries({ ca: "ca.crt", caKey: "ca.key", serving: "serving.crt", servingKey: "serving.key", saKey: "sa.key", saPub: "sa.pub" }).map(([k, v]) => [k, path.join(dir, v)]),
     ) as Pki["files"],
@@ -152,7 +194,8 @@ export async function startRealKube(): Promise<RealKube> {
   let apiserver: TrackedProcess | undefined;
   let lastStartMs = 0;
 
-  const request: RealKube["request"] = (method, urlPath, body, options = {}) =>
+  /** One request; `agent` keeps connections alive across requests (the admin's credentials in it). */
+  const send = (method: string, urlPath: string, body: unknown, options: { contentType?: string; token?: string } = {}, agent?: https.Agent): Promise<KubeResponse> =>
     new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const req = https.request(
@@ -168,7 +211,7 @@ export async function startRealKube(): Promise<RealKube> {
             ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
             ...(payload === undefined ? {} : { "content-type": options.contentType ?? "application/json", "content-length": payload.length }),
           },
-          agent: false,
+          agent: agent ?? false,
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -188,6 +231,7 @@ export async function startRealKube(): Promise<RealKube> {
       req.on("error", reject);
       req.end(payload);
     });
+  const request: RealKube["request"] = (method, urlPath, body, options) => send(method, urlPath, body, options);
 
   async function startApiServer(): Promise<void> {
     const started = performance.now();
@@ -232,23 +276,17 @@ export async function startRealKube(): Promise<RealKube> {
   await startApiServer();
   const version = String(((await request("GET", "/version")).body as { gitVersion?: string }).gitVersion);
 
-  const kubeconfig: RealKube["kubeconfig"] = (user) =>
+  const kubeconfigOf = (user: Record<string, string>) =>
     stringify({
       apiVersion: "v1",
       kind: "Config",
       clusters: [{ name: "real", cluster: { server: url(), "certificate-authority-data": pki.ca.toString("base64") } }],
-      users: [
-        {
-          name: "user",
-          user:
-            user === undefined
-              ? { "client-certificate-data": pki.adminCert.toString("base64"), "client-key-data": pki.adminKey.toString("base64") }
-              : { token: user.token },
-        },
-      ],
+      users: [{ name: "user", user }],
       contexts: [{ name: "real", context: { cluster: "real", user: "user", namespace: "default" } }],
       "current-context": "real",
     });
+  const kubeconfig: RealKube["kubeconfig"] = (user) =>
+    kubeconfigOf(user === undefined ? { "client-certificate-data": pki.adminCert.toString("base64"), "client-key-data": pki.adminKey.toString("base64") } : { token: user.token });
 
   const expectOk = (what: string, res: KubeResponse): Record<string, unknown> => {
     if (res.status < 200 || res.status > 299) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -275,6 +313,14 @@ export async function startRealKube(): Promise<RealKube> {
     if (plural === undefined) throw new Error(`${apiVersion} serves no kind ${kind}`);
     return plural;
   }
+
+  const controllerManager = realControllerManager({
+    dir,
+    kubeconfig: () => kubeconfigOf({ "client-certificate-data": pki.controllerManagerCert.toString("base64"), "client-key-data": pki.controllerManagerKey.toString("base64") }),
+    request,
+  });
+  const pathOf = async (object: Pick<KubeObject, "apiVersion" | "kind" | "metadata">) => resourcePath(object, await pluralOf(object.apiVersion, object.kind));
+  const watches = new Set<ClientRequest>();
 
   return {
     get url() {
@@ -346,12 +392,161 @@ export async function startRealKube(): Promise<RealKube> {
     async restartApiServer() {
       // Killed, as a crashed or evicted API server goes: a graceful stop waits up to a minute for
       // the watches it serves (60 s here), which says nothing more about the clients.
+      const before = port;
       await apiserver?.killGroup();
       await startApiServer();
+      // Another port (the old one was taken meanwhile): the controller manager's kubeconfig names it.
+      if (port !== before) await controllerManager.restart();
+    },
+    startControllerManager: () => controllerManager.start(),
+    collectorBarrier: () => controllerManager.barrier(),
+    pathOf,
+    async createMany(objects, { concurrency = 16 } = {}) {
+      const agent = new https.Agent({ keepAlive: true, maxSockets: concurrency, ca: pki.ca, cert: pki.adminCert, key: pki.adminKey });
+      try {
+        return await inPool(objects, concurrency, async (object) => {
+          const { status, ...rest } = object;
+          const target = await pathOf(object);
+          const created = expectOk(`create ${object.kind} ${object.metadata.name}`, await send("POST", target.slice(0, target.lastIndexOf("/")), rest, {}, agent)) as KubeObject;
+          if (status === undefined) return created;
+          const res = await send("PATCH", `${target}/status`, { status }, { contentType: "application/merge-patch+json" }, agent);
+          // A kind without a status subresource kept its status with the create.
+          return res.status === 404 ? created : (expectOk(`status of ${object.kind} ${object.metadata.name}`, res) as KubeObject);
+        });
+      } finally {
+        agent.destroy();
+      }
+    },
+    async listAll(urlPath, { limit = 500 } = {}) {
+      const items: KubeObject[] = [];
+      let token = "";
+      do {
+        const query = `limit=${limit}${token === "" ? "" : `&continue=${encodeURIComponent(token)}`}`;
+        const page = expectOk(`list ${urlPath}`, await request("GET", `${urlPath}${urlPath.includes("?") ? "&" : "?"}${query}`)) as { items: KubeObject[]; metadata?: { continue?: string } };
+        items.push(...page.items);
+        token = page.metadata?.continue ?? "";
+      } while (token !== "");
+      return items;
+    },
+    watch(urlPath, onEvent) {
+      const req = https.request({
+        host: "127.0.0.1",
+        port,
+        path: `${urlPath}${urlPath.includes("?") ? "&" : "?"}watch=1`,
+        ca: pki.ca,
+        cert: pki.adminCert,
+        key: pki.adminKey,
+        headers: { accept: "application/json" },
+        agent: false,
+      });
+      watches.add(req);
+      req.on("response", (res) => {
+        // Stopped: the response is aborted, and readline passes its input's error on.
+        res.on("error", () => undefined);
+        const lines = createInterface({ input: res });
+        lines.on("error", () => undefined);
+        lines.on("line", (line) => {
+          if (line.trim() !== "") onEvent(JSON.parse(line) as { type: string; object: KubeObject });
+        });
+      });
+      req.on("error", () => undefined); // stopped, or the server went: the test sees no more events
+      req.end();
+      return {
+        stop() {
+          watches.delete(req);
+          req.destroy();
+        },
+      };
     },
     async close() {
+      for (const req of watches) req.destroy();
+      await controllerManager.stop();
       await apiserver?.killGroup();
       await etcd.process.killGroup();
+    },
+  };
+}
+
+/** Runs `fn` over `items`, `concurrency` at a time; results in the order of `items`. The first failure rejects once the calls in flight are done. */
+async function inPool<T, R>(items: readonly T[], concurrency: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (failure === undefined && next < items.length) {
+      const i = next++;
+      try {
+        out[i] = await fn(items[i]!);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
+  if (failure !== undefined) throw failure.error;
+  return out;
+}
+
+/**
+ * kube-controller-manager with the garbage collector and the namespace controller only, as its
+ * own user (`system:kube-controller-manager`, group system:masters): leader election off, no
+ * serving port (`--secure-port 0`), the controllers with the manager's credentials instead of
+ * per-controller ServiceAccounts (no token controller runs), and a request budget above the
+ * default 20/s so that thousands of orphaning deletes are worked through in seconds.
+ */
+function realControllerManager({ dir, kubeconfig, request }: { dir: string; kubeconfig: () => string; request: RealKube["request"] }) {
+  let child: TrackedProcess | undefined;
+  let canaries = 0;
+  const expect2xx = (what: string, res: KubeResponse) => {
+    if (res.status < 200 || res.status > 299) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  /** An owner and its dependent (ConfigMaps in `default`); the owner deleted in the background; resolves when the collector deleted the dependent. */
+  const barrier = async () => {
+    const name = `gc-canary-${++canaries}`;
+    const base = "/api/v1/namespaces/default/configmaps";
+    const owner = expect2xx("create the collector's canary", await request("POST", base, { apiVersion: "v1", kind: "ConfigMap", metadata: { name } })) as KubeObject;
+    const uid = String(owner.metadata.uid);
+    expect2xx("create the canary's dependent", await request("POST", base, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${name}-dependent`, ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name, uid }] } }));
+    expect2xx("delete the canary", await request("DELETE", `${base}/${name}`, { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background" }));
+    const running = child;
+    let settled = false;
+    const gone = waitUntil(async () => settled || (await request("GET", `${base}/${name}-dependent`)).status === 404, "the garbage collector deleting a dependent of a deleted owner", { intervalMs: 100 });
+    const outcome = await Promise.race([gone.then(() => "collected" as const), ...(running ? [running.exited.then(() => "exited" as const)] : [])]).finally(() => (settled = true));
+    if (outcome === "exited") throw new Error(`kube-controller-manager exited: ${running?.stderr().slice(-3000) ?? ""}`);
+  };
+  const start = async () => {
+    if (child !== undefined) return;
+    const file = path.join(dir, "controller-manager.kubeconfig");
+    await writeFile(file, kubeconfig(), { mode: 0o600 });
+    child = startProcess(testTool("kube-controller-manager"), [
+      "--kubeconfig", file,
+      // Canonical names (aliases: garbagecollector, namespace).
+      "--controllers", "garbage-collector-controller,namespace-controller",
+      "--leader-elect=false",
+      "--use-service-account-credentials=false",
+      "--bind-address", "127.0.0.1", "--secure-port", "0",
+      "--kube-api-qps", "500", "--kube-api-burst", "1000",
+      "--v", "0",
+    ], { keepOutput: false });
+    await barrier();
+  };
+  const stop = async () => {
+    const p = child;
+    child = undefined;
+    await p?.killGroup();
+  };
+  return {
+    start,
+    stop,
+    barrier: async () => {
+      if (child === undefined) throw new Error("no kube-controller-manager runs: startControllerManager() first");
+      await barrier();
+    },
+    async restart() {
+      if (child === undefined) return;
+      await stop();
+      await start();
     },
   };
 }

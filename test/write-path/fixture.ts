@@ -93,7 +93,7 @@ export async function send(osb: OsbClient, sent: Omit<Sent, "identity" | "reply"
 /**
  * Load on a broker until it is killed: `clients` closed-loop clients provisioning (the n-th
  * request of client c is `provision(c, n)`), until `until` resolves (it sees whether a request
- * was acknowledged yet), then kill -9. The clients stop first, so no request is sent after the
+ * was acknowledged yet, and how many were), then kill -9. The clients stop first, so no request is sent after the
  * kill (a refusal no crash window explains). Every request sent, answered or not.
  */
 export async function loadAndKill(
@@ -102,18 +102,21 @@ export async function loadAndKill(
   options: {
     clients: number;
     provision: (client: number, n: number) => { instanceId: string; body: Record<string, unknown> };
-    until: (progress: { acked: boolean }) => Promise<void>;
+    until: (progress: { acked: boolean; acks: number }) => Promise<void>;
   },
 ): Promise<Sent[]> {
   const sent: Sent[] = [];
-  const progress = { acked: false };
+  const progress = { acked: false, acks: 0 };
   let killed = false;
   const client = async (c: number): Promise<void> => {
     for (let n = 0; !killed; n++) {
       const { instanceId, body } = options.provision(c, n);
       const result = await send(broker.osb, { kind: "provision", instanceId }, body, plans);
       sent.push(result);
-      if (result.reply && result.reply.status < 300) progress.acked = true;
+      if (result.reply && result.reply.status < 300) {
+        progress.acked = true;
+        progress.acks++;
+      }
     }
   };
   const clients = Array.from({ length: options.clients }, (_, c) => client(c));
