@@ -34,6 +34,20 @@ describe("gotemplate limits", () => {
     expect(await renderTemplateText(go("{{ add 1 2 }}"), values, "p")).toBe("3");
   }, 120_000);
 
+  it("refuses a template that exhausts Go's memory with the runtime's words, not its stacks", async () => {
+    // until 1e9 asks for an 8 GB list at once: past wasm32's 4 GiB, so the runtime's fatal error
+    // ends the Go program in the middle of the call.
+    const error = await renderTemplateText(go("{{ len (until 1000000000) }}"), values, "p").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RenderError);
+    expect((error as Error).message).toMatch(
+      /^plan p: template provision \(t\.tpl\): gotemplate renderer - can't render template for i-1\/provision\. runtime: out of memory: cannot allocate \d+-byte block \(\d+ in use\)\nfatal error: out of memory$/,
+    );
+    expect(await renderTemplateText(go("{{ add 1 2 }}"), values, "p")).toBe("3");
+  }, 120_000);
+
   it("bounds the output", async () => {
     await expect(renderTemplateText(go('{{ repeat 2000000 "x" }}'), values, "p")).rejects.toThrow(
       "plan p: template provision (t.tpl): gotemplate renderer - can't render template for i-1/provision. output exceeds 1048576 bytes",
