@@ -12,7 +12,8 @@ const enosys = () => Object.assign(new Error("not implemented"), { code: "ENOSYS
 globalThis.fs = {
   constants: { O_WRONLY: -1, O_RDWR: -1, O_CREAT: -1, O_TRUNC: -1, O_APPEND: -1, O_EXCL: -1 },
   writeSync(fd, buf) {
-    printed = (printed + decoder.decode(buf)).slice(-4096);
+    // The head is kept: a fatal error says what it is before the goroutines it lists.
+    if (printed.length < 4096) printed = (printed + decoder.decode(buf)).slice(0, 4096);
     return buf.length;
   },
   write(fd, buf, offset, length, position, callback) {
@@ -29,9 +30,16 @@ for (const name of ["chmod", "chown", "close", "fchmod", "fchown", "fstat", "ftr
 require("./wasm_exec.js");
 
 const go = new globalThis.Go();
+// wasm_exec.js prints a non-zero exit code to the console; the code is kept for the message instead.
+let exitCode;
+go.exit = (code) => {
+  exitCode = code;
+};
+// What the runtime said before the goroutines it lists (the stacks stay out of an OSB answer).
+const exitedMessage = () => printed.split("\n\n")[0].trim() || `the Go program exited with code ${exitCode}`;
 WebAssembly.instantiate(workerData.module, go.importObject).then(
   (instance) => {
-    go.run(instance).then(() => parentPort.postMessage({ exited: printed.trim() || "the Go program exited" }));
+    go.run(instance).then(() => parentPort.postMessage({ exited: exitedMessage() }));
     const module = globalThis.gitopsBrokerModule;
     parentPort.on("message", ({ id, method, request }) => {
       let result;
@@ -39,7 +47,13 @@ WebAssembly.instantiate(workerData.module, go.importObject).then(
         result = module.call(method, request);
       } catch (e) {
         // A Go fatal error (out of memory ...) ends the program: no further call can succeed.
-        parentPort.postMessage({ id, error: printed.trim() || String(e && e.message ? e.message : e), exited: true });
+        parentPort.postMessage({ id, error: printed.trim() ? exitedMessage() : String(e && e.message ? e.message : e), exited: true });
+        return;
+      }
+      // A fatal error during the call (out of memory ...) can also end the program without a
+      // throw: the call then returns nothing.
+      if (go.exited) {
+        parentPort.postMessage({ id, error: exitedMessage(), exited: true });
         return;
       }
       const memory = instance.exports.mem.buffer.byteLength;
