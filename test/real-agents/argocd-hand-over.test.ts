@@ -11,31 +11,25 @@
  * (`sf-*`) among its destinations. kube-controller-manager runs: Argo CD's prune deletes with
  * foreground propagation, which its garbage collector completes.
  */
-import { writeFile } from "node:fs/promises";
-import path from "node:path";
-import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { clusterNamespacePath, namespaceManifest } from "../../src/repo/index.js";
-import { startHarness, type Harness } from "../support/broker-harness.js";
+import type { Harness } from "../support/broker-harness.js";
 import { remoteHead } from "../support/git-fixtures.js";
-import type { KubeApiServer } from "../support/kube-api-server.js";
-import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS, trackedTempDir } from "../support/processes.js";
+import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
 import { argoCdCrdFiles, ARGOCD_NAMESPACE, repositorySecret, startArgoCd, type RealArgoCd } from "../support/real-argocd.js";
 import { exampleObjects } from "../support/real-flux.js";
 import { startRealKube, type RealKube } from "../support/real-kube.js";
-import { importArgs, runImport, sampleServiceFabrikCatalog, SF_PLAN_ID, SF_SERVICE_ID } from "../support/service-fabrik-landscape.js";
-import { managers, PG_PATH, seedServiceFabrikInstance, type Live } from "./hand-over.js";
+import { runImport, SF_PLAN_ID, SF_SERVICE_ID } from "../support/service-fabrik-landscape.js";
+import { managers, PG_PATH, SERVICE_FABRIK_CRD_FILES, startHandOver, type HandOver, type Live } from "./hand-over.js";
 
 vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
 
 const eventually = <T>(assertion: () => Promise<T>): Promise<T> => vi.waitFor(assertion, { timeout: EVENT_CEILING_MS, interval: 200 });
-const CRDS = path.resolve(import.meta.dirname, "../support/crds");
 const INSTANCES = "gitops-broker-instances";
 const APPLICATION = `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD_NAMESPACE}/applications/gitops-broker-1`;
 
 let kube: RealKube;
 let argocd: RealArgoCd;
-let shaped: KubeApiServer;
+let handOver: HandOver;
 let h: Harness;
 let args: string[];
 
@@ -48,32 +42,19 @@ type AppStatus = {
 const appStatus = async () => ((await get(APPLICATION)).status ?? {}) as AppStatus;
 
 beforeAll(async () => {
-  const root = await trackedTempDir("real-argocd-hand-over-");
   kube = await startRealKube();
-  await kube.installCrds([...["postgresqls.acid.zalan.do.yaml", "sfserviceinstances.osb.servicefabrik.io.yaml", "sfservicebindings.osb.servicefabrik.io.yaml"].map((f) => path.join(CRDS, f)), ...argoCdCrdFiles()]);
-  shaped = await seedServiceFabrikInstance(kube, [INSTANCES]);
+  await kube.installCrds([...SERVICE_FABRIK_CRD_FILES, ...argoCdCrdFiles()]);
+  handOver = await startHandOver(kube, [INSTANCES]);
+  ({ h, args } = handOver);
   // After the CRDs and the objects: the collector learns the kinds discovery serves at its start.
   await kube.startControllerManager();
-  const kubeconfig = path.join(root, "admin.kubeconfig");
-  await writeFile(kubeconfig, kube.kubeconfig(), { mode: 0o600 });
-  const { files } = await sampleServiceFabrikCatalog();
-  h = await startHarness({
-    files: {
-      ...files,
-      "registry/clusters/1.yaml": stringify({ apiVersion: "gitops-broker.io/v1alpha1", kind: "Cluster", metadata: { name: "1" }, spec: { namespace: INSTANCES, kubeconfig: { path: kubeconfig }, status: { mode: "commit" } } }),
-      [clusterNamespacePath("1")]: namespaceManifest(INSTANCES),
-    },
-  });
-  args = await importArgs(root, shaped, h.remoteUrl);
-  args[args.indexOf("--master-kubeconfig") + 1] = kubeconfig;
   // The cluster registered in Argo CD under its cluster id, as examples/argocd/README.md says.
   argocd = await startArgoCd(kube, { clusterName: "1" });
 });
 
 afterAll(async () => {
-  await h?.close();
+  await handOver?.close();
   await argocd?.close();
-  await shaped?.close();
   await kube?.close();
 });
 
