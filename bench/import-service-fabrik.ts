@@ -15,6 +15,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadCatalog, loadClusters } from "../src/catalog/index.js";
 import { createGitWriter } from "../src/gitwriter/index.js";
+import { routedWriter } from "../src/stores/index.js";
 import { clusterClient, commitImport, planImport, readLandscape } from "../src/import/index.js";
 import { silentLogger } from "../src/log/index.js";
 import { noopInstruments } from "../src/metrics/index.js";
@@ -100,7 +101,7 @@ try {
   const planned = await planImport({ landscape: read, catalog, clusters, base: writer.snapshot(), now: () => new Date(), newId: randomUUID });
   if (planned.imported.length !== INSTANCES) throw new Error(`planned ${planned.imported.length}, refused ${JSON.stringify(planned.refused.slice(0, 3))}`);
   t = performance.now();
-  const committed = await commitImport(writer, planned, { batchSize: BATCH, brokerVersion: "bench" });
+  const committed = await commitImport(routedWriter(writer), planned, { batchSize: BATCH, brokerVersion: "bench" });
   const commitAndPushMs = performance.now() - t;
   const totalMs = performance.now() - started;
   await writer.close();

@@ -3,6 +3,7 @@ import express, { type ErrorRequestHandler, type Request, type RequestHandler, t
 import { toOsbCatalog, type ReadinessCheck } from "../catalog/index.js";
 import { createInstanceSummaryCache, createQuotaReader } from "../repo/index.js";
 import { noopInstruments } from "../metrics/index.js";
+import { routedWriter } from "../stores/index.js";
 import {
   GitRemoteError,
   GitWriterClosedError,
@@ -261,6 +262,7 @@ export function createApp(deps: BrokerDeps): express.Express {
     },
     summaries: deps.summaries ?? createInstanceSummaryCache(),
     quotas: createQuotaReader(),
+    routed: routedWriter(deps.writer, deps.stores),
   };
   const app = express();
   app.disable("x-powered-by");

@@ -11,6 +11,7 @@ import {
   type InstanceQuery,
 } from "../broker/index.js";
 import { OsbError } from "../errors/index.js";
+import { routedWriter } from "../stores/index.js";
 import { createCommitStatusWatcher } from "../status-watcher/index.js";
 import { Command, InvalidArgumentError } from "commander";
 import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done, type TextSink } from "./args.js";
@@ -26,6 +27,7 @@ import { VERSION } from "./version.js";
 function adminDeps(repo: RepoAccess): AdminDeps {
   return {
     writer: repo.writer,
+    routed: routedWriter(repo.writer, repo.storeSet),
     view: repo.view,
     summaries: repo.summaries,
     status: createCommitStatusWatcher(),

@@ -27,7 +27,7 @@ import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, createPrometheusMetrics, noopMetrics, type Instruments, type Metrics, type PrometheusMetrics } from "../metrics/index.js";
 import { createNudger, type Nudger, type NudgerOptions } from "../nudge/index.js";
 import { CONTROL_STORE, createBindingSummaryCache } from "../repo/index.js";
-import type { StoreSet } from "../stores/index.js";
+import { routedWriter, type StoreSet } from "../stores/index.js";
 import { openRepository, type OpenedRepository } from "./open-repository.js";
 import { createScheduler } from "../scheduler/index.js";
 import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
@@ -349,6 +349,7 @@ async function startBackgroundWork(
   const { writer, storeSet, view, status, instruments, brokerVersion, shutdown } = deps;
   const reconciler = createReconciler({
     writer,
+    routed: routedWriter(writer, storeSet),
     view,
     status,
     logger: logger.child({ component: "reconcile" }),

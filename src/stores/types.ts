@@ -37,6 +37,18 @@ export class ClusterMovingError extends ServiceUnavailableError {
 }
 
 /**
+ * An operation on a cluster that a move (gitops-broker move-cluster) took out of the store it ran
+ * in while it was queued: the store's fence says `moved`, so nothing was written there (503, worth
+ * retrying at once: the retry is routed to the cluster's new store).
+ */
+export class ClusterMovedError extends ServiceUnavailableError {
+  static override readonly code = "ClusterMoved";
+  constructor(clusterId: string, from: StoreName, to: StoreName) {
+    super(`cluster ${clusterId} moved from ${storeLabel(from)} to ${storeLabel(to)} while the request waited; nothing was changed: try again`, { retryAfter: 1 });
+  }
+}
+
+/**
  * A store that has not answered since the broker started (see startStores): every request for
  * its clusters, read or write, is answered 503 (worth retrying) until it answers; nothing was
  * changed, and nothing is known to be missing.
@@ -53,13 +65,26 @@ export class StoreUnavailableError extends ServiceUnavailableError {
   }
 }
 
+/**
+ * What decides the repository of an operation before it runs (see StoreSet.route):
+ * - `{ instance }`: an operation on an instance (an OSB request, a re-render, a binding's
+ *   cleanup), with `provision` for a provision of an id that may be new;
+ * - `{ cluster }`: an operation a human aimed at a cluster (an import onto it, moving an instance
+ *   there: then `instance` is the instance moved).
+ */
+export type Placement = { instance: string; provision?: boolean; cluster?: undefined } | { cluster: string; instance?: string };
+
 export interface CompositeParts {
   /** The control repository's tree (its draft when `home` is the control repository). */
   control: TreeReader;
   /** Every store's tree, the control repository's included under CONTROL (the same reader as `control`). */
   stores: ReadonlyMap<StoreName, TreeReader>;
-  /** The store a cluster's directory and instances belong to (CONTROL: none of its own). */
-  storeOf: (clusterId: string) => StoreName;
+  /**
+   * The store the registry names for a cluster (CONTROL: none of its own); undefined for a cluster
+   * the registry does not name (its directory is read from the control repository, and an edit
+   * of it is not checked: no repository claims it).
+   */
+  storeOf: (clusterId: string) => StoreName | undefined;
   /** A composite id of the part commits (see compositeCommit). */
   commit: string | null;
 }
@@ -67,9 +92,9 @@ export interface CompositeParts {
 /** A TreeReader over several stores; `parts` lets folds over every instance fold each store alone. */
 export interface CompositeTree extends TreeReader {
   readonly parts: ReadonlyMap<StoreName, TreeReader>;
-  /** The store a composite Draft writes into; undefined for a snapshot. */
-  readonly home?: StoreName;
-  /** The store holding the instance record directory `instances/<ab>/<cd>/<key>`; undefined: none. */
+  /** The store an instance record directory `instances/<ab>/<cd>/<key>` belongs to (see Routing.storeOfInstance); undefined: none holds it. */
   storeOfInstance: (dir: string) => Promise<StoreName | undefined>;
+  /** The store a cluster's directory belongs to: the registry's, or where a finished move fence sends it; undefined: the registry does not name it. */
+  storeOfCluster: (clusterId: string) => Promise<StoreName | undefined>;
 }
 
