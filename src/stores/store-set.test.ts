@@ -101,7 +101,7 @@ describe("StoreSet.submitTo: one repository per operation", () => {
     let runs = 0;
     const misrouted = stores.submitTo("eu", async (draft) => {
       runs++;
-      draft.write(`${clusterNamespacePath("us-1")}`, "kind: Namespace\n");
+      draft.write(clusterNamespacePath("us-1"), "kind: Namespace\n");
       return commit("misrouted", undefined);
     });
     await expect(misrouted).rejects.toThrow(StoreMismatchError);
@@ -130,7 +130,7 @@ describe("StoreSet.submitTo: one repository per operation", () => {
     await stores.writer("eu").refresh();
     let before = await commits();
     const write = () => stores.submitTo("eu", async (draft) => {
-      draft.write(`${clusterNamespacePath("eu-1")}`, "kind: Namespace\n");
+      draft.write(clusterNamespacePath("eu-1"), "kind: Namespace\n");
       return commit("on eu-1", undefined);
     });
     await expect(write()).rejects.toThrow(ClusterMovingError);
@@ -144,7 +144,7 @@ describe("StoreSet.submitTo: one repository per operation", () => {
     // The route sends the retry to the new store, where it lands.
     const routed = routedWriter(stores, stores);
     const landed = await routed.submit({ cluster: "eu-1" }, async (draft) => {
-      draft.write(`${clusterNamespacePath("eu-1")}`, "kind: Namespace\n");
+      draft.write(clusterNamespacePath("eu-1"), "kind: Namespace\n");
       return commit("on eu-1", undefined);
     });
     expect(landed.commit).not.toBeNull();
