@@ -28,6 +28,14 @@ module.exports = {
       to: { path: "^src/", pathNot: "^src/errors/" },
     },
     {
+      name: "kube-knows-no-component",
+      severity: "error",
+      comment:
+        "src/kube is how every component talks to a cluster (ADR 0030): it imports src/errors and the registry's types of src/catalog, nothing that talks to it (a cycle otherwise) or knows OSB, Git or rendering.",
+      from: { path: "^src/kube/" },
+      to: { path: "^src/", pathNot: ["^src/kube/", "^src/errors/", "^src/catalog/index\\.ts$"] },
+    },
+    {
       name: "enter-a-folder-through-its-index",
       severity: "error",
       comment: "Another folder's files are reached only through its index.ts, its one import surface.",

@@ -19,6 +19,7 @@ import { SAMPLE_CATALOG_DIR, SAMPLE_REGISTRY_DIR } from "../src/cli/serve.js";
 import { prepareEmbedded } from "../src/config/index.js";
 import { createGitWriter } from "../src/gitwriter/index.js";
 import { silentLogger } from "../src/log/index.js";
+import { renderInstanceMetadataNow } from "../src/materialize/index.js";
 import { renderNow } from "../src/render/index.js";
 import {
   LABEL_INSTANCE,
@@ -81,6 +82,8 @@ export function provisionFiles(p: SamplePlacement, instanceId: string, operation
     },
     status: { operations: [{ id: operationId, action: "provision", at, planId: p.plan.id }] },
   };
+  // The sample plans' OSB metadata (labels, attributes), as a provision keeps it in the record.
+  Object.assign(record.status, renderInstanceMetadataNow({ service: p.service, plan: p.plan, instance: record, bindings: [] }));
   const manifests = renderNow({
     action: "provision",
     templates: p.plan.templates,

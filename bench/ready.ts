@@ -1,13 +1,15 @@
 /**
- * 202 → ready with and without the nudge (issue 17), in one run, in real time (no scaled clock).
+ * 202 → ready with and without the nudge, in one run, in real time (no scaled clock).
  *
  * Two identical setups side by side, each its own GitOps remote (over smart HTTP on loopback), its
- * own broker (startBroker, status.mode live, scheduler single) and its own sister cluster: a
- * Kubernetes API server double, a postgres-operator double that needs OPERATOR_MS to bootstrap a
- * cluster, and an Argo CD (AGENT=argocd) or Flux (AGENT=flux) double polling Git every POLL_S
- * seconds (Argo CD's default timeout.reconciliation is 180 s). The only difference: the registry
- * entry of the `nudged` cluster has spec.sync.nudge (Argo CD: a signed GitHub push event to its
- * /api/webhook; Flux: requestedAt annotations), the `polled` one has none.
+ * own broker (startBroker, status.mode live, scheduler single) and its own sync object, delivered by
+ * the REAL agents (AGENTS=real, the default: Flux's source- and kustomize-controller or Argo CD
+ * built from their modules, on a real kube-apiserver; bench/ready-real.ts) or by the doubles
+ * (AGENTS=double: a Kubernetes API server double and an agent double per setup), polling Git every
+ * POLL_S seconds (Argo CD's default timeout.reconciliation is 180 s), with a postgres-operator
+ * that needs OPERATOR_MS to bootstrap a cluster. The only difference: the registry entry of the
+ * `nudged` cluster has spec.sync.nudge (Argo CD: a signed GitHub push event to its /api/webhook;
+ * Flux: requestedAt annotations), the `polled` one has none.
  *
  * N provisions per setup (plan medium, asynchronous), the i-th at a random time in the i-th of N
  * equal slices of one poll interval (both setups at the same times), so the polled ones see the
@@ -16,7 +18,9 @@
  * on the cluster → Running, seen on the API server double). The run takes about one poll
  * interval plus OPERATOR_MS.
  *
- *   npm run bench:ready                 # POLL_S=180 N=24 OPERATOR_MS=5000 AGENT=argocd
+ *   npm run bench:ready                 # AGENTS=real AGENT=flux POLL_S=180 N=24 OPERATOR_MS=5000
+ *   AGENT=argocd npm run bench:ready    # real Argo CD
+ *   AGENTS=double npm run bench:ready   # the agent doubles of test/support/sync-agent.ts
  *   POLL_S=30 N=8 npm run bench:ready   # a quick look
  */
 import { mkdir, rm } from "node:fs/promises";
@@ -31,21 +35,22 @@ import { CREDENTIALS, testConfig } from "../test/support/broker-harness.js";
 import { createBareRemote } from "../test/support/git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "../test/support/git-http-server.js";
 import { osbClient, type OsbClient } from "../test/support/osb-client.js";
-import { INSTANCE_NAMESPACE, sampleCatalogFiles, startSisterCluster, type SisterCluster } from "../test/support/sister-cluster.js";
+import { INSTANCE_NAMESPACE, sampleCatalogFiles, startSisterCluster } from "../test/support/sister-cluster.js";
+import { startRealSetups } from "./ready-real.js";
 
 const POLL_S = Number(process.env.POLL_S ?? 180);
 const N = Number(process.env.N ?? 24);
 const OPERATOR_MS = Number(process.env.OPERATOR_MS ?? 5_000);
-const AGENT = (process.env.AGENT ?? "argocd") as "argocd" | "flux";
+const AGENTS = (process.env.AGENTS ?? "real") as "real" | "double";
+const AGENT = (process.env.AGENT ?? (AGENTS === "real" ? "flux" : "argocd")) as "argocd" | "flux";
 const POLL_MS_CLIENT = Number(process.env.POLL_MS_CLIENT ?? 200);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((sorted.length * p) / 100) - 1)]!;
 const seconds = (ms: number) => (ms / 1000).toFixed(1);
 
-interface Setup {
+export interface Setup {
   name: "polled" | "nudged";
-  cluster: SisterCluster;
   broker: RunningBroker;
   osb: OsbClient;
   serviceId: string;
@@ -53,8 +58,13 @@ interface Setup {
   /** postgresql name → when it appeared on the cluster / when it was Running (performance.now()). */
   created: Map<string, number>;
   running: Map<string, number>;
+  /** The agent starts looking at Git now, then every POLL_S; the operator starts. */
+  startAgent(): Promise<void>;
+  /** Stops what the setup alone started (the doubles'); the real agents' setups stop with them. */
+  close?(): Promise<void>;
 }
 
+/** One setup on the doubles: its own API server double, agent double and operator double. */
 async function startSetup(name: Setup["name"], root: string, git: GitHttpServer): Promise<Setup> {
   const remotes = path.join(root, "remotes");
   const remoteDir = path.join(remotes, `${name}.git`);
@@ -87,8 +97,23 @@ async function startSetup(name: Setup["name"], root: string, git: GitHttpServer)
   const broker = await startBroker(config, { version: "bench", logger: silentLogger() });
   const osb = osbClient(broker.url, CREDENTIALS);
   const plans = await samplePlans(osb);
-  cluster.operator.start(100);
-  return { name, cluster, broker, osb, serviceId: plans.serviceId, planId: plans.medium.id, created, running };
+  return {
+    name,
+    broker,
+    osb,
+    serviceId: plans.serviceId,
+    planId: plans.medium.id,
+    created,
+    running,
+    startAgent: async () => {
+      cluster.operator.start(100);
+      cluster.agent.start(POLL_S * 1000);
+    },
+    close: async () => {
+      await broker.close();
+      await cluster.close();
+    },
+  };
 }
 
 interface Timing {
@@ -133,11 +158,18 @@ async function main(): Promise<void> {
   await mkdir(path.join(root, "nudged"));
   const git = await startGitHttpServer({ root: path.join(root, "remotes") });
   const setups: Setup[] = [];
+  let closeReal: (() => Promise<void>) | undefined;
   try {
-    setups.push(await startSetup("polled", root, git), await startSetup("nudged", root, git));
-    console.log(`agent ${AGENT} polling every ${POLL_S} s, operator bootstrap ${OPERATOR_MS} ms, ${N} provisions per setup over one poll interval`);
+    if (AGENTS === "real") {
+      const real = await startRealSetups(AGENT, root, git, POLL_S, OPERATOR_MS);
+      closeReal = real.close;
+      setups.push(...real.setups);
+    } else {
+      setups.push(await startSetup("polled", root, git), await startSetup("nudged", root, git));
+    }
+    console.log(`${AGENTS === "real" ? "real" : "double of"} ${AGENT} polling every ${POLL_S} s, operator bootstrap ${OPERATOR_MS} ms, ${N} provisions per setup over one poll interval`);
     // Both agents look at Git now, then every POLL_S: the provisions below spread over one interval.
-    for (const setup of setups) setup.cluster.agent.start(POLL_S * 1000);
+    for (const setup of setups) await setup.startAgent();
     const started = performance.now();
     const sliceMs = (POLL_S * 1000) / N;
     const results = new Map<Setup["name"], Timing[]>(setups.map((s) => [s.name, []]));
@@ -160,7 +192,7 @@ async function main(): Promise<void> {
       const noticed = summary(timings.map((t) => t.succeeded - setup.running.get(`pg-${t.id}`)!));
       const stats = setup.broker.nudger.stats().local ?? { sent: 0, failed: 0, folded: 0 };
       rows.push(
-        `| ${setup.name} | ${AGENT} | ${POLL_S} s | ${N} | ${seconds(ready.p50)} s | ${seconds(ready.p99)} s | ${seconds(operator.p50)} s | ${seconds(operator.p99)} s | ${seconds(ready.p50 - operator.p50)} s | ${seconds(applied.p50)} s | ${seconds(noticed.p50)} s | ${stats.sent}/${stats.failed}/${stats.folded} |`,
+        `| ${setup.name} | ${AGENTS === "real" ? "" : "double of "}${AGENT} | ${POLL_S} s | ${N} | ${seconds(ready.p50)} s | ${seconds(ready.p99)} s | ${seconds(operator.p50)} s | ${seconds(operator.p99)} s | ${seconds(ready.p50 - operator.p50)} s | ${seconds(applied.p50)} s | ${seconds(noticed.p50)} s | ${stats.sent}/${stats.failed}/${stats.folded} |`,
       );
     }
     console.log("");
@@ -170,10 +202,8 @@ async function main(): Promise<void> {
     console.log("");
     console.log(`run: ${wallS.toFixed(0)} s wall time, real clock; load average at the end ${loadavg().map((l) => l.toFixed(1)).join(" ")} on ${cpus().length} CPUs`);
   } finally {
-    for (const setup of setups) {
-      await setup.broker.close();
-      await setup.cluster.close();
-    }
+    for (const setup of setups) await setup.close?.();
+    await closeReal?.();
     await git.close();
     await rm(root, { recursive: true, force: true });
   }

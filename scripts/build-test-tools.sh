@@ -4,8 +4,13 @@
 #   kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver  (tools/kube-apiserver)
 #   etcd            go.etcd.io/etcd/server/v3              (tools/etcd)
 #   helm            helm.sh/helm/v3/cmd/helm               (tools/helm)
-#   crds            the CustomResourceDefinitions of Flux's GitRepository and Kustomization and Argo
-#                   CD's Application, as their projects ship them in their modules (CRDS below)
+#   source-controller     github.com/fluxcd/source-controller     (tools/source-controller)
+#   kustomize-controller  github.com/fluxcd/kustomize-controller  (tools/kustomize-controller)
+#   argocd          github.com/argoproj/argo-cd/v3/cmd     (tools/argocd): Argo CD's one binary,
+#                   whose name (or ARGOCD_BINARY_NAME) says which program it is
+#   crds            the CustomResourceDefinitions of Flux's source- and kustomize-controller and of
+#                   Argo CD, as their projects ship them in the modules the tools above are built
+#                   from (CRDS below), and Argo CD's git-verify-wrapper.sh
 # None of them ships: they are test tools (ADR 0022). Each tools/<name> module pins its versions in
 # its go.mod and go.sum; a binary is cached under $GITOPS_BROKER_TEST_TOOLS (default
 # ~/.cache/gitops-broker/test-tools) by a key of those files, the flags and the Go release, and
@@ -31,8 +36,13 @@ use_toolchain() {
 }
 export CGO_ENABLED=0 GOFLAGS="-trimpath -mod=readonly -buildvcs=false"
 
+# The Go release tools/NAME names (its toolchain line), and `go` run with it: tools/argocd names
+# go1.27.3 (Argo CD v3.6 needs Go 1.27, ADR 0035), which the go command takes from the proxy.
+toolchain_of() { sed -n 's/^toolchain //p' "$root/tools/$1/go.mod"; }
+go_for() { local name=$1; shift; GOTOOLCHAIN=$(toolchain_of "$name") go "$@"; }
+
 # The version of a module the tools module requires.
-version_of() { (cd "tools/$1" && go list -m -f '{{.Version}}' "$2"); }
+version_of() { (cd "tools/$1" && go_for "$1" list -m -f '{{.Version}}' "$2"); }
 
 # NAME -> package and link flags. The flags set the version the programs report, as their own
 # release builds do (Kubernetes' hack/lib/version.sh, Helm's Makefile); without them kube-apiserver
@@ -59,31 +69,58 @@ spec() {
         ldflags="$ldflags -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=$minor"
       done
       ;;
-    *) echo "scripts/build-test-tools.sh: no tool named $1 (kube-apiserver, etcd, helm, crds)" >&2; exit 2 ;;
+    source-controller|kustomize-controller)
+      # Flux's Makefile: GO_STATIC_FLAGS=-ldflags "-s -w" (its version comes from the module's build info).
+      package=github.com/fluxcd/$1
+      ldflags="-s -w"
+      ;;
+    argocd)
+      # Argo CD's Makefile: common.version from its VERSION file, kubectlVersion from client-go.
+      local v; v=$(version_of argocd github.com/argoproj/argo-cd/v3)
+      local p=github.com/argoproj/argo-cd/v3/common
+      package=github.com/argoproj/argo-cd/v3/cmd
+      ldflags="-s -w -X $p.version=${v#v} -X $p.gitTag=$v -X $p.gitTreeState=clean -X $p.kubectlVersion=$(version_of argocd k8s.io/client-go)"
+      ;;
+    *) echo "scripts/build-test-tools.sh: no tool named $1 (kube-apiserver, etcd, helm, source-controller, kustomize-controller, argocd, crds)" >&2; exit 2 ;;
   esac
 }
 
-# module@version and the CRD's path in it: Flux and Argo CD releases whose modules the proxy serves
-# and Go 1.26 accepts (source- and kustomize-controller v1.10 and Argo CD v3.6 need Go 1.27).
-CRDS=(
-  "github.com/fluxcd/source-controller@v1.9.6 config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml"
-  "github.com/fluxcd/kustomize-controller@v1.9.6 config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"
-  "github.com/argoproj/argo-cd/v3@v3.5.7 manifests/crds/application-crd.yaml"
-)
+# module@version and the CRDs' paths in it: the modules the Flux and Argo CD tools above are built
+# from (ADR 0035), at the versions their tools modules pin. The newest Flux (v1.10) and Argo CD
+# (v3.6) need Go 1.27 and modules the proxy refuses; ADR 0035 says which.
+crd_list() {
+  local flux_source flux_kustomize argocd
+  flux_source=$(version_of source-controller github.com/fluxcd/source-controller)
+  flux_kustomize=$(version_of kustomize-controller github.com/fluxcd/kustomize-controller)
+  argocd=$(version_of argocd github.com/argoproj/argo-cd/v3)
+  local kind
+  for kind in buckets externalartifacts gitrepositories helmcharts helmrepositories ocirepositories; do
+    echo "github.com/fluxcd/source-controller@$flux_source config/crd/bases/source.toolkit.fluxcd.io_$kind.yaml source-controller"
+  done
+  echo "github.com/fluxcd/kustomize-controller@$flux_kustomize config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml kustomize-controller"
+  for kind in application applicationset appproject; do
+    echo "github.com/argoproj/argo-cd/v3@$argocd manifests/crds/$kind-crd.yaml argocd"
+  done
+  # Not a CRD: the helper Argo CD's image puts on the repo-server's PATH, which v3.6 runs for every
+  # commit it generates manifests from (util/git VerifyCommitSignature).
+  echo "github.com/argoproj/argo-cd/v3@$argocd hack/git-verify-wrapper.sh argocd"
+}
 
 # The CRDs, copied out of the module cache into one directory (go mod download checks each
 # module against go.sum's database like any dependency).
 crds() {
-  local key dir
+  local key dir CRDS list
+  list=$(crd_list)
+  mapfile -t CRDS <<<"$list"
   key=$(printf '%s\n' "${CRDS[@]}" | sha256sum | cut -c1-16)
   dir="$cache/crds-$key"
   if [ ! -d "$dir" ]; then
     mkdir -p "$cache"
-    local tmp entry module file moddir
+    local tmp entry module file tool moddir
     tmp=$(mktemp -d "$cache/.crds-XXXXXX")
     for entry in "${CRDS[@]}"; do
-      read -r module file <<<"$entry"
-      moddir=$(cd "$tmp" && GOFLAGS= go mod download -json "$module" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+      read -r module file tool <<<"$entry"
+      moddir=$(cd "$tmp" && GOFLAGS= go_for "$tool" mod download -json "$module" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
       [ -n "$moddir" ] || { echo "scripts/build-test-tools.sh: go mod download $module failed" >&2; exit 1; }
       cp "$moddir/$file" "$tmp/$(basename "$file")"
     done
@@ -119,5 +156,5 @@ build() {
 }
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(kube-apiserver etcd helm crds)
+[ ${#names[@]} -gt 0 ] || names=(kube-apiserver etcd helm source-controller kustomize-controller argocd crds)
 for name in "${names[@]}"; do build "$name"; done

@@ -21,6 +21,7 @@ import { echoRequestIdentity, osbHeaders, platformPath, type OsbRequestInfo } fr
 import { historyResponse } from "./history.js";
 import * as instances from "./instances.js";
 import { checkId, OSB_BODY_LIMIT, requestError, verifyJsonDepth } from "./hostile-input.js";
+import { queryHints } from "./platform-ids.js";
 import { reconcileRoutes } from "./reconcile-routes.js";
 import {
   acceptsIncomplete,
@@ -143,6 +144,12 @@ function requestLog(ctx: Ctx): RequestHandler {
       if (res.statusCode >= 500) log.error(fields, failure?.message ?? "request");
       else log.info(fields, failure?.message ?? "request");
     });
+    // No answer reached the client (its timeout, say): no "finish", so no line above. ADR 0034.
+    res.on("close", () => {
+      if (res.writableFinished) return;
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      log.warn({ method: req.method, path: req.originalUrl.split("?", 1)[0], ms, requestIdentity: req.get("x-broker-api-request-identity") }, "the client closed the connection before the answer");
+    });
     next();
   };
 }
@@ -204,7 +211,12 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
       instances.instanceLastOperation(ctx, pathId(req, "instance_id"), optionalQueryString(req.query, "operation"), osbInfo(res).apiVersion),
     ),
   );
-  v2.get("/service_instances/:instance_id", route((req) => instances.fetchInstance(ctx, pathId(req, "instance_id"))));
+  v2.get(
+    "/service_instances/:instance_id",
+    route((req, res) =>
+      instances.fetchInstance(ctx, pathId(req, "instance_id"), osbInfo(res).apiVersion, queryHints(req.query, "fetch instance", osbInfo(res).apiVersion)),
+    ),
+  );
 
   v2.put(
     "/service_instances/:instance_id/service_bindings/:binding_id",
@@ -213,7 +225,7 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
         ctx,
         pathId(req, "instance_id"),
         pathId(req, "binding_id"),
-        parseBindBody(req.body),
+        parseBindBody(req.body, osbInfo(res).apiVersion),
         acceptsIncomplete(req.query),
         osbInfo(res),
       ),
@@ -246,7 +258,15 @@ function osbRouter(ctx: Ctx, auth: RequestHandler): express.Router {
   );
   v2.get(
     "/service_instances/:instance_id/service_bindings/:binding_id",
-    route((req) => bindings.fetchBinding(ctx, pathId(req, "instance_id"), pathId(req, "binding_id"))),
+    route((req, res) =>
+      bindings.fetchBinding(
+        ctx,
+        pathId(req, "instance_id"),
+        pathId(req, "binding_id"),
+        osbInfo(res).apiVersion,
+        queryHints(req.query, "fetch binding", osbInfo(res).apiVersion),
+      ),
+    ),
   );
   return v2;
 }

@@ -1,5 +1,5 @@
 import type { Plan, ReadinessCheck, RepoView, Service } from "../catalog/index.js";
-import { formatProblem } from "../errors/index.js";
+import { AbandonedRequestError, formatProblem } from "../errors/index.js";
 import type { CommitSpec, Draft, GitWriter, Operation, OperationOutcome, SubmitResult, TreeReader } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { BrokerInstruments } from "../metrics/index.js";
@@ -87,6 +87,8 @@ export function commitSpec(
     plan: Plan;
     instanceId: string;
     bindingId?: string;
+    /** A rotation's predecessor (OSB predecessor_binding_id): named in the subject and a trailer. */
+    predecessorBindingId?: string | undefined;
     operationId: string;
     osb: OsbRequestInfo;
     /** Override files the operation's renders applied (see appliedOverrides). */
@@ -95,11 +97,13 @@ export function commitSpec(
 ): CommitSpec {
   const subject =
     `${args.action} ${args.service.name}/${args.plan.name} instance ${args.instanceId}` +
-    (args.bindingId ? ` binding ${args.bindingId}` : "");
+    (args.bindingId ? ` binding ${args.bindingId}` : "") +
+    (args.predecessorBindingId ? `, successor of ${args.predecessorBindingId}` : "");
   const trailers = brokerTrailers({
     operation: args.operationId,
     instanceId: args.instanceId,
     bindingId: args.bindingId,
+    predecessorBindingId: args.predecessorBindingId,
     originatingIdentity: args.osb.originatingIdentity,
     requestIdentity: args.osb.requestIdentity,
     overrides: args.overrides,
@@ -157,13 +161,37 @@ export interface OperationIds {
   at: string;
 }
 
+/** A request the platform may abandon (its connection closes first), and what it asks, for the log and error. */
+export interface Abandonable {
+  signal: AbortSignal | undefined;
+  /** e.g. `provision of instance db-1`. */
+  what: string;
+}
+
 /**
  * The prologue every OSB write shares: a new operation id and time, then `run` queued on the
- * writer (see submitOp). Resolves with its result once its commit is on the remote.
+ * writer (see submitOp). Resolves with its result once its commit is on the remote. With
+ * `abandonable`, a run (or re-run) that starts after the platform closed the connection commits
+ * nothing: a provision or bind nobody waits for any more is not created (ADR 0034).
  */
-export async function runOperation<R>(ctx: Ctx, run: (draft: Draft, ids: OperationIds) => Promise<OperationOutcome<R>>, placement: Placement): Promise<R> {
+export async function runOperation<R>(
+  ctx: Ctx,
+  run: (draft: Draft, ids: OperationIds) => Promise<OperationOutcome<R>>,
+  placement: Placement,
+  abandonable?: Abandonable,
+): Promise<R> {
   const ids: OperationIds = { operationId: ctx.deps.newId(), at: ctx.deps.now().toISOString() };
-  const { result } = await submitOp(ctx, (draft) => run(draft, ids), placement);
+  const { result } = await submitOp(
+    ctx,
+    (draft) => {
+      if (abandonable?.signal?.aborted) {
+        ctx.deps.logger.warn({ operation: ids.operationId }, `${abandonable.what}: the platform closed the connection before it was committed; nothing committed`);
+        throw new AbandonedRequestError(`the platform closed the connection before the ${abandonable.what} was committed: nothing was committed (OSB orphan mitigation)`);
+      }
+      return run(draft, ids);
+    },
+    placement,
+  );
   return result;
 }
 

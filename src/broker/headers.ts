@@ -1,4 +1,4 @@
-import type { RequestHandler } from "express";
+import type { RequestHandler, Response } from "express";
 import { BadRequestError, NotFoundError, PreconditionFailedError } from "../errors/index.js";
 import { PLATFORMS, type ApiVersion, type Platform } from "../catalog/index.js";
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from "./hostile-input.js";
@@ -19,6 +19,11 @@ export interface OsbRequestInfo {
   /** From Service Fabrik's routes `/<platform>[/region/<region>]/v2`; undefined on `/v2`. */
   platform?: Platform;
   region?: string;
+  /**
+   * Fires when the connection closes before the answer was sent: the platform gave up (its
+   * timeout). A provision or bind not committed by then commits nothing (ADR 0034).
+   */
+  abandoned?: AbortSignal;
 }
 
 /** A Kubernetes label value, as Service Fabrik checked the region it put in one. */
@@ -110,6 +115,7 @@ export const osbHeaders: RequestHandler = (req, res, next) => {
       originatingIdentity: originating ? decodeOriginatingIdentity(originating) : undefined,
       ...(res.locals.platform ? { platform: res.locals.platform as Platform } : {}),
       ...(res.locals.region ? { region: res.locals.region as string } : {}),
+      abandoned: abandonSignal(res),
     };
     res.locals.osb = info;
     next();
@@ -117,6 +123,15 @@ export const osbHeaders: RequestHandler = (req, res, next) => {
     next(e);
   }
 };
+
+/** An AbortSignal that fires when `res`'s connection closes before the answer was sent. */
+function abandonSignal(res: Response): AbortSignal {
+  const controller = new AbortController();
+  res.on("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
 
 function fmt(v: ApiVersion): string {
   return `${v.major}.${v.minor}`;

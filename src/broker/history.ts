@@ -35,6 +35,8 @@ export interface HistoryEntry {
   action: string;
   operation?: string;
   bindingId?: string;
+  /** A rotation: the binding `bindingId` succeeds (its Predecessor-Binding-Id trailer). */
+  predecessorBindingId?: string;
   /** Who asked: the platform's X-Broker-API-Originating-Identity, decoded. */
   originatingIdentity?: OriginatingIdentity;
   requestIdentity?: string;
@@ -81,6 +83,7 @@ function toEntry({ commit, authorDate, author, subject, trailers }: CommitInfo):
   };
   if (decoded.operation) entry.operation = decoded.operation;
   if (decoded.bindingId) entry.bindingId = decoded.bindingId;
+  if (decoded.predecessorBindingId) entry.predecessorBindingId = decoded.predecessorBindingId;
   if (decoded.originatingIdentity) entry.originatingIdentity = decoded.originatingIdentity;
   if (decoded.requestIdentity) entry.requestIdentity = decoded.requestIdentity;
   if (decoded.overrides) entry.overrides = [...decoded.overrides];

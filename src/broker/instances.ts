@@ -47,6 +47,7 @@ import { appliedOverrides, commitSpec, operationEntry, planUpdateable, runOperat
 import { readConfirmed, settleLatest, settled } from "./current-view.js";
 import type { OsbRequestInfo } from "./headers.js";
 import { placeInstance } from "./placement.js";
+import { acceptedPlanIds, checkPlatformIds, type PlatformIds } from "./platform-ids.js";
 import { checkQuota, tenancyOf } from "./quota.js";
 import {
   dashboardUrl,
@@ -56,10 +57,12 @@ import {
   recordedPlan,
   refuseIfBusy,
   removeInstanceManifests,
+  renderInstanceMetadata,
   runningOperation,
   sealSensitiveValues,
   sensitiveKeys,
   sensitiveValues,
+  withInstanceMetadata,
   writeInstanceManifests,
 } from "../materialize/index.js";
 import { sameJson, type ProvisionBody, type UpdateBody } from "./request-body.js";
@@ -121,7 +124,7 @@ export async function provision(
   const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
     held = undefined;
     const existing = await readInstance(draft, instanceId);
-    if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, plan, body) };
+    if (live(existing)) return { commit: null, result: repeatedProvision(ctx, existing, plan, body, osb.apiVersion) };
 
     // Quotas count the instances of the tree this commit builds on, as placement does (ADR 0008).
     const summary = await summarizeInstances(draft, ctx.summaries);
@@ -140,16 +143,17 @@ export async function provision(
     if (refs) record.spec.sensitiveParameters = refs;
     // A re-provision of a deprovisioned id starts a new record; its old bindings stay deleted.
     const placed = { service, plan, instance: record, bindings: [], namespace: cluster.namespace, capabilities: cluster.capabilities };
+    // Before the manifests: their templates see the record as it is written.
+    Object.assign(record.status, await renderInstanceMetadata(placed));
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "provision"));
     writeInstance(draft, record);
     held = { record, op };
+    const answer = { ...withDashboard(dashboard), ...instanceMetadata(record, osb.apiVersion) };
     return {
       commit: commitSpec(ctx, { action: "provision", service, plan, instanceId, operationId, osb, overrides }),
-      result: plan.async
-        ? { status: 202, body: { ...withDashboard(dashboard), operation: operationId } }
-        : { status: 201, body: withDashboard(dashboard) },
+      result: plan.async ? { status: 202, body: { ...answer, operation: operationId } } : { status: 201, body: answer },
     };
-  }, { instance: instanceId, provision: true });
+  }, { instance: instanceId, provision: true }, { signal: osb.abandoned, what: `provision of instance ${instanceId}` });
   return plan.async || !held ? result : answerSynchronous(ctx, held, result, accepts);
 }
 
@@ -242,7 +246,7 @@ function sealTarget(record: InstanceRecord, operationId: string, at: string) {
  * A provision of an id that already exists: 200 / 202 when identical, else 409. Sensitive values
  * cannot be compared (the broker cannot decrypt them): the same keys count as identical.
  */
-function repeatedProvision(ctx: Ctx, existing: InstanceRecord, plan: Plan, body: ProvisionBody): OsbResponse {
+function repeatedProvision(ctx: Ctx, existing: InstanceRecord, plan: Plan, body: ProvisionBody, apiVersion: ApiVersion): OsbResponse {
   const s = existing.spec;
   const first = existing.status.operations.find((o) => o.action === "provision");
   const plain = body.parameters && withoutSensitiveParameters(plan, ["service_instance.create"], body.parameters);
@@ -265,7 +269,7 @@ function repeatedProvision(ctx: Ctx, existing: InstanceRecord, plan: Plan, body:
   if (latest && latest !== first && statusOf(ctx, existing, latest).state === "in progress") {
     throw new ConcurrencyError(`instance ${s.instanceId} has operation ${latest.action} ${latest.id} in progress`);
   }
-  return { status: 200, body: {} };
+  return { status: 200, body: instanceMetadata(existing, apiVersion) };
 }
 
 // ---------------------------------------------------------------------------
@@ -286,7 +290,7 @@ export async function update(
 
   await settleLatest(ctx, instanceId);
   let held: Held | undefined;
-  const result = await runOperation(ctx, async (draft: Draft, { operationId, at }) => {
+  const result = await runOperation<OsbResponse>(ctx, async (draft: Draft, { operationId, at }) => {
     held = undefined;
     const record = await readInstance(draft, instanceId);
     if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
@@ -341,7 +345,7 @@ export async function update(
       sameJson(parameters ?? {}, record.spec.parameters ?? {}) &&
       sameJson(context ?? {}, record.spec.context ?? {}) &&
       sameJson(maintenanceInfo ?? null, record.spec.maintenanceInfo ?? null);
-    if (unchanged) return { commit: null, result: { status: 200, body: {} } };
+    if (unchanged) return { commit: null, result: { status: 200, body: instanceMetadata(record, osb.apiVersion) } };
 
     const op = operationEntry("update", operationId, at, osb, {
       planId: target.plan.id,
@@ -352,7 +356,7 @@ export async function update(
 
     const { sensitiveParameters: _previous, ...spec } = record.spec;
     const refs = await sealSensitiveValues(draft, sealTarget(record, operationId, at), sensitive, record.spec.sensitiveParameters, replaced);
-    const next: InstanceRecord = {
+    let next: InstanceRecord = {
       ...record,
       spec: {
         ...spec,
@@ -366,15 +370,15 @@ export async function update(
     };
     const cluster = recordedCluster(ctx.deps.view, record);
     const bindings = await readLiveBindings(draft, instanceId);
+    next = withInstanceMetadata(next, await renderInstanceMetadata({ ...target, instance: next, bindings }));
     const placed = { ...target, instance: next, bindings, namespace: instanceNamespace(next, cluster), capabilities: cluster.capabilities };
     const overrides = appliedOverrides(ctx, instanceId, await writeInstanceManifests(draft, placed, "update"));
     writeInstance(draft, next);
     held = { record: next, op };
+    const answer = instanceMetadata(next, osb.apiVersion);
     return {
       commit: commitSpec(ctx, { action: "update", ...target, instanceId, operationId, osb, overrides }),
-      result: target.plan.async || current.plan.async
-        ? { status: 202, body: { operation: operationId } }
-        : { status: 200, body: {} },
+      result: target.plan.async || current.plan.async ? { status: 202, body: { ...answer, operation: operationId } } : { status: 200, body: answer },
     };
   }, { instance: instanceId });
   return result.status === 202 || !held ? result : answerSynchronous(ctx, held, result, accepts);
@@ -421,13 +425,8 @@ export async function deprovision(
     const resent = record && resentDeprovision(ctx, record, ids, accepts);
     if (resent) return { commit: null, result: resent };
     if (!live(record)) throw new GoneError(`instance ${instanceId} does not exist`);
-    if (record.spec.serviceId !== ids.serviceId) {
-      throw new BadRequestError(`service_id ${ids.serviceId} does not match the service of instance ${instanceId}`);
-    }
+    checkPlatformIds(ctx, ids, record);
     const { service, plan } = recordedPlan(ctx.deps.view, record);
-    if (ids.planId !== record.spec.planId) {
-      throw new BadRequestError(`plan_id ${ids.planId} does not match plan ${plan.name} (${plan.id}) of instance ${instanceId}`);
-    }
     if (plan.async && !accepts) throw new AsyncRequiredError();
     // Deleting during provisioning is allowed (it halts the creation); during an update it is not.
     refuseIfBusy(ctx.deps.status, record, "provision");
@@ -462,13 +461,26 @@ function resentDeprovision(
 ): OsbResponse | undefined {
   if (!record.status.deleted || !accepts) return undefined;
   const latest = latestOperation(record.status.operations);
-  if (latest?.action !== "deprovision" || record.spec.serviceId !== ids.serviceId || record.spec.planId !== ids.planId) return undefined;
+  if (latest?.action !== "deprovision" || record.spec.serviceId !== ids.serviceId) return undefined;
+  if (!acceptedPlanIds(ctx.deps.status, record).includes(ids.planId)) return undefined;
   const plan = ctx.deps.view.catalog().planById(record.spec.planId);
   if (!plan?.async || statusOf(ctx, record, latest).state !== "in progress") return undefined;
   return { status: 202, body: { operation: latest.id } };
 }
 
 // ---------------------------------------------------------------------------
+/**
+ * OSB `metadata` of a provision or update answer (and GET instance's, from 2.17): the record's
+ * labels from 2.16, its attributes from 2.17 (ADR 0033); {} when there is nothing to say.
+ */
+export function instanceMetadata(record: InstanceRecord, apiVersion: ApiVersion): { metadata?: Record<string, unknown> } {
+  const since = (minor: number) => apiVersion.major > 2 || apiVersion.minor >= minor;
+  const metadata: Record<string, unknown> = {};
+  if (record.status.labels !== undefined && since(16)) metadata.labels = record.status.labels;
+  if (record.status.attributes !== undefined && since(17)) metadata.attributes = record.status.attributes;
+  return Object.keys(metadata).length > 0 ? { metadata } : {};
+}
+
 /** OSB `dashboard_url` in a provision answer, only when there is one. */
 function withDashboard(url: string | undefined): Record<string, unknown> {
   return url === undefined ? {} : { dashboard_url: url };
@@ -517,9 +529,10 @@ export async function instanceLastOperation(
   return operationResponse(status);
 }
 
-export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbResponse> {
+export async function fetchInstance(ctx: Ctx, instanceId: string, apiVersion: ApiVersion, hints: PlatformIds = {}): Promise<OsbResponse> {
   const record = await readConfirmed(ctx, (tree) => readInstance(tree, instanceId), (r) => !live(r));
   if (!live(record)) throw new NotFoundError(`instance ${instanceId} does not exist`);
+  checkPlatformIds(ctx, hints, record);
   const { service, plan } = recordedPlan(ctx.deps.view, record);
   if (!service.instancesRetrievable) {
     throw new BadRequestError(`service ${service.name} does not support fetching instances (instances_retrievable is false)`);
@@ -540,5 +553,7 @@ export async function fetchInstance(ctx: Ctx, instanceId: string): Promise<OsbRe
   const dashboard = (latest && statusOf(ctx, record, latest).dashboardUrl) ?? dashboardUrl(plan, record);
   if (dashboard) body.dashboard_url = dashboard;
   if (record.spec.maintenanceInfo) body.maintenance_info = record.spec.maintenanceInfo;
+  // OSB 2.17 returns the instance's metadata on fetch (2.16 had it in provision and update only).
+  if (apiVersion.major > 2 || apiVersion.minor >= 17) Object.assign(body, instanceMetadata(record, apiVersion));
   return { status: 200, body };
 }

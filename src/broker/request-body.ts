@@ -128,9 +128,11 @@ export interface BindBody {
   parameters: Json | undefined;
   bindResource: Json | undefined;
   appGuid: string | undefined;
+  /** OSB 2.17 binding rotation: the binding of the same instance the new one succeeds. */
+  predecessorBindingId: string | undefined;
 }
 
-export function parseBindBody(body: unknown): BindBody {
+export function parseBindBody(body: unknown, apiVersion?: ApiVersion): BindBody {
   const f = new Fields(bodyObject(body, "bind"), "bind");
   const bindResource = f.optionalObject("bind_resource");
   if (bindResource) {
@@ -145,6 +147,8 @@ export function parseBindBody(body: unknown): BindBody {
     parameters: f.optionalObject("parameters"),
     bindResource,
     appGuid: f.optionalString("app_guid"),
+    // An older platform's predecessor_binding_id is an unknown field: ignored (OSB: MUST ignore).
+    predecessorBindingId: apiVersion !== undefined && apiVersion.major === 2 && apiVersion.minor < 17 ? undefined : f.optionalString("predecessor_binding_id"),
   };
 }
 

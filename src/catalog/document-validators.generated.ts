@@ -785,7 +785,7 @@ return errors === 0;
 }
 
 const plan = validate17;
-const schema21 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/plan.schema.json","title":"Service plan (catalog/**/*.yaml)","description":"An OSB service plan and the templates that render its Kubernetes resources. Service Fabrik SFPlan documents load as they are; `gitops-broker.io/v1alpha1` kind `Plan` has the same shape. Field names are camelCase (SF style); the OSB snake_case spellings are accepted as aliases for the OSB fields.","type":"object","required":["apiVersion","kind","spec"],"properties":{"apiVersion":{"enum":["osb.servicefabrik.io/v1alpha1","gitops-broker.io/v1alpha1"]},"kind":{"enum":["SFPlan","Plan"]},"metadata":{"$ref":"#/definitions/objectMeta"},"spec":{"type":"object","required":["name","id","description","serviceId","templates"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/cliFriendlyName","description":"OSB `name`: unique within the service."},"id":{"$ref":"#/definitions/nonEmptyString","description":"OSB `id`: globally unique, never changed. A GUID is recommended."},"description":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString","description":"`spec.id` of the service this plan belongs to."},"metadata":{"type":"object","description":"OSB `metadata`, passed through (displayName, bullets, costs, ...)."},"free":{"type":"boolean","description":"OSB `free`. Default true."},"bindable":{"type":"boolean","description":"OSB `bindable`. Default: the service's."},"planUpdatable":{"type":"boolean","description":"OSB `plan_updateable` (2.15, Service Fabrik spelling). Default: the service's."},"planUpdateable":{"type":"boolean","description":"Alias."},"plan_updateable":{"type":"boolean","description":"Alias (OSB spelling)."},"autoUpdateInstances":{"type":"boolean","description":"Service Fabrik setting. true: when a commit changes this plan (its document or its templates), the broker re-renders every live instance of it, one commit each (`re-render <service>/<plan> instance <id>`, trailers Reason: plan-changed and Plan-Commit). Default false: instances keep their manifests until their next operation or `gitops-broker update --plan`."},"schemas":{"$ref":"#/definitions/schemas"},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"maintenance_info":{"$ref":"#/definitions/maintenanceInfo"},"maximumPollingDuration":{"$ref":"#/definitions/pollingDuration"},"maximum_polling_duration":{"$ref":"#/definitions/pollingDuration"},"manager":{"type":"object","description":"Service Fabrik broker settings.","properties":{"async":{"type":"boolean","description":"provision, update and deprovision answer 202 and are polled. Default false."},"asyncBinding":{"type":"boolean","description":"bind and unbind answer 202 and are polled. Default false."},"settings":{"type":"object","properties":{"dashboard_url_template":{"type":"string","description":"Base64 of a lodash-style template of the dashboard URL (Service Fabrik)."},"update_predecessors":{"type":"array","items":{"$ref":"#/definitions/nonEmptyString"},"description":"Ids of the plans an instance may move to this plan from; any other plan change to it is refused (400, Service Fabrik's `Update to plan '<name>' is not possible`). Absent: an SFPlan accepts no plan change to it (as Service Fabrik), a Plan accepts one from every plan of its service."}}}}},"supported_platform":{"$ref":"#/definitions/platforms"},"supportedPlatform":{"$ref":"#/definitions/platforms"},"context":{"type":"object","description":"Free-form values for templates (`plan.spec.context`). Never sent to platforms."},"templates":{"type":"array","items":{"$ref":"#/definitions/template"}}}},"status":{"type":"object"}},"definitions":{"platforms":{"type":"array","items":{"$ref":"#/definitions/nonEmptyString"},"description":"Service Fabrik `supported_platform`: the platforms (cf, k8s, sm) whose catalog (GET /<platform>/v2/catalog) lists this. Absent: cf and sm, as Service Fabrik. /v2/catalog lists every plan."},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"cliFriendlyName":{"type":"string","pattern":"^[A-Za-z0-9.-]+$","title":"a CLI-friendly name (only letters, digits, periods and hyphens)"},"objectMeta":{"type":"object","properties":{"name":{"type":"string"},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}},"pollingDuration":{"type":"integer","minimum":1,"description":"OSB `maximum_polling_duration` (2.15), in seconds."},"maintenanceInfo":{"type":"object","description":"OSB `maintenance_info` (2.15).","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/semver"},"description":{"type":"string"}}},"semver":{"type":"string","pattern":"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$","title":"a semantic version (e.g. 1.2.3)"},"inputParameters":{"type":"object","required":["parameters"],"additionalProperties":false,"properties":{"parameters":{"type":"object","description":"JSON schema (draft-04, -06 or -07; `$schema` is required) of the request's `parameters`."}}},"schemas":{"type":"object","description":"OSB `schemas` (2.13).","additionalProperties":false,"properties":{"service_instance":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"},"update":{"$ref":"#/definitions/inputParameters"}}},"service_binding":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"}}}}},"template":{"type":"object","description":"One template. Its text is `content` (inline), `contentEncoded` (base64, Service Fabrik) or the file at `path` (repo-relative, e.g. catalog/templates/postgresql.hbs): exactly one of them. A helm template names its chart in `url` and may leave out its text (which renders the chart's values): then at most one of them.","required":["action","type"],"additionalProperties":false,"properties":{"action":{"$ref":"#/definitions/nonEmptyString","description":"provision, update, bind, unbind, deprovision, or a helper action (sources, status, clusterSelector, ...)."},"type":{"$ref":"#/definitions/nonEmptyString","description":"Template engine: handlebars, or gotemplate (Service Fabrik: Go text/template with sprig; also Gotemplate, GoTemplate, GOTEMPLATE). The engine registry (src/render/engines.ts) decides; validate reports an unknown type."},"content":{"type":"string"},"contentEncoded":{"type":"string","pattern":"^[A-Za-z0-9+/\\s]*={0,2}\\s*$","title":"base64 text"},"path":{"type":"string","pattern":"^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$","title":"a repo-relative path without '.' or '..' segments (e.g. catalog/templates/postgresql.hbs)"},"url":{"type":"string","minLength":1,"description":"helm: the chart, a repository path under catalog/ (a chart directory or a .tgz) or an http(s) URL of a chart archive pinned by `digest` (ADR 0015). The other engines ignore it, as Service Fabrik did."},"digest":{"type":"string","pattern":"^sha256:[0-9a-f]{64}$","title":"sha256:<64 lowercase hex digits>","description":"sha256 of the archive an http(s) `url` names: fetched once when the catalog loads, verified, cached by digest."}},"if":{"required":["url"]},"then":{"not":{"anyOf":[{"required":["content","contentEncoded"]},{"required":["content","path"]},{"required":["contentEncoded","path"]}]}},"else":{"oneOf":[{"required":["content"]},{"required":["contentEncoded"]},{"required":["path"]}]}}}};
+const schema21 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/plan.schema.json","title":"Service plan (catalog/**/*.yaml)","description":"An OSB service plan and the templates that render its Kubernetes resources. Service Fabrik SFPlan documents load as they are; `gitops-broker.io/v1alpha1` kind `Plan` has the same shape. Field names are camelCase (SF style); the OSB snake_case spellings are accepted as aliases for the OSB fields.","type":"object","required":["apiVersion","kind","spec"],"properties":{"apiVersion":{"enum":["osb.servicefabrik.io/v1alpha1","gitops-broker.io/v1alpha1"]},"kind":{"enum":["SFPlan","Plan"]},"metadata":{"$ref":"#/definitions/objectMeta"},"spec":{"type":"object","required":["name","id","description","serviceId","templates"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/cliFriendlyName","description":"OSB `name`: unique within the service."},"id":{"$ref":"#/definitions/nonEmptyString","description":"OSB `id`: globally unique, never changed. A GUID is recommended."},"description":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString","description":"`spec.id` of the service this plan belongs to."},"metadata":{"type":"object","description":"OSB `metadata`, passed through (displayName, bullets, costs, ...)."},"free":{"type":"boolean","description":"OSB `free`. Default true."},"bindable":{"type":"boolean","description":"OSB `bindable`. Default: the service's."},"planUpdatable":{"type":"boolean","description":"OSB `plan_updateable` (2.15, Service Fabrik spelling). Default: the service's."},"planUpdateable":{"type":"boolean","description":"Alias."},"plan_updateable":{"type":"boolean","description":"Alias (OSB spelling)."},"bindingRotatable":{"type":"boolean","description":"OSB `binding_rotatable` (2.17): a binding of this plan may be rotated, a bind naming `predecessor_binding_id` makes its successor. Default false. An SFPlan that must stay valid for Service Fabrik's CRD says `manager.settings.binding_rotatable` instead."},"binding_rotatable":{"type":"boolean","description":"Alias (OSB spelling)."},"autoUpdateInstances":{"type":"boolean","description":"Service Fabrik setting. true: when a commit changes this plan (its document or its templates), the broker re-renders every live instance of it, one commit each (`re-render <service>/<plan> instance <id>`, trailers Reason: plan-changed and Plan-Commit). Default false: instances keep their manifests until their next operation or `gitops-broker update --plan`."},"schemas":{"$ref":"#/definitions/schemas"},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"maintenance_info":{"$ref":"#/definitions/maintenanceInfo"},"maximumPollingDuration":{"$ref":"#/definitions/pollingDuration"},"maximum_polling_duration":{"$ref":"#/definitions/pollingDuration"},"manager":{"type":"object","description":"Service Fabrik broker settings.","properties":{"async":{"type":"boolean","description":"provision, update and deprovision answer 202 and are polled. Default false."},"asyncBinding":{"type":"boolean","description":"bind and unbind answer 202 and are polled. Default false."},"settings":{"type":"object","properties":{"dashboard_url_template":{"type":"string","description":"Base64 of a lodash-style template of the dashboard URL (Service Fabrik)."},"binding_rotatable":{"type":"boolean","description":"OSB `binding_rotatable` (2.17), where Service Fabrik's SFPlan CRD keeps it (its spec has no such field; `manager` is a free-form object). Same meaning as spec.bindingRotatable; give one of them."},"binding_expires_after_seconds":{"type":"integer","minimum":1,"description":"A binding expires this long after its bind was accepted: OSB `metadata.expires_at` (2.16) of bind and GET binding, kept in the binding record (`spec.expiresAt`) and given to templates. A rotation must name a binding that has not expired."},"binding_renew_after_seconds":{"type":"integer","minimum":1,"description":"A binding should be renewed (rotated) this long after its bind was accepted: OSB `metadata.renew_before` (2.17), kept in the binding record (`spec.renewBefore`). At most binding_expires_after_seconds."},"update_predecessors":{"type":"array","items":{"$ref":"#/definitions/nonEmptyString"},"description":"Ids of the plans an instance may move to this plan from; any other plan change to it is refused (400, Service Fabrik's `Update to plan '<name>' is not possible`). Absent: an SFPlan accepts no plan change to it (as Service Fabrik), a Plan accepts one from every plan of its service."}}}}},"supported_platform":{"$ref":"#/definitions/platforms"},"supportedPlatform":{"$ref":"#/definitions/platforms"},"context":{"type":"object","description":"Free-form values for templates (`plan.spec.context`). Never sent to platforms."},"templates":{"type":"array","items":{"$ref":"#/definitions/template"}}}},"status":{"type":"object"}},"definitions":{"platforms":{"type":"array","items":{"$ref":"#/definitions/nonEmptyString"},"description":"Service Fabrik `supported_platform`: the platforms (cf, k8s, sm) whose catalog (GET /<platform>/v2/catalog) lists this. Absent: cf and sm, as Service Fabrik. /v2/catalog lists every plan."},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"cliFriendlyName":{"type":"string","pattern":"^[A-Za-z0-9.-]+$","title":"a CLI-friendly name (only letters, digits, periods and hyphens)"},"objectMeta":{"type":"object","properties":{"name":{"type":"string"},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}},"pollingDuration":{"type":"integer","minimum":1,"description":"OSB `maximum_polling_duration` (2.15), in seconds."},"maintenanceInfo":{"type":"object","description":"OSB `maintenance_info` (2.15).","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/semver"},"description":{"type":"string"}}},"semver":{"type":"string","pattern":"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-((0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$","title":"a semantic version (e.g. 1.2.3)"},"inputParameters":{"type":"object","required":["parameters"],"additionalProperties":false,"properties":{"parameters":{"type":"object","description":"JSON schema (draft-04, -06 or -07; `$schema` is required) of the request's `parameters`."}}},"schemas":{"type":"object","description":"OSB `schemas` (2.13).","additionalProperties":false,"properties":{"service_instance":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"},"update":{"$ref":"#/definitions/inputParameters"}}},"service_binding":{"type":"object","additionalProperties":false,"properties":{"create":{"$ref":"#/definitions/inputParameters"}}}}},"template":{"type":"object","description":"One template. Its text is `content` (inline), `contentEncoded` (base64, Service Fabrik) or the file at `path` (repo-relative, e.g. catalog/templates/postgresql.hbs): exactly one of them. A helm template names its chart in `url` and may leave out its text (which renders the chart's values): then at most one of them.","required":["action","type"],"additionalProperties":false,"properties":{"action":{"$ref":"#/definitions/nonEmptyString","description":"provision, update, bind, unbind, deprovision, or a helper action (sources, status, clusterSelector, ...)."},"type":{"$ref":"#/definitions/nonEmptyString","description":"Template engine: handlebars, or gotemplate (Service Fabrik: Go text/template with sprig; also Gotemplate, GoTemplate, GOTEMPLATE). The engine registry (src/render/engines.ts) decides; validate reports an unknown type."},"content":{"type":"string"},"contentEncoded":{"type":"string","pattern":"^[A-Za-z0-9+/\\s]*={0,2}\\s*$","title":"base64 text"},"path":{"type":"string","pattern":"^(?!/)(?!.*(^|/)\\.\\.?(/|$))[^\\\\]+$","title":"a repo-relative path without '.' or '..' segments (e.g. catalog/templates/postgresql.hbs)"},"url":{"type":"string","minLength":1,"description":"helm: the chart, a repository path under catalog/ (a chart directory or a .tgz) or an http(s) URL of a chart archive pinned by `digest` (ADR 0015). The other engines ignore it, as Service Fabrik did."},"digest":{"type":"string","pattern":"^sha256:[0-9a-f]{64}$","title":"sha256:<64 lowercase hex digits>","description":"sha256 of the archive an http(s) `url` names: fetched once when the catalog loads, verified, cached by digest."}},"if":{"required":["url"]},"then":{"not":{"anyOf":[{"required":["content","contentEncoded"]},{"required":["content","path"]},{"required":["contentEncoded","path"]}]}},"else":{"oneOf":[{"required":["content"]},{"required":["contentEncoded"]},{"required":["path"]}]}}}};
 const schema22 = {"type":"object","properties":{"name":{"type":"string"},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}};
 const schema23 = {"type":"string","pattern":"^[A-Za-z0-9.-]+$","title":"a CLI-friendly name (only letters, digits, periods and hyphens)"};
 const schema24 = {"type":"string","minLength":1,"title":"a non-empty string"};
@@ -2017,15 +2017,41 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data9.autoUpdateInstances !== undefined){
-let data20 = data9.autoUpdateInstances;
+if(data9.bindingRotatable !== undefined){
+let data20 = data9.bindingRotatable;
 if(typeof data20 !== "boolean"){
-const err32 = {instancePath:instancePath+"/spec/autoUpdateInstances",schemaPath:"#/properties/spec/properties/autoUpdateInstances/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.autoUpdateInstances.type,parentSchema:schema21.properties.spec.properties.autoUpdateInstances,data:data20};
+const err32 = {instancePath:instancePath+"/spec/bindingRotatable",schemaPath:"#/properties/spec/properties/bindingRotatable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.bindingRotatable.type,parentSchema:schema21.properties.spec.properties.bindingRotatable,data:data20};
 if(vErrors === null){
 vErrors = [err32];
 }
 else {
 vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data9.binding_rotatable !== undefined){
+let data21 = data9.binding_rotatable;
+if(typeof data21 !== "boolean"){
+const err33 = {instancePath:instancePath+"/spec/binding_rotatable",schemaPath:"#/properties/spec/properties/binding_rotatable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.binding_rotatable.type,parentSchema:schema21.properties.spec.properties.binding_rotatable,data:data21};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+if(data9.autoUpdateInstances !== undefined){
+let data22 = data9.autoUpdateInstances;
+if(typeof data22 !== "boolean"){
+const err34 = {instancePath:instancePath+"/spec/autoUpdateInstances",schemaPath:"#/properties/spec/properties/autoUpdateInstances/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.autoUpdateInstances.type,parentSchema:schema21.properties.spec.properties.autoUpdateInstances,data:data22};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
 }
 errors++;
 }
@@ -2049,34 +2075,9 @@ errors = vErrors.length;
 }
 }
 if(data9.maximumPollingDuration !== undefined){
-let data24 = data9.maximumPollingDuration;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err33 = {instancePath:instancePath+"/spec/maximumPollingDuration",schemaPath:"#/definitions/pollingDuration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.type,parentSchema:schema33,data:data24};
-if(vErrors === null){
-vErrors = [err33];
-}
-else {
-vErrors.push(err33);
-}
-errors++;
-}
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 < 1 || isNaN(data24)){
-const err34 = {instancePath:instancePath+"/spec/maximumPollingDuration",schemaPath:"#/definitions/pollingDuration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema33,data:data24};
-if(vErrors === null){
-vErrors = [err34];
-}
-else {
-vErrors.push(err34);
-}
-errors++;
-}
-}
-}
-if(data9.maximum_polling_duration !== undefined){
-let data25 = data9.maximum_polling_duration;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err35 = {instancePath:instancePath+"/spec/maximum_polling_duration",schemaPath:"#/definitions/pollingDuration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.type,parentSchema:schema33,data:data25};
+let data26 = data9.maximumPollingDuration;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+const err35 = {instancePath:instancePath+"/spec/maximumPollingDuration",schemaPath:"#/definitions/pollingDuration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.type,parentSchema:schema33,data:data26};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2085,9 +2086,9 @@ vErrors.push(err35);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 < 1 || isNaN(data25)){
-const err36 = {instancePath:instancePath+"/spec/maximum_polling_duration",schemaPath:"#/definitions/pollingDuration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema33,data:data25};
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 < 1 || isNaN(data26)){
+const err36 = {instancePath:instancePath+"/spec/maximumPollingDuration",schemaPath:"#/definitions/pollingDuration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema33,data:data26};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2098,13 +2099,10 @@ errors++;
 }
 }
 }
-if(data9.manager !== undefined){
-let data26 = data9.manager;
-if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
-if(data26.async !== undefined){
-let data27 = data26.async;
-if(typeof data27 !== "boolean"){
-const err37 = {instancePath:instancePath+"/spec/manager/async",schemaPath:"#/properties/spec/properties/manager/properties/async/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.manager.properties.async.type,parentSchema:schema21.properties.spec.properties.manager.properties.async,data:data27};
+if(data9.maximum_polling_duration !== undefined){
+let data27 = data9.maximum_polling_duration;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err37 = {instancePath:instancePath+"/spec/maximum_polling_duration",schemaPath:"#/definitions/pollingDuration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.type,parentSchema:schema33,data:data27};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2113,11 +2111,9 @@ vErrors.push(err37);
 }
 errors++;
 }
-}
-if(data26.asyncBinding !== undefined){
-let data28 = data26.asyncBinding;
-if(typeof data28 !== "boolean"){
-const err38 = {instancePath:instancePath+"/spec/manager/asyncBinding",schemaPath:"#/properties/spec/properties/manager/properties/asyncBinding/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.manager.properties.asyncBinding.type,parentSchema:schema21.properties.spec.properties.manager.properties.asyncBinding,data:data28};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 < 1 || isNaN(data27)){
+const err38 = {instancePath:instancePath+"/spec/maximum_polling_duration",schemaPath:"#/definitions/pollingDuration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema33,data:data27};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -2127,13 +2123,14 @@ vErrors.push(err38);
 errors++;
 }
 }
-if(data26.settings !== undefined){
-let data29 = data26.settings;
-if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
-if(data29.dashboard_url_template !== undefined){
-let data30 = data29.dashboard_url_template;
-if(typeof data30 !== "string"){
-const err39 = {instancePath:instancePath+"/spec/manager/settings/dashboard_url_template",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/dashboard_url_template/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.spec.properties.manager.properties.settings.properties.dashboard_url_template.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.dashboard_url_template,data:data30};
+}
+if(data9.manager !== undefined){
+let data28 = data9.manager;
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
+if(data28.async !== undefined){
+let data29 = data28.async;
+if(typeof data29 !== "boolean"){
+const err39 = {instancePath:instancePath+"/spec/manager/async",schemaPath:"#/properties/spec/properties/manager/properties/async/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.manager.properties.async.type,parentSchema:schema21.properties.spec.properties.manager.properties.async,data:data29};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -2143,15 +2140,10 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data29.update_predecessors !== undefined){
-let data31 = data29.update_predecessors;
-if(Array.isArray(data31)){
-const len0 = data31.length;
-for(let i0=0; i0<len0; i0++){
-let data32 = data31[i0];
-if(typeof data32 === "string"){
-if(func3(data32) < 1){
-const err40 = {instancePath:instancePath+"/spec/manager/settings/update_predecessors/" + i0,schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema24,data:data32};
+if(data28.asyncBinding !== undefined){
+let data30 = data28.asyncBinding;
+if(typeof data30 !== "boolean"){
+const err40 = {instancePath:instancePath+"/spec/manager/asyncBinding",schemaPath:"#/properties/spec/properties/manager/properties/asyncBinding/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.manager.properties.asyncBinding.type,parentSchema:schema21.properties.spec.properties.manager.properties.asyncBinding,data:data30};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -2161,8 +2153,13 @@ vErrors.push(err40);
 errors++;
 }
 }
-else {
-const err41 = {instancePath:instancePath+"/spec/manager/settings/update_predecessors/" + i0,schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data32};
+if(data28.settings !== undefined){
+let data31 = data28.settings;
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.dashboard_url_template !== undefined){
+let data32 = data31.dashboard_url_template;
+if(typeof data32 !== "string"){
+const err41 = {instancePath:instancePath+"/spec/manager/settings/dashboard_url_template",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/dashboard_url_template/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.spec.properties.manager.properties.settings.properties.dashboard_url_template.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.dashboard_url_template,data:data32};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -2172,9 +2169,10 @@ vErrors.push(err41);
 errors++;
 }
 }
-}
-else {
-const err42 = {instancePath:instancePath+"/spec/manager/settings/update_predecessors",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/update_predecessors/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.spec.properties.manager.properties.settings.properties.update_predecessors.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.update_predecessors,data:data31};
+if(data31.binding_rotatable !== undefined){
+let data33 = data31.binding_rotatable;
+if(typeof data33 !== "boolean"){
+const err42 = {instancePath:instancePath+"/spec/manager/settings/binding_rotatable",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/binding_rotatable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema21.properties.spec.properties.manager.properties.settings.properties.binding_rotatable.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.binding_rotatable,data:data33};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -2184,9 +2182,10 @@ vErrors.push(err42);
 errors++;
 }
 }
-}
-else {
-const err43 = {instancePath:instancePath+"/spec/manager/settings",schemaPath:"#/properties/spec/properties/manager/properties/settings/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.properties.manager.properties.settings.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings,data:data29};
+if(data31.binding_expires_after_seconds !== undefined){
+let data34 = data31.binding_expires_after_seconds;
+if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
+const err43 = {instancePath:instancePath+"/spec/manager/settings/binding_expires_after_seconds",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/binding_expires_after_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema21.properties.spec.properties.manager.properties.settings.properties.binding_expires_after_seconds.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.binding_expires_after_seconds,data:data34};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -2195,15 +2194,105 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-}
-else {
-const err44 = {instancePath:instancePath+"/spec/manager",schemaPath:"#/properties/spec/properties/manager/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.properties.manager.type,parentSchema:schema21.properties.spec.properties.manager,data:data26};
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 < 1 || isNaN(data34)){
+const err44 = {instancePath:instancePath+"/spec/manager/settings/binding_expires_after_seconds",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/binding_expires_after_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.binding_expires_after_seconds,data:data34};
 if(vErrors === null){
 vErrors = [err44];
 }
 else {
 vErrors.push(err44);
+}
+errors++;
+}
+}
+}
+if(data31.binding_renew_after_seconds !== undefined){
+let data35 = data31.binding_renew_after_seconds;
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+const err45 = {instancePath:instancePath+"/spec/manager/settings/binding_renew_after_seconds",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/binding_renew_after_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema21.properties.spec.properties.manager.properties.settings.properties.binding_renew_after_seconds.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.binding_renew_after_seconds,data:data35};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 < 1 || isNaN(data35)){
+const err46 = {instancePath:instancePath+"/spec/manager/settings/binding_renew_after_seconds",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/binding_renew_after_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.binding_renew_after_seconds,data:data35};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+if(data31.update_predecessors !== undefined){
+let data36 = data31.update_predecessors;
+if(Array.isArray(data36)){
+const len0 = data36.length;
+for(let i0=0; i0<len0; i0++){
+let data37 = data36[i0];
+if(typeof data37 === "string"){
+if(func3(data37) < 1){
+const err47 = {instancePath:instancePath+"/spec/manager/settings/update_predecessors/" + i0,schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema24,data:data37};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/spec/manager/settings/update_predecessors/" + i0,schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data37};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+else {
+const err49 = {instancePath:instancePath+"/spec/manager/settings/update_predecessors",schemaPath:"#/properties/spec/properties/manager/properties/settings/properties/update_predecessors/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.spec.properties.manager.properties.settings.properties.update_predecessors.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings.properties.update_predecessors,data:data36};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/spec/manager/settings",schemaPath:"#/properties/spec/properties/manager/properties/settings/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.properties.manager.properties.settings.type,parentSchema:schema21.properties.spec.properties.manager.properties.settings,data:data31};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/spec/manager",schemaPath:"#/properties/spec/properties/manager/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.properties.manager.type,parentSchema:schema21.properties.spec.properties.manager,data:data28};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
 }
 errors++;
 }
@@ -2221,73 +2310,73 @@ errors = vErrors.length;
 }
 }
 if(data9.context !== undefined){
-let data35 = data9.context;
-if(!(data35 && typeof data35 == "object" && !Array.isArray(data35))){
-const err45 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.properties.context.type,parentSchema:schema21.properties.spec.properties.context,data:data35};
+let data40 = data9.context;
+if(!(data40 && typeof data40 == "object" && !Array.isArray(data40))){
+const err52 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.properties.context.type,parentSchema:schema21.properties.spec.properties.context,data:data40};
 if(vErrors === null){
-vErrors = [err45];
+vErrors = [err52];
 }
 else {
-vErrors.push(err45);
+vErrors.push(err52);
 }
 errors++;
 }
 }
 if(data9.templates !== undefined){
-let data36 = data9.templates;
-if(Array.isArray(data36)){
-const len1 = data36.length;
+let data41 = data9.templates;
+if(Array.isArray(data41)){
+const len1 = data41.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate26(data36[i1], {instancePath:instancePath+"/spec/templates/" + i1,parentData:data36,parentDataProperty:i1,rootData}))){
+if(!(validate26(data41[i1], {instancePath:instancePath+"/spec/templates/" + i1,parentData:data41,parentDataProperty:i1,rootData}))){
 vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err46 = {instancePath:instancePath+"/spec/templates",schemaPath:"#/properties/spec/properties/templates/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.spec.properties.templates.type,parentSchema:schema21.properties.spec.properties.templates,data:data36};
+const err53 = {instancePath:instancePath+"/spec/templates",schemaPath:"#/properties/spec/properties/templates/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.spec.properties.templates.type,parentSchema:schema21.properties.spec.properties.templates,data:data41};
 if(vErrors === null){
-vErrors = [err46];
+vErrors = [err53];
 }
 else {
-vErrors.push(err46);
+vErrors.push(err53);
 }
 errors++;
 }
 }
 }
 else {
-const err47 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.type,parentSchema:schema21.properties.spec,data:data9};
+const err54 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.spec.type,parentSchema:schema21.properties.spec,data:data9};
 if(vErrors === null){
-vErrors = [err47];
+vErrors = [err54];
 }
 else {
-vErrors.push(err47);
+vErrors.push(err54);
 }
 errors++;
 }
 }
 if(data.status !== undefined){
-let data38 = data.status;
-if(!(data38 && typeof data38 == "object" && !Array.isArray(data38))){
-const err48 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.status.type,parentSchema:schema21.properties.status,data:data38};
+let data43 = data.status;
+if(!(data43 && typeof data43 == "object" && !Array.isArray(data43))){
+const err55 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.status.type,parentSchema:schema21.properties.status,data:data43};
 if(vErrors === null){
-vErrors = [err48];
+vErrors = [err55];
 }
 else {
-vErrors.push(err48);
+vErrors.push(err55);
 }
 errors++;
 }
 }
 }
 else {
-const err49 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+const err56 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
 if(vErrors === null){
-vErrors = [err49];
+vErrors = [err56];
 }
 else {
-vErrors.push(err49);
+vErrors.push(err56);
 }
 errors++;
 }

@@ -14,7 +14,7 @@ export type { ParametersSchemaKey } from "./parameters.js";
 export { sensitiveParameters, withoutSensitiveParameters } from "./sensitive-parameters.js";
 export type { SensitiveParameter } from "./sensitive-parameters.js";
 export type { Catalog, Service, Plan, PlanTemplate, ApiVersion, MaintenanceInfo } from "./types.js";
-export { autoUpdatesInstances, planDeprecated, updatePossible } from "./plan-settings.js";
+export { autoUpdatesInstances, bindingLifetime, bindingRotatable, planDeprecated, updatePossible } from "./plan-settings.js";
 export { createRepoView } from "./repo-view.js";
 export { fillRepoInstruments } from "./repo-metrics.js";
 export type { CatalogSource, LiveRepoView, ReadinessCheck, RepoView } from "./repo-view.js";

@@ -135,6 +135,7 @@ describe("loadCatalog: the example catalog", () => {
     const liveStatus = [
       ["sources", "handlebars", "catalog/templates/postgresql-sources.hbs"],
       ["status", "handlebars", "catalog/templates/postgresql-status.hbs"],
+      ["metadata", "handlebars", "catalog/templates/postgresql-metadata.hbs"],
     ];
     expect(medium?.templates.slice(1).map((t) => [t.action, t.type, t.source])).toEqual(liveStatus);
     expect(small?.templates.map((t) => [t.action, t.type, t.source])).toEqual([
@@ -338,6 +339,47 @@ describe("loadCatalog: problems", () => {
       ["catalog/postgresql/plans/small.yaml", "spec.serviceId", `no service with id "${EXAMPLE_SERVICE_ID}" in the catalog`],
     ]);
     expect(catalog.services).toEqual([]);
+  });
+
+  it("reads binding rotation and expiry: binding_rotatable in spec or in manager.settings (Service Fabrik's SFPlan keeps it there)", async () => {
+    await copySf("sfservice-postgresql.yaml");
+    const sfPlan = (await fs.readFile(path.join(SF, "sfplan-postgresql-v9.6-xxsmall.yaml"), "utf8")).replace(
+      /^( {2}manager:\n)/m,
+      "$1    settings:\n      binding_rotatable: true\n      binding_expires_after_seconds: 3600\n      binding_renew_after_seconds: 1800\n",
+    );
+    expect(sfPlan).toContain("binding_rotatable: true");
+    await repo.write({ "catalog/sfplan.yaml": sfPlan });
+    const sf = await loadCatalog(repo.tree);
+    expect(sf.problems).toEqual([]);
+    expect(sf.catalog.planById(SF_PLAN_ID)).toMatchObject({ bindingRotatable: true, bindingExpiresAfterSeconds: 3600, bindingRenewAfterSeconds: 1800 });
+
+    await repo.remove();
+    repo = await tempDirTree("catalog-");
+    await copyExamples();
+    await repo.write({ "catalog/extra.yaml": planYaml({ binding_rotatable: false }) });
+    const { catalog, problems } = await loadCatalog(repo.tree);
+    expect(problems).toEqual([]);
+    expect(catalog.planById("extra-plan")?.bindingRotatable).toBe(false);
+    expect(catalog.planById("55a0d659-3419-4ed1-adf3-19f9d0f5ba4b")).toMatchObject({ bindingRotatable: true });
+    expect(catalog.planById("55a0d659-3419-4ed1-adf3-19f9d0f5ba4b")?.bindingExpiresAfterSeconds).toBeUndefined();
+  });
+
+  it("reports binding_rotatable in both places, a renewal after the expiry and settings of the wrong type", async () => {
+    await copyExamples();
+    await repo.write({
+      "catalog/both.yaml": planYaml({ id: "both", name: "both", bindingRotatable: true, manager: { settings: { binding_rotatable: true } } }),
+      "catalog/late.yaml": planYaml({ id: "late", name: "late", manager: { settings: { binding_expires_after_seconds: 60, binding_renew_after_seconds: 120 } } }),
+      "catalog/typed.yaml": planYaml({ id: "typed", name: "typed", manager: { settings: { binding_rotatable: "yes", binding_expires_after_seconds: 0 } } }),
+    });
+    const { catalog, problems } = await loadCatalog(repo.tree);
+
+    expect(problems.map((p) => [p.file, p.path, p.message])).toEqual([
+      ["catalog/both.yaml", "spec.manager.settings.binding_rotatable", "binding_rotatable is declared in spec already: use one of them"],
+      ["catalog/late.yaml", "spec.manager.settings.binding_renew_after_seconds", "120 is after binding_expires_after_seconds (60): OSB's renew_before must not be after expires_at"],
+      ["catalog/typed.yaml", "spec.manager.settings.binding_rotatable", "must be boolean"],
+      ["catalog/typed.yaml", "spec.manager.settings.binding_expires_after_seconds", "must be >= 1"],
+    ]);
+    for (const id of ["both", "late", "typed"]) expect(catalog.planById(id)).toBeUndefined();
   });
 
   it("reports a field given in two spellings", async () => {

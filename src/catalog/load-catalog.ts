@@ -161,7 +161,7 @@ async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problem
   const manager = (spec.manager ?? {}) as {
     async?: boolean;
     asyncBinding?: boolean;
-    settings?: { dashboard_url_template?: unknown; update_predecessors?: string[] };
+    settings?: BrokerSettings;
   };
   const dashboardUrlTemplate = manager.settings?.dashboard_url_template;
   if (dashboardUrlTemplate !== undefined && typeof dashboardUrlTemplate !== "string") {
@@ -193,12 +193,56 @@ async function toPlan(tree: TreeReader, doc: YamlDocument, file: string, problem
     ...(typeof dashboardUrlTemplate === "string" ? { dashboardUrlTemplate } : {}),
     ...updatePredecessors(doc, manager.settings?.update_predecessors),
     supportedPlatforms: get<string[]>("supportedPlatform", "supported_platform"),
+    ...bindingSettings(get<boolean>("bindingRotatable", "binding_rotatable"), manager.settings, `${doc.at}spec.`, file, problems),
     context: (spec.context ?? {}) as Record<string, unknown>,
     templates: await resolveTemplates(tree, spec.templates as RawTemplate[], doc, file, problems, options),
     file,
     raw: doc.value as Record<string, unknown>,
   };
   return { value, file, at: doc.at };
+}
+
+/** `manager.settings` as the plan schema checked it. */
+interface BrokerSettings {
+  dashboard_url_template?: unknown;
+  update_predecessors?: string[];
+  binding_rotatable?: boolean;
+  binding_expires_after_seconds?: number;
+  binding_renew_after_seconds?: number;
+}
+
+/**
+ * Binding rotation and expiry (OSB 2.17, ADR 0033). `binding_rotatable` is an OSB plan field
+ * (`spec.bindingRotatable` / `binding_rotatable`); Service Fabrik's SFPlan CRD has no such field,
+ * so an SFPlan says it in its free-form `manager.settings`, where the expiry settings live for
+ * both kinds. Both places at once is a problem, as two spellings of one field are.
+ */
+function bindingSettings(
+  topLevel: boolean | undefined,
+  settings: BrokerSettings | undefined,
+  at: string,
+  file: string,
+  problems: Problem[],
+): Pick<Plan, "bindingRotatable" | "bindingExpiresAfterSeconds" | "bindingRenewAfterSeconds"> {
+  const inSettings = settings?.binding_rotatable;
+  if (topLevel !== undefined && inSettings !== undefined) {
+    problems.push({ file, path: `${at}manager.settings.binding_rotatable`, message: "binding_rotatable is declared in spec already: use one of them" });
+  }
+  const rotatable = topLevel ?? inSettings;
+  const expires = settings?.binding_expires_after_seconds;
+  const renew = settings?.binding_renew_after_seconds;
+  if (expires !== undefined && renew !== undefined && renew > expires) {
+    problems.push({
+      file,
+      path: `${at}manager.settings.binding_renew_after_seconds`,
+      message: `${renew} is after binding_expires_after_seconds (${expires}): OSB's renew_before must not be after expires_at`,
+    });
+  }
+  return {
+    ...(rotatable !== undefined ? { bindingRotatable: rotatable } : {}),
+    ...(expires !== undefined ? { bindingExpiresAfterSeconds: expires } : {}),
+    ...(renew !== undefined ? { bindingRenewAfterSeconds: renew } : {}),
+  };
 }
 
 const SF_OSB_API_VERSION = "osb.servicefabrik.io/v1alpha1";

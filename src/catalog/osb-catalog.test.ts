@@ -87,6 +87,7 @@ describe("toOsbCatalog", () => {
                   },
                   maximum_polling_duration: 3600,
                   maintenance_info: { version: "1.0.0", description: "PostgreSQL cluster with two servers" },
+                  binding_rotatable: true,
                 },
                 {
                   id: "55a0d659-3419-4ed1-adf3-19f9d0f5ba4b",
@@ -100,6 +101,7 @@ describe("toOsbCatalog", () => {
                   schemas: {
                     service_instance: { create: { parameters: parameters(1, 20, 5) }, update: { parameters: parameters(1, 20, 5) } },
                   },
+                  binding_rotatable: true,
                 },
               ],
             },
@@ -132,6 +134,17 @@ describe("toOsbCatalog", () => {
     expect(at(14).service).toEqual(expect.arrayContaining(["instances_retrievable", "bindings_retrievable"]));
     expect(at(14).plan).not.toContain("plan_updateable");
     expect(at(15).plan).toContain("plan_updateable");
+  });
+
+  it("adds binding_rotatable at 2.17 only, when the plan declares it (also false)", async () => {
+    const catalog = await exampleCatalog();
+    const plansAt = (minor: number) => ((toOsbCatalog(catalog, { major: 2, minor }).services as Record<string, unknown>[])[0]?.plans ?? []) as Record<string, unknown>[];
+    expect(plansAt(17).map((p) => p.binding_rotatable)).toEqual([true, true]);
+    for (const minor of [13, 15, 16]) expect(plansAt(minor).map((p) => Object.hasOwn(p, "binding_rotatable"))).toEqual([false, false]);
+  });
+
+  it("leaves binding_rotatable out for a plan that does not declare it", async () => {
+    expect(JSON.stringify(toOsbCatalog(await sfCatalog(), { major: 2, minor: 17 }))).not.toContain("binding_rotatable");
   });
 
   it("writes Service Fabrik's camelCase fields in OSB snake_case and keeps SF-only fields out", async () => {

@@ -6,7 +6,7 @@ import type { ApiVersion, Catalog, Plan, Service } from "./types.js";
  * free 2.2, dashboard_client 2.3, plan bindable 2.11, schemas 2.13, instances_retrievable and
  * bindings_retrievable 2.14 (with the GET endpoints), and in 2.15: allow_context_updates
  * (updatable context), plan-level plan_updateable, maximum_polling_duration, maintenance_info.
- * 2.16 added no catalog field.
+ * 2.16 added no catalog field; 2.17 added the plan's binding_rotatable.
  */
 const SINCE = {
   free: 2,
@@ -19,6 +19,7 @@ const SINCE = {
   plan_plan_updateable: 15,
   maximum_polling_duration: 15,
   maintenance_info: 15,
+  binding_rotatable: 17,
 } as const;
 
 /** `X-Broker-API-Version: MAJOR.MINOR` → {major, minor}; null when absent or malformed. */
@@ -95,5 +96,6 @@ function osbPlan(p: Plan, has: Has): Record<string, unknown> {
     const { version, description } = p.maintenanceInfo;
     out.maintenance_info = description === undefined ? { version } : { version, description };
   }
+  if (p.bindingRotatable !== undefined && has(SINCE.binding_rotatable)) out.binding_rotatable = p.bindingRotatable;
   return out;
 }

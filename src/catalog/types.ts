@@ -61,6 +61,16 @@ export interface Plan {
   updatePredecessors?: string[];
   /** Service Fabrik `supported_platform`: the platforms whose catalog lists the plan (undefined: cf and sm). */
   supportedPlatforms?: string[];
+  /**
+   * OSB `binding_rotatable` (2.17): `spec.bindingRotatable` / `binding_rotatable`, or, for an SFPlan
+   * that must stay valid for Service Fabrik's CRD, `manager.settings.binding_rotatable`.
+   * Undefined: not declared (false).
+   */
+  bindingRotatable?: boolean;
+  /** `manager.settings.binding_expires_after_seconds`: a binding's `expires_at` is its bind time plus this. */
+  bindingExpiresAfterSeconds?: number;
+  /** `manager.settings.binding_renew_after_seconds`: a binding's `renew_before` is its bind time plus this. */
+  bindingRenewAfterSeconds?: number;
   /** Service Fabrik `context` (free-form, for templates). */
   context: Record<string, unknown>;
   templates: PlanTemplate[];

@@ -19,8 +19,8 @@ import {
   type Verification,
 } from "../import/index.js";
 import { ConfigError } from "../errors/index.js";
+import { createKubeConfigResolver } from "../kube/index.js";
 import { routedWriter } from "../stores/index.js";
-import { createKubeConfigResolver } from "../status-watcher/index.js";
 import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
 import { openRepo, type RepoAccess } from "./repo-access.js";
 import { VERSION } from "./version.js";

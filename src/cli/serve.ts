@@ -30,7 +30,8 @@ import { CONTROL_STORE, createBindingSummaryCache } from "../repo/index.js";
 import { routedWriter, type StoreSet } from "../stores/index.js";
 import { openRepository, type OpenedRepository } from "./open-repository.js";
 import { createScheduler } from "../scheduler/index.js";
-import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader, createStatusWatcher, type StatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
+import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader } from "../kube/index.js";
+import { createStatusWatcher, type StatusWatcher, type StatusWatcherOptions } from "../status-watcher/index.js";
 import { createKubeLeaseClient, createLeaseElector, soleLeader, type Leadership, type LeaseClient, type LeaseElectorOptions } from "../leader/index.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 

@@ -91,6 +91,7 @@ const samples: Record<string, () => BaseError> = {
   UnprocessableEntityError: () => new errors.UnprocessableEntityError("not updateable"),
   SchedulingError: () => new errors.SchedulingError("no cluster"),
   ServiceUnavailableError: () => new errors.ServiceUnavailableError("remote"),
+  AbandonedRequestError: () => new errors.AbandonedRequestError("the platform went away"),
   InternalError: () => new errors.InternalError("bug"),
   ConfigError: () => new errors.ConfigError([{ file: "config", path: "git.branch", message: "is not a valid branch name" }]),
   CatalogError: () => new errors.CatalogError([{ file: "catalog/a.yaml", path: "", message: "is not valid YAML" }]),

@@ -223,6 +223,18 @@ export class ServiceUnavailableError extends OsbError {
 }
 
 /**
+ * 503: the platform closed the connection of a provision or bind before its operation was
+ * committed, so nothing was (OSB orphan mitigation, ADR 0034). Nobody reads the answer; it is the
+ * request's log line.
+ */
+export class AbandonedRequestError extends OsbError {
+  static override readonly code: string = "AbandonedRequestError";
+  constructor(description: string, options?: OsbErrorOptions) {
+    super(503, undefined, description, options);
+  }
+}
+
+/**
  * 500: a broker bug. The description never leaks internals beyond the message. Also the one class
  * for an internal invariant that cannot fail ("cannot happen"): its message says which.
  */

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ClusterEntry } from "../catalog/index.js";
-import { createKubeConfigResolver, createSecretKeyReader } from "../status-watcher/index.js";
-import { clientNodeLoader, loadClientNode } from "./index.js";
+import { clientNodeLoader, createKubeConfigResolver, createSecretKeyReader, loadClientNode } from "./index.js";
 
 /**
  * A broken install (the module cannot be imported): the failure surfaces as a KubeApiError where

@@ -8,25 +8,38 @@ import type { Lease, LeaseClient } from "./lease-client.js";
  * resourceVersion per write, 409 on a stale one, 409 on a second create). The real API server:
  * test/real-kube/leader-election.test.ts.
  */
+type Fault = (request: "get" | "create" | "update", signal: AbortSignal | undefined) => Promise<void>;
+
+/** Resolves after `ms`, or rejects when `signal` aborts first (as a request does). */
+function answerAfter(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = ms === Number.POSITIVE_INFINITY ? undefined : setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(new Error("the request was aborted"));
+    });
+  });
+}
+
 function leaseStore() {
   let stored: Lease | null = null;
   let version = 0;
   const copy = (l: Lease): Lease => structuredClone(l);
-  const client = (reachable: () => boolean = () => true): LeaseClient => {
-    const check = () => {
-      if (!reachable()) return Promise.reject(new Error("connect ECONNREFUSED"));
-      return Promise.resolve();
+  const client = (reachable: () => boolean = () => true, fault: Fault = () => Promise.resolve()): LeaseClient => {
+    const check = async (request: "get" | "create" | "update", signal?: AbortSignal) => {
+      if (!reachable()) throw new Error("connect ECONNREFUSED");
+      await fault(request, signal);
     };
     return {
-      get: async () => (await check(), stored && copy(stored)),
-      async create(lease) {
-        await check();
+      get: async (signal) => (await check("get", signal), stored && copy(stored)),
+      async create(lease, signal) {
+        await check("create", signal);
         if (stored) return null;
         stored = { ...copy(lease), metadata: { ...lease.metadata, resourceVersion: String(++version) } };
         return copy(stored);
       },
-      async update(lease) {
-        await check();
+      async update(lease, signal) {
+        await check("update", signal);
         if (!stored || lease.metadata.resourceVersion !== stored.metadata.resourceVersion) return null;
         stored = { ...copy(lease), metadata: { ...lease.metadata, resourceVersion: String(++version) } };
         return copy(stored);
@@ -85,6 +98,71 @@ describe("leader election on a Lease", () => {
     expect(a.describe()).toMatch(/last error: connect ECONNREFUSED$/);
     expect(store.holder()).toBe("b");
     await Promise.all([a.close(), b.close()]);
+  });
+
+  it("a renewal whose GET answers late and whose PUT hangs: the holder stops at its renew deadline, before the other takes over", async () => {
+    const store = leaseStore();
+    history = [];
+    let hanging = false;
+    // The GET answered at 70 % of the renew deadline, then a PUT that never answers.
+    const fault: Fault = (request, signal) => (!hanging ? Promise.resolve() : answerAfter(request === "get" ? TIMES.renewDeadlineMs * 0.7 : Number.POSITIVE_INFINITY, signal));
+    const a = elector(store.client(() => true, fault), "a");
+    await eventually(() => expect(a.isLeader()).toBe(true));
+    const b = elector(store.client(), "b");
+    await eventually(() => expect(b.holder()).toBe("a"));
+    // Measured when b starts leading, not after a wait: does a still believe it leads?
+    const aLeadsWhenBStarts: boolean[] = [];
+    b.onChange((leading) => leading && aLeadsWhenBStarts.push(a.isLeader()));
+    hanging = true;
+    await eventually(() => expect(b.isLeader()).toBe(true));
+    expect(aLeadsWhenBStarts).toEqual([false]);
+    expect(history).toEqual(["a leads", "a stops", "b leads"]);
+    expect(store.holder()).toBe("b");
+    hanging = false;
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it("a holder whose rounds stop believes it leads only until the renew deadline after its last renewal began, by its clock, timer or not", async () => {
+    const store = leaseStore();
+    let time = 0;
+    const rounds: number[] = [];
+    let waiting: (() => void) | undefined;
+    // One round, then the elector waits until the test lets it go on.
+    const delay = (ms: number, signal: AbortSignal) => {
+      rounds.push(ms);
+      return new Promise<void>((resolve) => {
+        waiting = resolve;
+        signal.addEventListener("abort", () => resolve());
+      });
+    };
+    const a = createLeaseElector({ client: store.client(), name: "gb", namespace: "brokers", identity: "a", ...TIMES, logger, clock: () => time, delay });
+    await eventually(() => expect(rounds).toHaveLength(1));
+    expect(a.isLeader()).toBe(true);
+    time = TIMES.renewDeadlineMs - 1;
+    expect(a.isLeader()).toBe(true);
+    time = TIMES.renewDeadlineMs;
+    expect([a.isLeader(), a.holder(), a.describe()]).toEqual([false, "a", "Lease brokers/gb held by a (this replica: a)"]);
+    waiting?.();
+    await a.close();
+  });
+
+  it("a candidate waits the retry period with a jitter of up to 1.2 times more; the holder renews every retry period", async () => {
+    const store = leaseStore();
+    const waits = { a: [] as number[], b: [] as number[] };
+    const delayOf = (who: "a" | "b") => async (ms: number, signal: AbortSignal) => {
+      waits[who].push(ms);
+      await answerAfter(10, signal).catch(() => undefined);
+    };
+    const a = createLeaseElector({ client: store.client(), name: "gb", namespace: "brokers", identity: "a", ...TIMES, logger, delay: delayOf("a") });
+    await eventually(() => expect(a.isLeader()).toBe(true));
+    const draws = [0, 0.5, 0.999];
+    let draw = 0;
+    const b = createLeaseElector({ client: store.client(), name: "gb", namespace: "brokers", identity: "b", ...TIMES, logger, delay: delayOf("b"), random: () => draws[draw++ % 3]! });
+    await eventually(() => expect(waits.b.length).toBeGreaterThanOrEqual(3));
+    await eventually(() => expect(waits.a.length).toBeGreaterThanOrEqual(3));
+    await Promise.all([a.close(), b.close()]);
+    expect(waits.b.slice(0, 3)).toEqual([50, 80, 110]);
+    expect(new Set(waits.a.slice(1))).toEqual(new Set([50]));
   });
 
   it("a graceful stop gives the Lease up: the other takes it at its next look, not after the lease duration", async () => {

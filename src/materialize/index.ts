@@ -16,5 +16,7 @@ export {
 } from "./manifests.js";
 export type { Rendered } from "./manifests.js";
 export { dashboardUrl } from "./dashboard-url.js";
+export { renderInstanceMetadata, renderInstanceMetadataNow, withInstanceMetadata } from "./instance-metadata.js";
+export type { InstanceMetadata } from "./instance-metadata.js";
 export { renderInstanceInto } from "./render-instance.js";
 export { keptRefs, sealSensitiveValues, sensitiveKeys, sensitiveValues } from "./sensitive.js";

@@ -7,7 +7,7 @@ import type { ClusterEntry, NudgeDecl } from "../catalog/index.js";
 import type { PushEvent } from "../gitwriter/index.js";
 import { silentLogger } from "../log/index.js";
 import { createInstruments, type Labels } from "../metrics/index.js";
-import { createKubeConfigResolver, createSecretKeyReader } from "../status-watcher/index.js";
+import { createKubeConfigResolver, createSecretKeyReader } from "../kube/index.js";
 import { commitsByCluster, createNudger, repositoryNames, type Nudger, type NudgeTimers } from "./index.js";
 
 const eventually = <T>(assertion: () => T | Promise<T>): Promise<T> => vi.waitFor(assertion, { timeout: 20_000, interval: 20 });
@@ -176,7 +176,7 @@ describe("nudger", () => {
     expect(argo.agent.triggers).toEqual(["poll"]);
   });
 
-  it("Flux annotation: requestedAt on the GitRepository, then the Kustomization; the source fetches and the new artifact is applied", async () => {
+  it("Flux annotation: requestedAt on the GitRepository only; the source fetches and its new artifact is applied, the Kustomization not asked to reconcile the old one first", async () => {
     const flux = await startSisterCluster({ id: "west", sync: "flux", remoteDir, dir: root, agent: { delay: neverPolls } });
     clusters.push(flux);
     flux.agent.start(180_000);
@@ -194,9 +194,8 @@ describe("nudger", () => {
     const ks = flux.server.store.get({ apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", namespace: "flux-system", name: "west" })!;
     const requestedAt = source.metadata.annotations?.["reconcile.fluxcd.io/requestedAt"];
     expect(Date.parse(requestedAt!)).not.toBeNaN();
-    expect(ks.metadata.annotations?.["reconcile.fluxcd.io/requestedAt"]).toBe(requestedAt);
-    await eventually(() => expect((flux.server.store.get({ apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", namespace: "flux-system", name: "west" })!.status as { lastHandledReconcileAt?: string }).lastHandledReconcileAt).toBe(requestedAt));
-    // Only the annotation changed: the Kustomization's generation did not move (kube semantics).
+    expect(ks.metadata.annotations?.["reconcile.fluxcd.io/requestedAt"]).toBeUndefined();
+    expect(flux.agent.triggers).not.toContain("kustomization-requested");
     expect(ks.metadata.generation).toBe(1);
   });
 
@@ -231,9 +230,24 @@ describe("nudger", () => {
       server.store.get({ ...ref, namespace: "flux-system" })?.metadata.annotations?.["reconcile.fluxcd.io/requestedAt"];
     const requestedAt = annotation({ apiVersion: "source.toolkit.fluxcd.io/v1", kind: "GitRepository", name: "gitops" });
     expect(Date.parse(requestedAt!)).not.toBeNaN();
-    expect(annotation(ksRef)).toBe(requestedAt);
+    // The generator's new artifact triggers the Kustomization.
+    expect(annotation(ksRef)).toBeUndefined();
     // The artifact itself fetches nothing: not annotated.
     expect(annotation({ apiVersion: "source.toolkit.fluxcd.io/v1", kind: "ExternalArtifact", name: "gitops-west" })).toBeUndefined();
+  });
+
+  it("Flux annotation of a Kustomization that names no source: the Kustomization itself", async () => {
+    const flux = await startSisterCluster({ id: "west", sync: "flux", remoteDir, dir: root, agent: { delay: neverPolls } });
+    clusters.push(flux);
+    const ksRef = { apiVersion: "kustomize.toolkit.fluxcd.io/v1", kind: "Kustomization", namespace: "flux-system", name: "west" };
+    const ks = flux.server.store.get(ksRef)!;
+    const { sourceRef: _dropped, ...spec } = ks.spec as Record<string, unknown>;
+    flux.server.store.upsert({ ...ks, spec });
+    const n = nudger([entry("west", "flux", { via: "annotation", minIntervalMs: 0 }, flux.kubeconfigPath)]);
+    n.pushed(push(null, await tip(), [["c1", ["clusters/west/a.yaml"]]]));
+    await n.idle();
+    expect(n.stats().west).toEqual({ sent: 1, failed: 0, folded: 0 });
+    expect(Date.parse(flux.server.store.get(ksRef)!.metadata.annotations?.["reconcile.fluxcd.io/requestedAt"] ?? "")).not.toBeNaN();
   });
 
   it("the Flux double re-applies the old artifact when only the Kustomization is annotated (why the source is annotated first)", async () => {

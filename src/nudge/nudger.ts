@@ -3,7 +3,7 @@ import type { PushEvent, PushedCommit } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import { noopInstruments, type NudgeInstruments } from "../metrics/index.js";
 import { CLUSTERS_DIR } from "../repo/index.js";
-import type { KubeConfigFor, SecretKeyReader } from "../status-watcher/index.js";
+import type { KubeConfigFor, SecretKeyReader } from "../kube/index.js";
 import type { NudgeRange } from "./push-event.js";
 import { redact, sendNudge, type SendDeps } from "./senders.js";
 

@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import type { KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
+import type { KubernetesObject } from "@kubernetes/client-node";
 import type { ClusterEntry, NudgeDecl, SecretValueRef, SyncRef } from "../catalog/index.js";
-import { NudgeError } from "../errors/index.js";
-import { loadClientNode, type ClientNode } from "../kube/index.js";
-import type { KubeConfigFor, SecretKeyReader } from "../status-watcher/index.js";
+import { KubeApiError, NudgeError } from "../errors/index.js";
+import { createKubeApi, createResourceFinder, objectPath, type FindResource, type KubeApi, type KubeConfigFor, type KubeRequest, type SecretKeyReader } from "../kube/index.js";
 import { githubPushEvent, repositoryNames, sha256Signature, type NudgeRange } from "./push-event.js";
 
 /** The annotation Flux's controllers reconcile on when its value changes (fluxcd/pkg meta.ReconcileRequestAnnotation). */
@@ -43,17 +42,36 @@ export async function sendNudge(entry: ClusterEntry, sync: SyncRef, nudge: Nudge
   const kc = await deps.kubeConfigFor(sync.kubeconfig ?? entry.kubeconfig, entry).catch((error: unknown) => {
     throw new NudgeError(entry.id, `cannot load the kubeconfig of ${sync.kind} ${sync.namespace}/${sync.name}: ${message(error)}`, {}, { cause: error });
   });
-  const k8s = await loadClientNode().catch((error: unknown) => {
+  let kube: KubeApi;
+  try {
+    kube = createKubeApi({ kubeConfig: kc, timeoutMs: deps.timeoutMs });
+  } catch (error) {
     throw kubeFailure(entry, `cannot annotate ${sync.kind} ${sync.namespace}/${sync.name}`, error);
-  });
-  const api: ObjectApi = { k8s, api: kc.makeApiClient(k8s.KubernetesObjectApi) };
+  }
+  const api: ObjectApi = { api: kube, find: createResourceFinder(kube) };
   return sync.kind === "flux" ? annotateFlux(entry, sync, api, deps) : annotateArgo(entry, sync, api);
 }
 
-/** A client of the sync object's cluster, with the module it came from. */
+/** A client of the sync object's cluster, and where it serves a kind. */
 interface ObjectApi {
-  k8s: ClientNode;
-  api: KubernetesObjectApi;
+  api: KubeApi;
+  find: FindResource;
+}
+
+/** One request about one object; its failures are NudgeErrors saying `what`. */
+async function objectCall<T>(entry: ClusterEntry, { api, find }: ObjectApi, ref: Ref, what: string, request: Omit<KubeRequest, "path" | "what">): Promise<T> {
+  let info;
+  try {
+    info = await find(ref.apiVersion, ref.kind);
+  } catch (error) {
+    throw kubeFailure(entry, what, error);
+  }
+  if (info === undefined) throw new NudgeError(entry.id, `${what}: the cluster does not serve ${ref.apiVersion} ${ref.kind}`, { status: 404 });
+  try {
+    return (await api.request<T>({ ...request, path: objectPath(ref.apiVersion, info, ref.namespace, ref.name), what })).body;
+  } catch (error) {
+    throw kubeFailure(entry, what, error);
+  }
 }
 
 async function annotateArgo(entry: ClusterEntry, sync: SyncRef, api: ObjectApi): Promise<string> {
@@ -62,18 +80,16 @@ async function annotateArgo(entry: ClusterEntry, sync: SyncRef, api: ObjectApi):
 }
 
 /**
- * Flux: the source first (the GitRepository fetches, and a new artifact makes the Kustomization
- * reconcile), then the Kustomization itself (`flux reconcile kustomization --with-source`).
- * Annotating the Kustomization alone would re-apply the artifact the source already had.
+ * Flux: the source (the GitRepository fetches; kustomize-controller watches its sources, and the
+ * new artifact makes the Kustomization reconcile at once). The Kustomization itself is annotated
+ * only when it has no source to fetch: annotated together with the source, it reconciled the
+ * artifact the source still had first (a full server-side dry run of the cluster's directory) and
+ * the new one after that, later (seen with real kustomize-controller, ADR 0035). `flux reconcile
+ * kustomization --with-source` avoids that by waiting for the source before annotating.
  */
 async function annotateFlux(entry: ClusterEntry, sync: SyncRef, api: ObjectApi, deps: SendDeps): Promise<string> {
   const ks: Ref = { apiVersion: KUSTOMIZATION, kind: "Kustomization", name: sync.name, namespace: sync.namespace };
-  let kustomization: KubernetesObject & { spec?: { sourceRef?: { kind?: string; name?: string; namespace?: string; apiVersion?: string } } };
-  try {
-    kustomization = await api.api.read({ apiVersion: ks.apiVersion, kind: ks.kind, metadata: { name: ks.name, namespace: ks.namespace } });
-  } catch (error) {
-    throw kubeFailure(entry, `cannot read Kustomization ${ks.namespace}/${ks.name}`, error);
-  }
+  const kustomization = await objectCall<KubernetesObject & { spec?: { sourceRef?: SourceRefDoc } }>(entry, api, ks, `cannot read Kustomization ${ks.namespace}/${ks.name}`, { method: "GET" });
   const sourceRef = kustomization.spec?.sourceRef;
   const at = deps.now().toISOString();
   const done: string[] = [];
@@ -88,8 +104,10 @@ async function annotateFlux(entry: ClusterEntry, sync: SyncRef, api: ObjectApi, 
       done.push(`${ref.kind} ${ref.namespace}/${ref.name}`);
     }
   }
-  await annotate(entry, api, ks, FLUX_REQUESTED_AT, at);
-  done.push(`Kustomization ${ks.namespace}/${ks.name}`);
+  if (done.length === 0) {
+    await annotate(entry, api, ks, FLUX_REQUESTED_AT, at);
+    done.push(`Kustomization ${ks.namespace}/${ks.name}`);
+  }
   return `annotated ${done.join(" and ")} ${FLUX_REQUESTED_AT}=${at}`;
 }
 
@@ -108,13 +126,7 @@ type SourceRefDoc = { apiVersion?: string; kind?: string; name?: string; namespa
  * changes once they fetch; a Kustomization annotated alone would re-apply the old one.
  */
 async function generatorSources(entry: ClusterEntry, api: ObjectApi, artifact: Ref): Promise<Ref[]> {
-  const read = async <T>(ref: Ref): Promise<T> => {
-    try {
-      return (await api.api.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } })) as T;
-    } catch (error) {
-      throw kubeFailure(entry, `cannot read ${ref.kind} ${ref.namespace}/${ref.name}`, error);
-    }
-  };
+  const read = <T>(ref: Ref): Promise<T> => objectCall<T>(entry, api, ref, `cannot read ${ref.kind} ${ref.namespace}/${ref.name}`, { method: "GET" });
   const external = await read<{ spec?: { sourceRef?: SourceRefDoc } }>(artifact);
   const owner = external.spec?.sourceRef;
   if (owner?.kind !== "ArtifactGenerator" || !owner.name) return [artifact];
@@ -129,22 +141,17 @@ async function generatorSources(entry: ClusterEntry, api: ObjectApi, artifact: R
 }
 
 /** A JSON merge patch of one annotation (no read-modify-write, no conflict). */
-async function annotate(entry: ClusterEntry, { k8s, api }: ObjectApi, ref: Ref, key: string, value: string): Promise<void> {
-  const patch = { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace, annotations: { [key]: value } } };
-  try {
-    await api.patch(patch, undefined, undefined, "gitops-broker", undefined, k8s.PatchStrategy.MergePatch);
-  } catch (error) {
-    throw kubeFailure(entry, `cannot annotate ${ref.kind} ${ref.namespace}/${ref.name}`, error);
-  }
+async function annotate(entry: ClusterEntry, api: ObjectApi, ref: Ref, key: string, value: string): Promise<void> {
+  const body = { metadata: { annotations: { [key]: value } } };
+  const request = { method: "PATCH", body, contentType: "application/merge-patch+json", query: { fieldManager: "gitops-broker" } } as const;
+  await objectCall(entry, api, ref, `cannot annotate ${ref.kind} ${ref.namespace}/${ref.name}`, request);
 }
 
+/** A failure to talk to the cluster, as a NudgeError saying what was tried. */
 function kubeFailure(entry: ClusterEntry, what: string, error: unknown): NudgeError {
-  const code = (error as { code?: unknown }).code;
-  const status = typeof code === "number" ? code : undefined;
-  const body = (error as { body?: unknown }).body;
-  const reason = typeof body === "string" ? safeJson(body)?.message : undefined;
-  const detail = status === undefined ? message(error) : `HTTP ${status}${typeof reason === "string" ? `: ${reason}` : ""}`;
-  return new NudgeError(entry.id, `${what}: ${detail}`, status === undefined ? {} : { status }, { cause: error });
+  const status = error instanceof KubeApiError ? error.status : undefined;
+  const text = error instanceof Error ? error.message : String(error);
+  return new NudgeError(entry.id, text.startsWith(`${what}: `) ? text : `${what}: ${text}`, status === undefined ? {} : { status }, { cause: error });
 }
 
 async function sendWebhook(entry: ClusterEntry, nudge: Extract<NudgeDecl, { via: "webhook" }>, range: NudgeRange, deps: SendDeps): Promise<string> {
@@ -202,12 +209,4 @@ function message(error: unknown): string {
     return `${error.message}${cause}`;
   }
   return String(error);
-}
-
-function safeJson(text: string): { message?: unknown } | undefined {
-  try {
-    return JSON.parse(text) as { message?: unknown };
-  } catch {
-    return undefined;
-  }
 }

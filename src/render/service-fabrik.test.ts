@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
 import type { PlanTemplate } from "../catalog/types.js";
-import { renderTemplateText, sfServiceInstance, type RenderValues } from "./index.js";
+import { renderTemplateText, sfServiceBinding, sfServiceInstance, type RenderValues } from "./index.js";
 
 /**
  * Service Fabrik's sample plan (src/catalog/testdata/service-fabrik/, unchanged) rendered by the
@@ -86,6 +86,14 @@ describe("Service Fabrik's values", () => {
     // An id that is not a DNS-1123 subdomain is named by its sha224 (SF's getKubernetesName).
     const odd = sfServiceInstance({ ...INSTANCE, spec: { ...INSTANCE.spec, instanceId: "ABC_123" } });
     expect((odd.metadata as { name: string }).name).toMatch(/^[0-9a-f]{56}$/);
+  });
+
+  it("give a successor binding its predecessor's id, camelCased as SF camelCased a bind body (ours: OSB 2.17)", async () => {
+    const successor = { ...BINDING, spec: { ...BINDING.spec, bindingId: "b-2", predecessorBindingId: "b-1" } };
+    expect(sfServiceBinding(successor).spec).toMatchObject({ predecessorBindingId: "b-1" });
+    expect(sfServiceBinding(BINDING).spec).not.toHaveProperty("predecessorBindingId");
+    const t: PlanTemplate = { action: "bind", type: "gotemplate", content: "{{ .binding.spec.predecessorBindingId }}", source: "test" };
+    expect(await renderTemplateText(t, values({ binding: successor }), "p")).toBe("b-1");
   });
 
   it("type the SF objects' numbers as float64 and the live objects' integers as int64", async () => {

@@ -94,6 +94,8 @@ export function sfServiceBinding(record: Json): Json {
       bindResource: spec.bindResource ?? undefined,
       context: spec.context ?? undefined,
       parameters: spec.parameters ?? undefined,
+      // Ours: OSB 2.17's predecessor_binding_id, camelCased as Service Fabrik camelCased a bind body (ADR 0033).
+      predecessorBindingId: str(spec.predecessorBindingId),
     }),
   };
 }

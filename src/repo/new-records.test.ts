@@ -73,4 +73,23 @@ describe("newInstanceRecord / newBindingRecord", () => {
     expect(Object.keys(record.spec)).toEqual(["bindingId", "instanceId", "serviceId", "planId", "bindResource", "appGuid", "instancePatches"]);
     expect(recordYaml(record)).not.toContain("context");
   });
+
+  it("a rotation's successor: its predecessor after the plan, its expiry before the patches (ADR 0033)", () => {
+    const bind: OperationEntry<"bind"> = { id: "op-3", action: "bind", at };
+    const record = newBindingRecord(
+      {
+        bindingId: "b-2",
+        instanceId: "i-1",
+        serviceId: "svc",
+        planId: "plan-1",
+        namespace: "ns",
+        predecessorBindingId: "b-1",
+        parameters: { role: "reader" },
+        expiresAt: "2027-01-01T00:00:00.000Z",
+        renewBefore: "2026-12-01T00:00:00.000Z",
+      },
+      bind,
+    );
+    expect(Object.keys(record.spec)).toEqual(["bindingId", "instanceId", "serviceId", "planId", "predecessorBindingId", "parameters", "expiresAt", "renewBefore"]);
+  });
 });

@@ -31,6 +31,8 @@ const AWKWARD = ["local", "c-1.eu10", "123", "1e3", "true", "null", "~", "0x1F",
 /** Organization, space and subaccount ids: GUIDs, and some that YAML quotes (drawn from their own generator). */
 const TENANTS = ["org-1", "7b2b4d1e-7a4f-4c7e-9d2e-3f6a1b2c3d4e", "0e5a", "123", "true", "a: b"];
 const tenants = generator(7);
+/** OSB metadata of a record (status.labels, status.attributes; label keys with a prefix), from its own generator too. */
+const metadata = generator(11);
 const KEYS = ["a", "clusterId", "planId", "deleted", "action", "at", "with space", "x.y", "-dash", "operations", "spec"];
 
 function randomValue(g: ReturnType<typeof generator>, depth: number): unknown {
@@ -60,7 +62,12 @@ function randomRecord(g: ReturnType<typeof generator>): InstanceRecord {
       ...(tenants.chance(0.5) ? { organizationGuid: tenants.pick(TENANTS), spaceGuid: tenants.pick(TENANTS) } : {}),
       ...(g.chance(0.3) ? { context: { platform: "kubernetes", namespace: g.pick(AWKWARD), ...(tenants.chance(0.5) ? { subaccount_id: tenants.pick(TENANTS) } : {}) } } : {}),
     },
-    status: { ...(g.chance(0.3) ? { deleted: g.chance(0.5) } : {}), operations },
+    status: {
+      ...(g.chance(0.3) ? { deleted: g.chance(0.5) } : {}),
+      operations,
+      ...(metadata.chance(0.3) ? { labels: { "gitops-broker.io/cluster": metadata.pick(["local", "c-1.eu10", "007", "a: b"]), plan: metadata.pick(["small", "true", "#x"]) } } : {}),
+      ...(metadata.chance(0.3) ? { attributes: { "postgresql-version": metadata.pick(["16", "9.6", "x"]), "deleted": metadata.pick([true, "yes"]) } } : {}),
+    },
   };
 }
 
@@ -94,6 +101,21 @@ describe("scanInstanceRecord", () => {
       deleted: false,
       operations: [{ action: "provision", at: "2026-01-01T00:00:00.000Z" }, { action: "update", at: "2026-01-02T00:00:00.000Z" }],
     });
+  });
+
+  it("answers for a record with the OSB metadata the sample plans give (label keys with a prefix)", () => {
+    const text = recordYaml({
+      apiVersion: RECORD_API_VERSION,
+      kind: "ServiceInstance",
+      metadata: { name: "i-1", namespace: "ns" },
+      spec: { instanceId: "i-1", serviceId: "s", planId: "p", clusterId: "local" },
+      status: {
+        operations: [{ id: "o1", action: "provision", at: "2026-01-01T00:00:00.000Z", planId: "p" }],
+        labels: { "gitops-broker.io/cluster": "local", "gitops-broker.io/plan": "small" },
+        attributes: { "postgresql-version": "16" },
+      },
+    });
+    expect(scanInstanceRecord(text)).toEqual({ instanceId: "i-1", clusterId: "local", planId: "p", deleted: false, operations: [{ action: "provision", at: "2026-01-01T00:00:00.000Z" }] });
   });
 
   const HAND_WRITTEN: Record<string, string> = {

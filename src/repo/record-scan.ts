@@ -20,8 +20,8 @@ export interface ScannedInstance {
   operations: { action: string; at: string }[];
 }
 
-// indent, "- " (a sequence item), key, value (after ": ")
-const KEY_LINE = /^( *)(- )?([A-Za-z0-9_$][A-Za-z0-9_$.-]*):(?: (.*))?$/;
+// indent, "- " (a sequence item), key, value (after ": "); keys with "/" are label keys (status.labels)
+const KEY_LINE = /^( *)(- )?([A-Za-z0-9_$][A-Za-z0-9_$./-]*):(?: (.*))?$/;
 const ITEM_LINE = /^( *)- (.*)$/;
 /** A plain scalar YAML's core schema reads as this very string (not a number, bool or null). */
 const SAFE_PLAIN = /^[A-Za-z0-9_][A-Za-z0-9_.:/+-]*$/;

@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import type { ValidateFunction } from "ajv";
 const require = createRequire(import.meta.url);
 const instanceRecord = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/instance-record.schema.json","title":"Service instance record (instances/<ab>/<cd>/<instance-key>/instance.yaml)","description":"Written by the broker: what the platform asked for, and every operation on the instance.","type":"object","required":["apiVersion","kind","metadata","spec","status"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"ServiceInstance"},"metadata":{"type":"object","required":["name","namespace"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"Instance key: the instance id, or sha224 of it when it is not a DNS-1123 label."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The namespace the instance's objects live in: spec.namespace when set, else the cluster's instance namespace."},"labels":{"$ref":"#/definitions/stringMap"},"annotations":{"$ref":"#/definitions/stringMap"}}},"spec":{"type":"object","required":["instanceId","serviceId","planId","clusterId"],"additionalProperties":false,"properties":{"instanceId":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString"},"planId":{"$ref":"#/definitions/nonEmptyString","description":"The current plan (changes on a plan update)."},"clusterId":{"$ref":"#/definitions/dns1123Label"},"region":{"type":"string","description":"The region of Service Fabrik's route /<platform>/region/<region>/v2 the instance was provisioned at."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The instance's own namespace, kept from Service Fabrik by an import (sf-<id>, or its shared namespace); absent: the cluster's instance namespace."},"organizationGuid":{"type":"string"},"spaceGuid":{"type":"string"},"context":{"type":"object"},"parameters":{"type":"object","description":"The current parameters (provision parameters with updates applied)."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"},"sensitiveParameters":{"type":"object","description":"Where the sensitive parameters (writeOnly / format: password) are kept, never their values: Secret key (the value's path, e.g. users.0.password) -> name of the SOPS-encrypted Secret in the sensitive/ manifest directory that holds its latest value (docs/adr/0007-sensitive-parameters.md).","propertyNames":{"pattern":"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},"additionalProperties":{"$ref":"#/definitions/dnsSubdomain"}}}},"status":{"type":"object","required":["operations"],"additionalProperties":false,"properties":{"deleted":{"type":"boolean","description":"Deprovisioned: the record stays until the deprovision is finished."},"operations":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/operation"}}}}},"definitions":{"dnsSubdomain":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"dns1123Label":{"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"},"stringMap":{"type":"object","additionalProperties":{"type":"string"}},"maintenanceInfo":{"type":"object","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/nonEmptyString"},"description":{"type":"string"}}},"originatingIdentity":{"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}},"operation":{"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["provision","update","deprovision","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"planId":{"$ref":"#/definitions/nonEmptyString"},"parameters":{"type":"object","description":"The parameters of this request as sent."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"context":{"type":"object"},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/instance-record.schema.json","title":"Service instance record (instances/<ab>/<cd>/<instance-key>/instance.yaml)","description":"Written by the broker: what the platform asked for, and every operation on the instance.","type":"object","required":["apiVersion","kind","metadata","spec","status"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"ServiceInstance"},"metadata":{"type":"object","required":["name","namespace"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"Instance key: the instance id, or sha224 of it when it is not a DNS-1123 label."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The namespace the instance's objects live in: spec.namespace when set, else the cluster's instance namespace."},"labels":{"$ref":"#/definitions/stringMap"},"annotations":{"$ref":"#/definitions/stringMap"}}},"spec":{"type":"object","required":["instanceId","serviceId","planId","clusterId"],"additionalProperties":false,"properties":{"instanceId":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString"},"planId":{"$ref":"#/definitions/nonEmptyString","description":"The current plan (changes on a plan update)."},"clusterId":{"$ref":"#/definitions/dns1123Label"},"region":{"type":"string","description":"The region of Service Fabrik's route /<platform>/region/<region>/v2 the instance was provisioned at."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The instance's own namespace, kept from Service Fabrik by an import (sf-<id>, or its shared namespace); absent: the cluster's instance namespace."},"organizationGuid":{"type":"string"},"spaceGuid":{"type":"string"},"context":{"type":"object"},"parameters":{"type":"object","description":"The current parameters (provision parameters with updates applied)."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"},"sensitiveParameters":{"type":"object","description":"Where the sensitive parameters (writeOnly / format: password) are kept, never their values: Secret key (the value's path, e.g. users.0.password) -> name of the SOPS-encrypted Secret in the sensitive/ manifest directory that holds its latest value (docs/adr/0007-sensitive-parameters.md).","propertyNames":{"pattern":"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},"additionalProperties":{"$ref":"#/definitions/dnsSubdomain"}}}},"status":{"type":"object","required":["operations"],"additionalProperties":false,"properties":{"deleted":{"type":"boolean","description":"Deprovisioned: the record stays until the deprovision is finished."},"operations":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/operation"}},"labels":{"$ref":"#/definitions/stringMap","description":"OSB `metadata.labels` (2.16): what the plan's `metadata` template rendered at the last provision or update; answered by provision, update and GET instance."},"attributes":{"type":"object","description":"OSB `metadata.attributes` (2.17): what the plan's `metadata` template rendered at the last provision or update."}}}},"definitions":{"dnsSubdomain":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"dns1123Label":{"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"},"stringMap":{"type":"object","additionalProperties":{"type":"string"}},"maintenanceInfo":{"type":"object","required":["version"],"additionalProperties":false,"properties":{"version":{"$ref":"#/definitions/nonEmptyString"},"description":{"type":"string"}}},"originatingIdentity":{"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}},"operation":{"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["provision","update","deprovision","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"planId":{"$ref":"#/definitions/nonEmptyString"},"parameters":{"type":"object","description":"The parameters of this request as sent."},"maintenanceInfo":{"$ref":"#/definitions/maintenanceInfo"},"context":{"type":"object"},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}}}};
 const schema12 = {"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"};
 const schema14 = {"type":"object","additionalProperties":{"type":"string"}};
 const schema16 = {"type":"string","minLength":1,"title":"a non-empty string"};
@@ -1040,7 +1040,7 @@ vErrors.push(err51);
 errors++;
 }
 for(const key7 in data24){
-if(!((key7 === "deleted") || (key7 === "operations"))){
+if(!((((key7 === "deleted") || (key7 === "operations")) || (key7 === "labels")) || (key7 === "attributes"))){
 const err52 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema11.properties.status,data:data24};
 if(vErrors === null){
 vErrors = [err52];
@@ -1096,9 +1096,13 @@ vErrors.push(err55);
 errors++;
 }
 }
-}
-else {
-const err56 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.status.type,parentSchema:schema11.properties.status,data:data24};
+if(data24.labels !== undefined){
+let data28 = data24.labels;
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
+for(const key8 in data28){
+let data29 = data28[key8];
+if(typeof data29 !== "string"){
+const err56 = {instancePath:instancePath+"/status/labels/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/stringMap/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema14.additionalProperties.type,parentSchema:schema14.additionalProperties,data:data29};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -1110,7 +1114,7 @@ errors++;
 }
 }
 else {
-const err57 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.type,parentSchema:schema11,data};
+const err57 = {instancePath:instancePath+"/status/labels",schemaPath:"#/definitions/stringMap/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema14.type,parentSchema:schema14,data:data28};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1119,24 +1123,61 @@ vErrors.push(err57);
 }
 errors++;
 }
+}
+if(data24.attributes !== undefined){
+let data30 = data24.attributes;
+if(!(data30 && typeof data30 == "object" && !Array.isArray(data30))){
+const err58 = {instancePath:instancePath+"/status/attributes",schemaPath:"#/properties/status/properties/attributes/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.status.properties.attributes.type,parentSchema:schema11.properties.status.properties.attributes,data:data30};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.properties.status.type,parentSchema:schema11.properties.status,data:data24};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+}
+else {
+const err60 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema11.type,parentSchema:schema11,data};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
 validate10.errors = vErrors;
 return errors === 0;
 }
 
 const bindingRecord = validate19;
-const schema29 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/binding-record.schema.json","title":"Service binding record (instances/<ab>/<cd>/<instance-key>/bindings/<binding-key>.yaml)","description":"Written by the broker: what the platform asked for, and the bind/unbind operations. Never holds credentials.","type":"object","required":["apiVersion","kind","metadata","spec","status"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"ServiceBinding"},"metadata":{"type":"object","required":["name","namespace"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"Binding key: the binding id, or sha224 of it when it is not a DNS-1123 label."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The cluster's instance namespace."},"labels":{"$ref":"#/definitions/stringMap"},"annotations":{"$ref":"#/definitions/stringMap"}}},"spec":{"type":"object","required":["bindingId","instanceId","serviceId","planId"],"additionalProperties":false,"properties":{"bindingId":{"$ref":"#/definitions/nonEmptyString"},"instanceId":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString"},"planId":{"$ref":"#/definitions/nonEmptyString"},"context":{"type":"object"},"parameters":{"type":"object"},"bindResource":{"type":"object","description":"OSB `bind_resource`."},"appGuid":{"type":"string","description":"OSB `app_guid` (deprecated in favour of bind_resource.app_guid)."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"},"sensitiveParameters":{"type":"object","description":"Where the sensitive parameters (writeOnly / format: password) are kept, never their values: Secret key (the value's path, e.g. users.0.password) -> name of the SOPS-encrypted Secret in the sensitive/ manifest directory that holds its latest value (docs/adr/0007-sensitive-parameters.md).","propertyNames":{"pattern":"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},"additionalProperties":{"$ref":"#/definitions/dnsSubdomain"}},"instancePatches":{"type":"array","description":"What the bind template changed in objects of the instance (docs/adr/0017-binding-changes-to-instance-objects.md): JSON merge patches (RFC 7386) composed onto the instance's rendered objects while the binding lives. Never a Secret's data.","items":{"type":"object","required":["target","patch"],"additionalProperties":false,"properties":{"target":{"type":"object","required":["apiVersion","kind","name"],"additionalProperties":false,"properties":{"apiVersion":{"$ref":"#/definitions/nonEmptyString"},"kind":{"$ref":"#/definitions/nonEmptyString"},"name":{"$ref":"#/definitions/dnsSubdomain"},"namespace":{"$ref":"#/definitions/dns1123Label","description":"Only when the object is not in the cluster's instance namespace."}}},"patch":{"type":"object"}}}}}},"status":{"type":"object","required":["operations"],"additionalProperties":false,"properties":{"deleted":{"type":"boolean","description":"Unbound: the record stays until the unbind is finished."},"operations":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/operation"}}}}},"definitions":{"dnsSubdomain":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"dns1123Label":{"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"},"stringMap":{"type":"object","additionalProperties":{"type":"string"}},"originatingIdentity":{"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}},"operation":{"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["bind","unbind","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}}}};
-const schema30 = {"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"};
-const schema32 = {"type":"object","additionalProperties":{"type":"string"}};
-const schema34 = {"type":"string","minLength":1,"title":"a non-empty string"};
-const schema40 = {"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"};
-const schema38 = {"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}};
+const schema30 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/binding-record.schema.json","title":"Service binding record (instances/<ab>/<cd>/<instance-key>/bindings/<binding-key>.yaml)","description":"Written by the broker: what the platform asked for, and the bind/unbind operations. Never holds credentials.","type":"object","required":["apiVersion","kind","metadata","spec","status"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"ServiceBinding"},"metadata":{"type":"object","required":["name","namespace"],"additionalProperties":false,"properties":{"name":{"$ref":"#/definitions/dns1123Label","description":"Binding key: the binding id, or sha224 of it when it is not a DNS-1123 label."},"namespace":{"$ref":"#/definitions/dns1123Label","description":"The cluster's instance namespace."},"labels":{"$ref":"#/definitions/stringMap"},"annotations":{"$ref":"#/definitions/stringMap"}}},"spec":{"type":"object","required":["bindingId","instanceId","serviceId","planId"],"additionalProperties":false,"properties":{"bindingId":{"$ref":"#/definitions/nonEmptyString"},"instanceId":{"$ref":"#/definitions/nonEmptyString"},"serviceId":{"$ref":"#/definitions/nonEmptyString"},"planId":{"$ref":"#/definitions/nonEmptyString"},"predecessorBindingId":{"$ref":"#/definitions/nonEmptyString","description":"OSB `predecessor_binding_id` (2.17): the binding of the same instance this one succeeds (binding rotation). Its record stays until it is unbound."},"context":{"type":"object"},"parameters":{"type":"object"},"bindResource":{"type":"object","description":"OSB `bind_resource`."},"appGuid":{"type":"string","description":"OSB `app_guid` (deprecated in favour of bind_resource.app_guid)."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"},"sensitiveParameters":{"type":"object","description":"Where the sensitive parameters (writeOnly / format: password) are kept, never their values: Secret key (the value's path, e.g. users.0.password) -> name of the SOPS-encrypted Secret in the sensitive/ manifest directory that holds its latest value (docs/adr/0007-sensitive-parameters.md).","propertyNames":{"pattern":"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},"additionalProperties":{"$ref":"#/definitions/dnsSubdomain"}},"expiresAt":{"type":"string","format":"date-time","description":"OSB `metadata.expires_at` (2.16): the bind time plus the plan's manager.settings.binding_expires_after_seconds, as it was at the bind."},"renewBefore":{"type":"string","format":"date-time","description":"OSB `metadata.renew_before` (2.17): the bind time plus the plan's manager.settings.binding_renew_after_seconds, as it was at the bind."},"instancePatches":{"type":"array","description":"What the bind template changed in objects of the instance (docs/adr/0017-binding-changes-to-instance-objects.md): JSON merge patches (RFC 7386) composed onto the instance's rendered objects while the binding lives. Never a Secret's data.","items":{"type":"object","required":["target","patch"],"additionalProperties":false,"properties":{"target":{"type":"object","required":["apiVersion","kind","name"],"additionalProperties":false,"properties":{"apiVersion":{"$ref":"#/definitions/nonEmptyString"},"kind":{"$ref":"#/definitions/nonEmptyString"},"name":{"$ref":"#/definitions/dnsSubdomain"},"namespace":{"$ref":"#/definitions/dns1123Label","description":"Only when the object is not in the cluster's instance namespace."}}},"patch":{"type":"object"}}}}}},"status":{"type":"object","required":["operations"],"additionalProperties":false,"properties":{"deleted":{"type":"boolean","description":"Unbound: the record stays until the unbind is finished."},"operations":{"type":"array","minItems":1,"items":{"$ref":"#/definitions/operation"}}}}},"definitions":{"dnsSubdomain":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"},"nonEmptyString":{"type":"string","minLength":1,"title":"a non-empty string"},"dns1123Label":{"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"},"stringMap":{"type":"object","additionalProperties":{"type":"string"}},"originatingIdentity":{"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}},"operation":{"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["bind","unbind","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}}}};
+const schema31 = {"type":"string","maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","title":"a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)"};
+const schema33 = {"type":"object","additionalProperties":{"type":"string"}};
+const schema35 = {"type":"string","minLength":1,"title":"a non-empty string"};
+const schema42 = {"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a DNS-1123 subdomain (a Kubernetes object name)"};
+const schema40 = {"type":"object","description":"Decoded X-Broker-API-Originating-Identity header.","required":["platform","value"],"additionalProperties":false,"properties":{"platform":{"$ref":"#/definitions/nonEmptyString"},"value":{"type":"object"}}};
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.platform === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "platform"},message:"must have required property '"+"platform"+"'",schema:schema38.required,parentSchema:schema38,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "platform"},message:"must have required property '"+"platform"+"'",schema:schema40.required,parentSchema:schema40,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1146,7 +1187,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.value === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema38.required,parentSchema:schema38,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema40.required,parentSchema:schema40,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1157,7 +1198,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "platform") || (key0 === "value"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema38,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema40,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1171,7 +1212,7 @@ if(data.platform !== undefined){
 let data0 = data.platform;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/platform",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data0};
+const err3 = {instancePath:instancePath+"/platform",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1182,7 +1223,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/platform",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data0};
+const err4 = {instancePath:instancePath+"/platform",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.type,parentSchema:schema35,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1195,7 +1236,7 @@ errors++;
 if(data.value !== undefined){
 let data1 = data.value;
 if(!(data1 && typeof data1 == "object" && !Array.isArray(data1))){
-const err5 = {instancePath:instancePath+"/value",schemaPath:"#/properties/value/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema38.properties.value.type,parentSchema:schema38.properties.value,data:data1};
+const err5 = {instancePath:instancePath+"/value",schemaPath:"#/properties/value/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema40.properties.value.type,parentSchema:schema40.properties.value,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1207,7 +1248,7 @@ errors++;
 }
 }
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema38.type,parentSchema:schema38,data};
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema40.type,parentSchema:schema40,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1220,14 +1261,14 @@ validate20.errors = vErrors;
 return errors === 0;
 }
 
-const schema45 = {"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["bind","unbind","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}};
+const schema47 = {"type":"object","required":["id","action","at"],"additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/nonEmptyString","description":"Operation id (the OSB `operation` of async responses)."},"action":{"enum":["bind","unbind","import"]},"at":{"type":"string","format":"date-time","description":"When the broker accepted the request (RFC 3339)."},"requestIdentity":{"type":"string","description":"X-Broker-API-Request-Identity."},"originatingIdentity":{"$ref":"#/definitions/originatingIdentity"}}};
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema45.required,parentSchema:schema45,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema47.required,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1237,7 +1278,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.action === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'",schema:schema45.required,parentSchema:schema45,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'",schema:schema47.required,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1247,7 +1288,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.at === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'",schema:schema45.required,parentSchema:schema45,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'",schema:schema47.required,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1258,7 +1299,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "id") || (key0 === "action")) || (key0 === "at")) || (key0 === "requestIdentity")) || (key0 === "originatingIdentity"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema45,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1272,7 +1313,7 @@ if(data.id !== undefined){
 let data0 = data.id;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err4 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data0};
+const err4 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1283,7 +1324,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data0};
+const err5 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.type,parentSchema:schema35,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1296,7 +1337,7 @@ errors++;
 if(data.action !== undefined){
 let data1 = data.action;
 if(!(((data1 === "bind") || (data1 === "unbind")) || (data1 === "import"))){
-const err6 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema45.properties.action.enum},message:"must be equal to one of the allowed values",schema:schema45.properties.action.enum,parentSchema:schema45.properties.action,data:data1};
+const err6 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema47.properties.action.enum},message:"must be equal to one of the allowed values",schema:schema47.properties.action.enum,parentSchema:schema47.properties.action,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1310,7 +1351,7 @@ if(data.at !== undefined){
 let data2 = data.at;
 if(typeof data2 === "string"){
 if(!(formats0.validate(data2))){
-const err7 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\"",schema:"date-time",parentSchema:schema45.properties.at,data:data2};
+const err7 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\"",schema:"date-time",parentSchema:schema47.properties.at,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1321,7 +1362,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.properties.at.type,parentSchema:schema45.properties.at,data:data2};
+const err8 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.at.type,parentSchema:schema47.properties.at,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1334,7 +1375,7 @@ errors++;
 if(data.requestIdentity !== undefined){
 let data3 = data.requestIdentity;
 if(typeof data3 !== "string"){
-const err9 = {instancePath:instancePath+"/requestIdentity",schemaPath:"#/properties/requestIdentity/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.properties.requestIdentity.type,parentSchema:schema45.properties.requestIdentity,data:data3};
+const err9 = {instancePath:instancePath+"/requestIdentity",schemaPath:"#/properties/requestIdentity/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.requestIdentity.type,parentSchema:schema47.properties.requestIdentity,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1352,7 +1393,7 @@ errors = vErrors.length;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.type,parentSchema:schema45,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema47.type,parentSchema:schema47,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1372,7 +1413,7 @@ let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema29.required,parentSchema:schema29,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema30.required,parentSchema:schema30,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1382,7 +1423,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema29.required,parentSchema:schema29,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema30.required,parentSchema:schema30,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1392,7 +1433,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema29.required,parentSchema:schema29,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema30.required,parentSchema:schema30,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1402,7 +1443,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema29.required,parentSchema:schema29,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema30.required,parentSchema:schema30,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1412,7 +1453,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.status === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema29.required,parentSchema:schema29,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema30.required,parentSchema:schema30,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1423,7 +1464,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema29,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema30,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1436,7 +1477,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("gitops-broker.io/v1alpha1" !== data0){
-const err6 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema29.properties.apiVersion,data:data0};
+const err6 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema30.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1449,7 +1490,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("ServiceBinding" !== data1){
-const err7 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "ServiceBinding"},message:"must be equal to constant",schema:"ServiceBinding",parentSchema:schema29.properties.kind,data:data1};
+const err7 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "ServiceBinding"},message:"must be equal to constant",schema:"ServiceBinding",parentSchema:schema30.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1463,7 +1504,7 @@ if(data.metadata !== undefined){
 let data2 = data.metadata;
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema29.properties.metadata.required,parentSchema:schema29.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema30.properties.metadata.required,parentSchema:schema30.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1473,7 +1514,7 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.namespace === undefined){
-const err9 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema29.properties.metadata.required,parentSchema:schema29.properties.metadata,data:data2};
+const err9 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema30.properties.metadata.required,parentSchema:schema30.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1484,7 +1525,7 @@ errors++;
 }
 for(const key1 in data2){
 if(!((((key1 === "name") || (key1 === "namespace")) || (key1 === "labels")) || (key1 === "annotations"))){
-const err10 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema29.properties.metadata,data:data2};
+const err10 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema30.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1498,7 +1539,7 @@ if(data2.name !== undefined){
 let data3 = data2.name;
 if(typeof data3 === "string"){
 if(func2(data3) > 63){
-const err11 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema30,data:data3};
+const err11 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema31,data:data3};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1508,7 +1549,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!pattern0.test(data3)){
-const err12 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema30,data:data3};
+const err12 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema31,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1519,7 +1560,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema30.type,parentSchema:schema30,data:data3};
+const err13 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema31.type,parentSchema:schema31,data:data3};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1533,7 +1574,7 @@ if(data2.namespace !== undefined){
 let data4 = data2.namespace;
 if(typeof data4 === "string"){
 if(func2(data4) > 63){
-const err14 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema30,data:data4};
+const err14 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema31,data:data4};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1543,7 +1584,7 @@ vErrors.push(err14);
 errors++;
 }
 if(!pattern0.test(data4)){
-const err15 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema30,data:data4};
+const err15 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema31,data:data4};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1554,7 +1595,7 @@ errors++;
 }
 }
 else {
-const err16 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema30.type,parentSchema:schema30,data:data4};
+const err16 = {instancePath:instancePath+"/metadata/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema31.type,parentSchema:schema31,data:data4};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1570,7 +1611,7 @@ if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 for(const key2 in data5){
 let data6 = data5[key2];
 if(typeof data6 !== "string"){
-const err17 = {instancePath:instancePath+"/metadata/labels/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/stringMap/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.additionalProperties.type,parentSchema:schema32.additionalProperties,data:data6};
+const err17 = {instancePath:instancePath+"/metadata/labels/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/stringMap/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.additionalProperties.type,parentSchema:schema33.additionalProperties,data:data6};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1582,7 +1623,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/metadata/labels",schemaPath:"#/definitions/stringMap/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data:data5};
+const err18 = {instancePath:instancePath+"/metadata/labels",schemaPath:"#/definitions/stringMap/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data:data5};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1598,7 +1639,7 @@ if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 for(const key3 in data7){
 let data8 = data7[key3];
 if(typeof data8 !== "string"){
-const err19 = {instancePath:instancePath+"/metadata/annotations/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/stringMap/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.additionalProperties.type,parentSchema:schema32.additionalProperties,data:data8};
+const err19 = {instancePath:instancePath+"/metadata/annotations/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/stringMap/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.additionalProperties.type,parentSchema:schema33.additionalProperties,data:data8};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1610,7 +1651,7 @@ errors++;
 }
 }
 else {
-const err20 = {instancePath:instancePath+"/metadata/annotations",schemaPath:"#/definitions/stringMap/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data:data7};
+const err20 = {instancePath:instancePath+"/metadata/annotations",schemaPath:"#/definitions/stringMap/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data:data7};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1622,7 +1663,7 @@ errors++;
 }
 }
 else {
-const err21 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.metadata.type,parentSchema:schema29.properties.metadata,data:data2};
+const err21 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.properties.metadata.type,parentSchema:schema30.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1636,7 +1677,7 @@ if(data.spec !== undefined){
 let data9 = data.spec;
 if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
 if(data9.bindingId === undefined){
-const err22 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "bindingId"},message:"must have required property '"+"bindingId"+"'",schema:schema29.properties.spec.required,parentSchema:schema29.properties.spec,data:data9};
+const err22 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "bindingId"},message:"must have required property '"+"bindingId"+"'",schema:schema30.properties.spec.required,parentSchema:schema30.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1646,7 +1687,7 @@ vErrors.push(err22);
 errors++;
 }
 if(data9.instanceId === undefined){
-const err23 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "instanceId"},message:"must have required property '"+"instanceId"+"'",schema:schema29.properties.spec.required,parentSchema:schema29.properties.spec,data:data9};
+const err23 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "instanceId"},message:"must have required property '"+"instanceId"+"'",schema:schema30.properties.spec.required,parentSchema:schema30.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1656,7 +1697,7 @@ vErrors.push(err23);
 errors++;
 }
 if(data9.serviceId === undefined){
-const err24 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "serviceId"},message:"must have required property '"+"serviceId"+"'",schema:schema29.properties.spec.required,parentSchema:schema29.properties.spec,data:data9};
+const err24 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "serviceId"},message:"must have required property '"+"serviceId"+"'",schema:schema30.properties.spec.required,parentSchema:schema30.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1666,7 +1707,7 @@ vErrors.push(err24);
 errors++;
 }
 if(data9.planId === undefined){
-const err25 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "planId"},message:"must have required property '"+"planId"+"'",schema:schema29.properties.spec.required,parentSchema:schema29.properties.spec,data:data9};
+const err25 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/required",keyword:"required",params:{missingProperty: "planId"},message:"must have required property '"+"planId"+"'",schema:schema30.properties.spec.required,parentSchema:schema30.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1676,8 +1717,8 @@ vErrors.push(err25);
 errors++;
 }
 for(const key4 in data9){
-if(!(func4.call(schema29.properties.spec.properties, key4))){
-const err26 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema29.properties.spec,data:data9};
+if(!(func4.call(schema30.properties.spec.properties, key4))){
+const err26 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema30.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1691,7 +1732,7 @@ if(data9.bindingId !== undefined){
 let data10 = data9.bindingId;
 if(typeof data10 === "string"){
 if(func2(data10) < 1){
-const err27 = {instancePath:instancePath+"/spec/bindingId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data10};
+const err27 = {instancePath:instancePath+"/spec/bindingId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35,data:data10};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1702,7 +1743,7 @@ errors++;
 }
 }
 else {
-const err28 = {instancePath:instancePath+"/spec/bindingId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data10};
+const err28 = {instancePath:instancePath+"/spec/bindingId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.type,parentSchema:schema35,data:data10};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1716,7 +1757,7 @@ if(data9.instanceId !== undefined){
 let data11 = data9.instanceId;
 if(typeof data11 === "string"){
 if(func2(data11) < 1){
-const err29 = {instancePath:instancePath+"/spec/instanceId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data11};
+const err29 = {instancePath:instancePath+"/spec/instanceId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35,data:data11};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1727,7 +1768,7 @@ errors++;
 }
 }
 else {
-const err30 = {instancePath:instancePath+"/spec/instanceId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data11};
+const err30 = {instancePath:instancePath+"/spec/instanceId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.type,parentSchema:schema35,data:data11};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1741,7 +1782,7 @@ if(data9.serviceId !== undefined){
 let data12 = data9.serviceId;
 if(typeof data12 === "string"){
 if(func2(data12) < 1){
-const err31 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data12};
+const err31 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35,data:data12};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1752,7 +1793,7 @@ errors++;
 }
 }
 else {
-const err32 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data12};
+const err32 = {instancePath:instancePath+"/spec/serviceId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.type,parentSchema:schema35,data:data12};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1766,7 +1807,7 @@ if(data9.planId !== undefined){
 let data13 = data9.planId;
 if(typeof data13 === "string"){
 if(func2(data13) < 1){
-const err33 = {instancePath:instancePath+"/spec/planId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data13};
+const err33 = {instancePath:instancePath+"/spec/planId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35,data:data13};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1777,7 +1818,7 @@ errors++;
 }
 }
 else {
-const err34 = {instancePath:instancePath+"/spec/planId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data13};
+const err34 = {instancePath:instancePath+"/spec/planId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.type,parentSchema:schema35,data:data13};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1787,10 +1828,11 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data9.context !== undefined){
-let data14 = data9.context;
-if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
-const err35 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.context.type,parentSchema:schema29.properties.spec.properties.context,data:data14};
+if(data9.predecessorBindingId !== undefined){
+let data14 = data9.predecessorBindingId;
+if(typeof data14 === "string"){
+if(func2(data14) < 1){
+const err35 = {instancePath:instancePath+"/spec/predecessorBindingId",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35,data:data14};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1800,10 +1842,8 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data9.parameters !== undefined){
-let data15 = data9.parameters;
-if(!(data15 && typeof data15 == "object" && !Array.isArray(data15))){
-const err36 = {instancePath:instancePath+"/spec/parameters",schemaPath:"#/properties/spec/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.parameters.type,parentSchema:schema29.properties.spec.properties.parameters,data:data15};
+else {
+const err36 = {instancePath:instancePath+"/spec/predecessorBindingId",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.type,parentSchema:schema35,data:data14};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1813,10 +1853,10 @@ vErrors.push(err36);
 errors++;
 }
 }
-if(data9.bindResource !== undefined){
-let data16 = data9.bindResource;
-if(!(data16 && typeof data16 == "object" && !Array.isArray(data16))){
-const err37 = {instancePath:instancePath+"/spec/bindResource",schemaPath:"#/properties/spec/properties/bindResource/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.bindResource.type,parentSchema:schema29.properties.spec.properties.bindResource,data:data16};
+if(data9.context !== undefined){
+let data15 = data9.context;
+if(!(data15 && typeof data15 == "object" && !Array.isArray(data15))){
+const err37 = {instancePath:instancePath+"/spec/context",schemaPath:"#/properties/spec/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.properties.spec.properties.context.type,parentSchema:schema30.properties.spec.properties.context,data:data15};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -1826,15 +1866,41 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data9.appGuid !== undefined){
-let data17 = data9.appGuid;
-if(typeof data17 !== "string"){
-const err38 = {instancePath:instancePath+"/spec/appGuid",schemaPath:"#/properties/spec/properties/appGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema29.properties.spec.properties.appGuid.type,parentSchema:schema29.properties.spec.properties.appGuid,data:data17};
+if(data9.parameters !== undefined){
+let data16 = data9.parameters;
+if(!(data16 && typeof data16 == "object" && !Array.isArray(data16))){
+const err38 = {instancePath:instancePath+"/spec/parameters",schemaPath:"#/properties/spec/properties/parameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.properties.spec.properties.parameters.type,parentSchema:schema30.properties.spec.properties.parameters,data:data16};
 if(vErrors === null){
 vErrors = [err38];
 }
 else {
 vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data9.bindResource !== undefined){
+let data17 = data9.bindResource;
+if(!(data17 && typeof data17 == "object" && !Array.isArray(data17))){
+const err39 = {instancePath:instancePath+"/spec/bindResource",schemaPath:"#/properties/spec/properties/bindResource/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.properties.spec.properties.bindResource.type,parentSchema:schema30.properties.spec.properties.bindResource,data:data17};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data9.appGuid !== undefined){
+let data18 = data9.appGuid;
+if(typeof data18 !== "string"){
+const err40 = {instancePath:instancePath+"/spec/appGuid",schemaPath:"#/properties/spec/properties/appGuid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema30.properties.spec.properties.appGuid.type,parentSchema:schema30.properties.spec.properties.appGuid,data:data18};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
 }
 errors++;
 }
@@ -1846,39 +1912,13 @@ errors = vErrors.length;
 }
 }
 if(data9.sensitiveParameters !== undefined){
-let data19 = data9.sensitiveParameters;
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-for(const key5 in data19){
-const _errs51 = errors;
+let data20 = data9.sensitiveParameters;
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+for(const key5 in data20){
+const _errs54 = errors;
 if(typeof key5 === "string"){
 if(!pattern4.test(key5)){
-const err39 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},message:"must match pattern \""+"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"+"\"",schema:"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$",parentSchema:schema29.properties.spec.properties.sensitiveParameters.propertyNames,data:key5,propertyName:key5};
-if(vErrors === null){
-vErrors = [err39];
-}
-else {
-vErrors.push(err39);
-}
-errors++;
-}
-}
-var valid13 = _errs51 === errors;
-if(!valid13){
-const err40 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames",keyword:"propertyNames",params:{propertyName: key5},message:"property name must be valid",schema:schema29.properties.spec.properties.sensitiveParameters.propertyNames,parentSchema:schema29.properties.spec.properties.sensitiveParameters,data:data19};
-if(vErrors === null){
-vErrors = [err40];
-}
-else {
-vErrors.push(err40);
-}
-errors++;
-}
-}
-for(const key6 in data19){
-let data20 = data19[key6];
-if(typeof data20 === "string"){
-if(func2(data20) > 253){
-const err41 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema40,data:data20};
+const err41 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"},message:"must match pattern \""+"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$"+"\"",schema:"^[-_a-zA-Z0-9]+(\\.[-_a-zA-Z0-9]+)*$",parentSchema:schema30.properties.spec.properties.sensitiveParameters.propertyNames,data:key5,propertyName:key5};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1887,8 +1927,10 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(!pattern5.test(data20)){
-const err42 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema40,data:data20};
+}
+var valid14 = _errs54 === errors;
+if(!valid14){
+const err42 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/propertyNames",keyword:"propertyNames",params:{propertyName: key5},message:"property name must be valid",schema:schema30.properties.spec.properties.sensitiveParameters.propertyNames,parentSchema:schema30.properties.spec.properties.sensitiveParameters,data:data20};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1898,8 +1940,11 @@ vErrors.push(err42);
 errors++;
 }
 }
-else {
-const err43 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.type,parentSchema:schema40,data:data20};
+for(const key6 in data20){
+let data21 = data20[key6];
+if(typeof data21 === "string"){
+if(func2(data21) > 253){
+const err43 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema42,data:data21};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1908,10 +1953,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-}
-else {
-const err44 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.sensitiveParameters.type,parentSchema:schema29.properties.spec.properties.sensitiveParameters,data:data19};
+if(!pattern5.test(data21)){
+const err44 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema42,data:data21};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -1921,15 +1964,8 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data9.instancePatches !== undefined){
-let data21 = data9.instancePatches;
-if(Array.isArray(data21)){
-const len0 = data21.length;
-for(let i0=0; i0<len0; i0++){
-let data22 = data21[i0];
-if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
-if(data22.target === undefined){
-const err45 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema29.properties.spec.properties.instancePatches.items.required,parentSchema:schema29.properties.spec.properties.instancePatches.items,data:data22};
+else {
+const err45 = {instancePath:instancePath+"/spec/sensitiveParameters/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.type,parentSchema:schema42,data:data21};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -1938,8 +1974,10 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data22.patch === undefined){
-const err46 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'",schema:schema29.properties.spec.properties.instancePatches.items.required,parentSchema:schema29.properties.spec.properties.instancePatches.items,data:data22};
+}
+}
+else {
+const err46 = {instancePath:instancePath+"/spec/sensitiveParameters",schemaPath:"#/properties/spec/properties/sensitiveParameters/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.properties.spec.properties.sensitiveParameters.type,parentSchema:schema30.properties.spec.properties.sensitiveParameters,data:data20};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -1948,9 +1986,12 @@ vErrors.push(err46);
 }
 errors++;
 }
-for(const key7 in data22){
-if(!((key7 === "target") || (key7 === "patch"))){
-const err47 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema29.properties.spec.properties.instancePatches.items,data:data22};
+}
+if(data9.expiresAt !== undefined){
+let data22 = data9.expiresAt;
+if(typeof data22 === "string"){
+if(!(formats0.validate(data22))){
+const err47 = {instancePath:instancePath+"/spec/expiresAt",schemaPath:"#/properties/spec/properties/expiresAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\"",schema:"date-time",parentSchema:schema30.properties.spec.properties.expiresAt,data:data22};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1960,11 +2001,8 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(data22.target !== undefined){
-let data23 = data22.target;
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
-if(data23.apiVersion === undefined){
-const err48 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema29.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.target,data:data23};
+else {
+const err48 = {instancePath:instancePath+"/spec/expiresAt",schemaPath:"#/properties/spec/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema30.properties.spec.properties.expiresAt.type,parentSchema:schema30.properties.spec.properties.expiresAt,data:data22};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1973,8 +2011,12 @@ vErrors.push(err48);
 }
 errors++;
 }
-if(data23.kind === undefined){
-const err49 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema29.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.target,data:data23};
+}
+if(data9.renewBefore !== undefined){
+let data23 = data9.renewBefore;
+if(typeof data23 === "string"){
+if(!(formats0.validate(data23))){
+const err49 = {instancePath:instancePath+"/spec/renewBefore",schemaPath:"#/properties/spec/properties/renewBefore/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\"",schema:"date-time",parentSchema:schema30.properties.spec.properties.renewBefore,data:data23};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1983,8 +2025,9 @@ vErrors.push(err49);
 }
 errors++;
 }
-if(data23.name === undefined){
-const err50 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema29.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.target,data:data23};
+}
+else {
+const err50 = {instancePath:instancePath+"/spec/renewBefore",schemaPath:"#/properties/spec/properties/renewBefore/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema30.properties.spec.properties.renewBefore.type,parentSchema:schema30.properties.spec.properties.renewBefore,data:data23};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1993,9 +2036,16 @@ vErrors.push(err50);
 }
 errors++;
 }
-for(const key8 in data23){
-if(!((((key8 === "apiVersion") || (key8 === "kind")) || (key8 === "name")) || (key8 === "namespace"))){
-const err51 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.target,data:data23};
+}
+if(data9.instancePatches !== undefined){
+let data24 = data9.instancePatches;
+if(Array.isArray(data24)){
+const len0 = data24.length;
+for(let i0=0; i0<len0; i0++){
+let data25 = data24[i0];
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+if(data25.target === undefined){
+const err51 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema30.properties.spec.properties.instancePatches.items.required,parentSchema:schema30.properties.spec.properties.instancePatches.items,data:data25};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -2004,12 +2054,8 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-if(data23.apiVersion !== undefined){
-let data24 = data23.apiVersion;
-if(typeof data24 === "string"){
-if(func2(data24) < 1){
-const err52 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/apiVersion",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data24};
+if(data25.patch === undefined){
+const err52 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'",schema:schema30.properties.spec.properties.instancePatches.items.required,parentSchema:schema30.properties.spec.properties.instancePatches.items,data:data25};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -2018,9 +2064,9 @@ vErrors.push(err52);
 }
 errors++;
 }
-}
-else {
-const err53 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/apiVersion",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data24};
+for(const key7 in data25){
+if(!((key7 === "target") || (key7 === "patch"))){
+const err53 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema30.properties.spec.properties.instancePatches.items,data:data25};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -2030,11 +2076,11 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data23.kind !== undefined){
-let data25 = data23.kind;
-if(typeof data25 === "string"){
-if(func2(data25) < 1){
-const err54 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/kind",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema34,data:data25};
+if(data25.target !== undefined){
+let data26 = data25.target;
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(data26.apiVersion === undefined){
+const err54 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema30.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema30.properties.spec.properties.instancePatches.items.properties.target,data:data26};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -2043,9 +2089,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-}
-else {
-const err55 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/kind",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema34.type,parentSchema:schema34,data:data25};
+if(data26.kind === undefined){
+const err55 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema30.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema30.properties.spec.properties.instancePatches.items.properties.target,data:data26};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -2054,12 +2099,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-}
-if(data23.name !== undefined){
-let data26 = data23.name;
-if(typeof data26 === "string"){
-if(func2(data26) > 253){
-const err56 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema40,data:data26};
+if(data26.name === undefined){
+const err56 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema30.properties.spec.properties.instancePatches.items.properties.target.required,parentSchema:schema30.properties.spec.properties.instancePatches.items.properties.target,data:data26};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -2068,8 +2109,9 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(!pattern5.test(data26)){
-const err57 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema40,data:data26};
+for(const key8 in data26){
+if(!((((key8 === "apiVersion") || (key8 === "kind")) || (key8 === "name")) || (key8 === "namespace"))){
+const err57 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema30.properties.spec.properties.instancePatches.items.properties.target,data:data26};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -2079,8 +2121,11 @@ vErrors.push(err57);
 errors++;
 }
 }
-else {
-const err58 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.type,parentSchema:schema40,data:data26};
+if(data26.apiVersion !== undefined){
+let data27 = data26.apiVersion;
+if(typeof data27 === "string"){
+if(func2(data27) < 1){
+const err58 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/apiVersion",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35,data:data27};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -2090,11 +2135,8 @@ vErrors.push(err58);
 errors++;
 }
 }
-if(data23.namespace !== undefined){
-let data27 = data23.namespace;
-if(typeof data27 === "string"){
-if(func2(data27) > 63){
-const err59 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema30,data:data27};
+else {
+const err59 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/apiVersion",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.type,parentSchema:schema35,data:data27};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -2103,8 +2145,12 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(!pattern0.test(data27)){
-const err60 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema30,data:data27};
+}
+if(data26.kind !== undefined){
+let data28 = data26.kind;
+if(typeof data28 === "string"){
+if(func2(data28) < 1){
+const err60 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/kind",schemaPath:"#/definitions/nonEmptyString/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35,data:data28};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -2115,7 +2161,7 @@ errors++;
 }
 }
 else {
-const err61 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema30.type,parentSchema:schema30,data:data27};
+const err61 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/kind",schemaPath:"#/definitions/nonEmptyString/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.type,parentSchema:schema35,data:data28};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -2125,9 +2171,11 @@ vErrors.push(err61);
 errors++;
 }
 }
-}
-else {
-const err62 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.instancePatches.items.properties.target.type,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.target,data:data23};
+if(data26.name !== undefined){
+let data29 = data26.name;
+if(typeof data29 === "string"){
+if(func2(data29) > 253){
+const err62 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema42,data:data29};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -2136,11 +2184,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-if(data22.patch !== undefined){
-let data28 = data22.patch;
-if(!(data28 && typeof data28 == "object" && !Array.isArray(data28))){
-const err63 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/patch",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/patch/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.instancePatches.items.properties.patch.type,parentSchema:schema29.properties.spec.properties.instancePatches.items.properties.patch,data:data28};
+if(!pattern5.test(data29)){
+const err63 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema42,data:data29};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -2150,9 +2195,8 @@ vErrors.push(err63);
 errors++;
 }
 }
-}
 else {
-const err64 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.properties.instancePatches.items.type,parentSchema:schema29.properties.spec.properties.instancePatches.items,data:data22};
+const err64 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/name",schemaPath:"#/definitions/dnsSubdomain/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.type,parentSchema:schema42,data:data29};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -2162,9 +2206,11 @@ vErrors.push(err64);
 errors++;
 }
 }
-}
-else {
-const err65 = {instancePath:instancePath+"/spec/instancePatches",schemaPath:"#/properties/spec/properties/instancePatches/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema29.properties.spec.properties.instancePatches.type,parentSchema:schema29.properties.spec.properties.instancePatches,data:data21};
+if(data26.namespace !== undefined){
+let data30 = data26.namespace;
+if(typeof data30 === "string"){
+if(func2(data30) > 63){
+const err65 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema31,data:data30};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -2173,10 +2219,8 @@ vErrors.push(err65);
 }
 errors++;
 }
-}
-}
-else {
-const err66 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.spec.type,parentSchema:schema29.properties.spec,data:data9};
+if(!pattern0.test(data30)){
+const err66 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema31,data:data30};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -2186,11 +2230,8 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data.status !== undefined){
-let data29 = data.status;
-if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
-if(data29.operations === undefined){
-const err67 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "operations"},message:"must have required property '"+"operations"+"'",schema:schema29.properties.status.required,parentSchema:schema29.properties.status,data:data29};
+else {
+const err67 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target/namespace",schemaPath:"#/definitions/dns1123Label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema31.type,parentSchema:schema31,data:data30};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -2199,9 +2240,10 @@ vErrors.push(err67);
 }
 errors++;
 }
-for(const key9 in data29){
-if(!((key9 === "deleted") || (key9 === "operations"))){
-const err68 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema29.properties.status,data:data29};
+}
+}
+else {
+const err68 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/target",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/target/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.properties.spec.properties.instancePatches.items.properties.target.type,parentSchema:schema30.properties.spec.properties.instancePatches.items.properties.target,data:data26};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -2211,10 +2253,10 @@ vErrors.push(err68);
 errors++;
 }
 }
-if(data29.deleted !== undefined){
-let data30 = data29.deleted;
-if(typeof data30 !== "boolean"){
-const err69 = {instancePath:instancePath+"/status/deleted",schemaPath:"#/properties/status/properties/deleted/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema29.properties.status.properties.deleted.type,parentSchema:schema29.properties.status.properties.deleted,data:data30};
+if(data25.patch !== undefined){
+let data31 = data25.patch;
+if(!(data31 && typeof data31 == "object" && !Array.isArray(data31))){
+const err69 = {instancePath:instancePath+"/spec/instancePatches/" + i0+"/patch",schemaPath:"#/properties/spec/properties/instancePatches/items/properties/patch/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.properties.spec.properties.instancePatches.items.properties.patch.type,parentSchema:schema30.properties.spec.properties.instancePatches.items.properties.patch,data:data31};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -2224,11 +2266,9 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data29.operations !== undefined){
-let data31 = data29.operations;
-if(Array.isArray(data31)){
-if(data31.length < 1){
-const err70 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema29.properties.status.properties.operations,data:data31};
+}
+else {
+const err70 = {instancePath:instancePath+"/spec/instancePatches/" + i0,schemaPath:"#/properties/spec/properties/instancePatches/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.properties.spec.properties.instancePatches.items.type,parentSchema:schema30.properties.spec.properties.instancePatches.items,data:data25};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -2237,16 +2277,10 @@ vErrors.push(err70);
 }
 errors++;
 }
-const len1 = data31.length;
-for(let i1=0; i1<len1; i1++){
-if(!(validate22(data31[i1], {instancePath:instancePath+"/status/operations/" + i1,parentData:data31,parentDataProperty:i1,rootData}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
 }
 }
 else {
-const err71 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema29.properties.status.properties.operations.type,parentSchema:schema29.properties.status.properties.operations,data:data31};
+const err71 = {instancePath:instancePath+"/spec/instancePatches",schemaPath:"#/properties/spec/properties/instancePatches/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema30.properties.spec.properties.instancePatches.type,parentSchema:schema30.properties.spec.properties.instancePatches,data:data24};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -2258,7 +2292,7 @@ errors++;
 }
 }
 else {
-const err72 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.properties.status.type,parentSchema:schema29.properties.status,data:data29};
+const err72 = {instancePath:instancePath+"/spec",schemaPath:"#/properties/spec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.properties.spec.type,parentSchema:schema30.properties.spec,data:data9};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -2268,9 +2302,11 @@ vErrors.push(err72);
 errors++;
 }
 }
-}
-else {
-const err73 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema29.type,parentSchema:schema29,data};
+if(data.status !== undefined){
+let data32 = data.status;
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(data32.operations === undefined){
+const err73 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/required",keyword:"required",params:{missingProperty: "operations"},message:"must have required property '"+"operations"+"'",schema:schema30.properties.status.required,parentSchema:schema30.properties.status,data:data32};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -2279,12 +2315,92 @@ vErrors.push(err73);
 }
 errors++;
 }
+for(const key9 in data32){
+if(!((key9 === "deleted") || (key9 === "operations"))){
+const err74 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema30.properties.status,data:data32};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+if(data32.deleted !== undefined){
+let data33 = data32.deleted;
+if(typeof data33 !== "boolean"){
+const err75 = {instancePath:instancePath+"/status/deleted",schemaPath:"#/properties/status/properties/deleted/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema30.properties.status.properties.deleted.type,parentSchema:schema30.properties.status.properties.deleted,data:data33};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+if(data32.operations !== undefined){
+let data34 = data32.operations;
+if(Array.isArray(data34)){
+if(data34.length < 1){
+const err76 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema30.properties.status.properties.operations,data:data34};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+const len1 = data34.length;
+for(let i1=0; i1<len1; i1++){
+if(!(validate22(data34[i1], {instancePath:instancePath+"/status/operations/" + i1,parentData:data34,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err77 = {instancePath:instancePath+"/status/operations",schemaPath:"#/properties/status/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema30.properties.status.properties.operations.type,parentSchema:schema30.properties.status.properties.operations,data:data34};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+}
+else {
+const err78 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.properties.status.type,parentSchema:schema30.properties.status,data:data32};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+}
+else {
+const err79 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema30.type,parentSchema:schema30,data};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
 validate19.errors = vErrors;
 return errors === 0;
 }
 
 const override = validate25;
-const schema47 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/override.schema.json","title":"Manual override (overrides/<instance-key>/<anything>.yaml)","description":"Written by humans through pull requests, never by the broker: a JSON merge patch (RFC 7386) the broker applies to one object it renders for the instance (or for one of its bindings), on every render. A file may hold several overrides as YAML documents.","type":"object","required":["apiVersion","kind","target","patch"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Override"},"description":{"type":"string","description":"Why the override exists, for reviewers."},"target":{"type":"object","description":"The rendered object to patch, as written in its manifest.","required":["apiVersion","kind","name"],"additionalProperties":false,"properties":{"apiVersion":{"type":"string","pattern":"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$","title":"an apiVersion ([group/]version, e.g. acid.zalan.do/v1)"},"kind":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9]*$","title":"a kind (letters and digits, starting with a letter)"},"name":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a Kubernetes object name (DNS-1123 subdomain)"}}},"binding":{"type":"string","minLength":1,"title":"a non-empty string","description":"The OSB binding id (or its key): patch an object of that binding (bindings/<binding-key>/) instead of one of the instance."},"patch":{"type":"object","description":"JSON merge patch (RFC 7386): maps merge key by key, `null` deletes a key, any other value (lists included) replaces. It must not change apiVersion, kind, metadata.name or metadata.namespace, and cannot give a Secret data."}}};
+const schema49 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/override.schema.json","title":"Manual override (overrides/<instance-key>/<anything>.yaml)","description":"Written by humans through pull requests, never by the broker: a JSON merge patch (RFC 7386) the broker applies to one object it renders for the instance (or for one of its bindings), on every render. A file may hold several overrides as YAML documents.","type":"object","required":["apiVersion","kind","target","patch"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Override"},"description":{"type":"string","description":"Why the override exists, for reviewers."},"target":{"type":"object","description":"The rendered object to patch, as written in its manifest.","required":["apiVersion","kind","name"],"additionalProperties":false,"properties":{"apiVersion":{"type":"string","pattern":"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$","title":"an apiVersion ([group/]version, e.g. acid.zalan.do/v1)"},"kind":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9]*$","title":"a kind (letters and digits, starting with a letter)"},"name":{"type":"string","maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","title":"a Kubernetes object name (DNS-1123 subdomain)"}}},"binding":{"type":"string","minLength":1,"title":"a non-empty string","description":"The OSB binding id (or its key): patch an object of that binding (bindings/<binding-key>/) instead of one of the instance."},"patch":{"type":"object","description":"JSON merge patch (RFC 7386): maps merge key by key, `null` deletes a key, any other value (lists included) replaces. It must not change apiVersion, kind, metadata.name or metadata.namespace, and cannot give a Secret data."}}};
 const pattern12 = new RegExp("^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$", "u");
 const pattern13 = new RegExp("^[A-Za-z][A-Za-z0-9]*$", "u");
 
@@ -2294,7 +2410,7 @@ let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema47.required,parentSchema:schema47,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema49.required,parentSchema:schema49,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2304,7 +2420,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema47.required,parentSchema:schema47,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema49.required,parentSchema:schema49,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2314,7 +2430,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.target === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema47.required,parentSchema:schema47,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema49.required,parentSchema:schema49,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2324,7 +2440,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.patch === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'",schema:schema47.required,parentSchema:schema47,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'",schema:schema49.required,parentSchema:schema49,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2335,7 +2451,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "description")) || (key0 === "target")) || (key0 === "binding")) || (key0 === "patch"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema47,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema49,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2348,7 +2464,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("gitops-broker.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema47.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema49.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2361,7 +2477,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Override" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Override"},message:"must be equal to constant",schema:"Override",parentSchema:schema47.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Override"},message:"must be equal to constant",schema:"Override",parentSchema:schema49.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2374,7 +2490,7 @@ errors++;
 if(data.description !== undefined){
 let data2 = data.description;
 if(typeof data2 !== "string"){
-const err7 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.description.type,parentSchema:schema47.properties.description,data:data2};
+const err7 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema49.properties.description.type,parentSchema:schema49.properties.description,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2388,7 +2504,7 @@ if(data.target !== undefined){
 let data3 = data.target;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 if(data3.apiVersion === undefined){
-const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema47.properties.target.required,parentSchema:schema47.properties.target,data:data3};
+const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema49.properties.target.required,parentSchema:schema49.properties.target,data:data3};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2398,7 +2514,7 @@ vErrors.push(err8);
 errors++;
 }
 if(data3.kind === undefined){
-const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema47.properties.target.required,parentSchema:schema47.properties.target,data:data3};
+const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema49.properties.target.required,parentSchema:schema49.properties.target,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2408,7 +2524,7 @@ vErrors.push(err9);
 errors++;
 }
 if(data3.name === undefined){
-const err10 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema47.properties.target.required,parentSchema:schema47.properties.target,data:data3};
+const err10 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema49.properties.target.required,parentSchema:schema49.properties.target,data:data3};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2419,7 +2535,7 @@ errors++;
 }
 for(const key1 in data3){
 if(!(((key1 === "apiVersion") || (key1 === "kind")) || (key1 === "name"))){
-const err11 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema47.properties.target,data:data3};
+const err11 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema49.properties.target,data:data3};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2433,7 +2549,7 @@ if(data3.apiVersion !== undefined){
 let data4 = data3.apiVersion;
 if(typeof data4 === "string"){
 if(!pattern12.test(data4)){
-const err12 = {instancePath:instancePath+"/target/apiVersion",schemaPath:"#/properties/target/properties/apiVersion/pattern",keyword:"pattern",params:{pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema47.properties.target.properties.apiVersion,data:data4};
+const err12 = {instancePath:instancePath+"/target/apiVersion",schemaPath:"#/properties/target/properties/apiVersion/pattern",keyword:"pattern",params:{pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema49.properties.target.properties.apiVersion,data:data4};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2444,7 +2560,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/target/apiVersion",schemaPath:"#/properties/target/properties/apiVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.target.properties.apiVersion.type,parentSchema:schema47.properties.target.properties.apiVersion,data:data4};
+const err13 = {instancePath:instancePath+"/target/apiVersion",schemaPath:"#/properties/target/properties/apiVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema49.properties.target.properties.apiVersion.type,parentSchema:schema49.properties.target.properties.apiVersion,data:data4};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2458,7 +2574,7 @@ if(data3.kind !== undefined){
 let data5 = data3.kind;
 if(typeof data5 === "string"){
 if(!pattern13.test(data5)){
-const err14 = {instancePath:instancePath+"/target/kind",schemaPath:"#/properties/target/properties/kind/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9]*$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9]*$"+"\"",schema:"^[A-Za-z][A-Za-z0-9]*$",parentSchema:schema47.properties.target.properties.kind,data:data5};
+const err14 = {instancePath:instancePath+"/target/kind",schemaPath:"#/properties/target/properties/kind/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9]*$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9]*$"+"\"",schema:"^[A-Za-z][A-Za-z0-9]*$",parentSchema:schema49.properties.target.properties.kind,data:data5};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2469,7 +2585,7 @@ errors++;
 }
 }
 else {
-const err15 = {instancePath:instancePath+"/target/kind",schemaPath:"#/properties/target/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.target.properties.kind.type,parentSchema:schema47.properties.target.properties.kind,data:data5};
+const err15 = {instancePath:instancePath+"/target/kind",schemaPath:"#/properties/target/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema49.properties.target.properties.kind.type,parentSchema:schema49.properties.target.properties.kind,data:data5};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2483,7 +2599,7 @@ if(data3.name !== undefined){
 let data6 = data3.name;
 if(typeof data6 === "string"){
 if(func2(data6) > 253){
-const err16 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema47.properties.target.properties.name,data:data6};
+const err16 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema49.properties.target.properties.name,data:data6};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2493,7 +2609,7 @@ vErrors.push(err16);
 errors++;
 }
 if(!pattern5.test(data6)){
-const err17 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema47.properties.target.properties.name,data:data6};
+const err17 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema49.properties.target.properties.name,data:data6};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2504,7 +2620,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.target.properties.name.type,parentSchema:schema47.properties.target.properties.name,data:data6};
+const err18 = {instancePath:instancePath+"/target/name",schemaPath:"#/properties/target/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema49.properties.target.properties.name.type,parentSchema:schema49.properties.target.properties.name,data:data6};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2516,7 +2632,7 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema47.properties.target.type,parentSchema:schema47.properties.target,data:data3};
+const err19 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.properties.target.type,parentSchema:schema49.properties.target,data:data3};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2530,7 +2646,7 @@ if(data.binding !== undefined){
 let data7 = data.binding;
 if(typeof data7 === "string"){
 if(func2(data7) < 1){
-const err20 = {instancePath:instancePath+"/binding",schemaPath:"#/properties/binding/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema47.properties.binding,data:data7};
+const err20 = {instancePath:instancePath+"/binding",schemaPath:"#/properties/binding/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema49.properties.binding,data:data7};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2541,7 +2657,7 @@ errors++;
 }
 }
 else {
-const err21 = {instancePath:instancePath+"/binding",schemaPath:"#/properties/binding/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.binding.type,parentSchema:schema47.properties.binding,data:data7};
+const err21 = {instancePath:instancePath+"/binding",schemaPath:"#/properties/binding/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema49.properties.binding.type,parentSchema:schema49.properties.binding,data:data7};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -2554,7 +2670,7 @@ errors++;
 if(data.patch !== undefined){
 let data8 = data.patch;
 if(!(data8 && typeof data8 == "object" && !Array.isArray(data8))){
-const err22 = {instancePath:instancePath+"/patch",schemaPath:"#/properties/patch/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema47.properties.patch.type,parentSchema:schema47.properties.patch,data:data8};
+const err22 = {instancePath:instancePath+"/patch",schemaPath:"#/properties/patch/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.properties.patch.type,parentSchema:schema49.properties.patch,data:data8};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2566,7 +2682,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema47.type,parentSchema:schema47,data};
+const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.type,parentSchema:schema49,data};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -2580,7 +2696,7 @@ return errors === 0;
 }
 
 const quota = validate26;
-const schema48 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/quota.schema.json","title":"Quota (quota/<anything>.yaml)","description":"Written by humans through pull requests, never by the broker: how many live instances one organization, space or subaccount may have of a service, or of some of its plans. Checked at provision and at a plan change (403, Service Fabrik's words). A repository without quota files has no limits; an instance no limit matches is not limited. A file may hold several quotas as YAML documents.","type":"object","required":["apiVersion","kind","scope","limits"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Quota"},"description":{"type":"string","description":"Why the quota exists, for reviewers."},"scope":{"type":"object","title":"exactly one of organization, space and subaccount","description":"Whose instances are counted: the OSB organization_guid, space_guid, or the context's subaccount_id (SAP Service Manager).","minProperties":1,"maxProperties":1,"additionalProperties":false,"properties":{"organization":{"type":"string","minLength":1,"title":"a non-empty string"},"space":{"type":"string","minLength":1,"title":"a non-empty string"},"subaccount":{"type":"string","minLength":1,"title":"a non-empty string"}}},"limits":{"type":"array","minItems":1,"items":{"type":"object","required":["service","instances"],"additionalProperties":false,"properties":{"service":{"type":"string","minLength":1,"title":"a service name or id of the catalog"},"plans":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","minLength":1,"title":"a plan name or id of the service"},"description":"The plans counted together (Service Fabrik's plans of one SKU); absent: every plan of the service."},"instances":{"type":"integer","minimum":-1,"title":"an integer, -1 (unlimited), 0 (not entitled) or more","description":"Live instances of these plans the scope may have. 0: not entitled (403 Not entitled to create service instance); -1: unlimited."}}}}}};
+const schema50 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://gitops-broker.io/schemas/v1alpha1/quota.schema.json","title":"Quota (quota/<anything>.yaml)","description":"Written by humans through pull requests, never by the broker: how many live instances one organization, space or subaccount may have of a service, or of some of its plans. Checked at provision and at a plan change (403, Service Fabrik's words). A repository without quota files has no limits; an instance no limit matches is not limited. A file may hold several quotas as YAML documents.","type":"object","required":["apiVersion","kind","scope","limits"],"additionalProperties":false,"properties":{"apiVersion":{"const":"gitops-broker.io/v1alpha1"},"kind":{"const":"Quota"},"description":{"type":"string","description":"Why the quota exists, for reviewers."},"scope":{"type":"object","title":"exactly one of organization, space and subaccount","description":"Whose instances are counted: the OSB organization_guid, space_guid, or the context's subaccount_id (SAP Service Manager).","minProperties":1,"maxProperties":1,"additionalProperties":false,"properties":{"organization":{"type":"string","minLength":1,"title":"a non-empty string"},"space":{"type":"string","minLength":1,"title":"a non-empty string"},"subaccount":{"type":"string","minLength":1,"title":"a non-empty string"}}},"limits":{"type":"array","minItems":1,"items":{"type":"object","required":["service","instances"],"additionalProperties":false,"properties":{"service":{"type":"string","minLength":1,"title":"a service name or id of the catalog"},"plans":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","minLength":1,"title":"a plan name or id of the service"},"description":"The plans counted together (Service Fabrik's plans of one SKU); absent: every plan of the service."},"instances":{"type":"integer","minimum":-1,"title":"an integer, -1 (unlimited), 0 (not entitled) or more","description":"Live instances of these plans the scope may have. 0: not entitled (403 Not entitled to create service instance); -1: unlimited."}}}}}};
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://gitops-broker.io/schemas/v1alpha1/quota.schema.json" */;
@@ -2588,7 +2704,7 @@ let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema48.required,parentSchema:schema48,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema50.required,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2598,7 +2714,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema48.required,parentSchema:schema48,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema50.required,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2608,7 +2724,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.scope === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "scope"},message:"must have required property '"+"scope"+"'",schema:schema48.required,parentSchema:schema48,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "scope"},message:"must have required property '"+"scope"+"'",schema:schema50.required,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2618,7 +2734,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.limits === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "limits"},message:"must have required property '"+"limits"+"'",schema:schema48.required,parentSchema:schema48,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "limits"},message:"must have required property '"+"limits"+"'",schema:schema50.required,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2629,7 +2745,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "description")) || (key0 === "scope")) || (key0 === "limits"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema48,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2642,7 +2758,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("gitops-broker.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema48.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "gitops-broker.io/v1alpha1"},message:"must be equal to constant",schema:"gitops-broker.io/v1alpha1",parentSchema:schema50.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2655,7 +2771,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Quota" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Quota"},message:"must be equal to constant",schema:"Quota",parentSchema:schema48.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Quota"},message:"must be equal to constant",schema:"Quota",parentSchema:schema50.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2668,7 +2784,7 @@ errors++;
 if(data.description !== undefined){
 let data2 = data.description;
 if(typeof data2 !== "string"){
-const err7 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.description.type,parentSchema:schema48.properties.description,data:data2};
+const err7 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.description.type,parentSchema:schema50.properties.description,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2682,7 +2798,7 @@ if(data.scope !== undefined){
 let data3 = data.scope;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 if(Object.keys(data3).length > 1){
-const err8 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxProperties",keyword:"maxProperties",params:{limit: 1},message:"must NOT have more than 1 properties",schema:1,parentSchema:schema48.properties.scope,data:data3};
+const err8 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxProperties",keyword:"maxProperties",params:{limit: 1},message:"must NOT have more than 1 properties",schema:1,parentSchema:schema50.properties.scope,data:data3};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2692,7 +2808,7 @@ vErrors.push(err8);
 errors++;
 }
 if(Object.keys(data3).length < 1){
-const err9 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema48.properties.scope,data:data3};
+const err9 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema50.properties.scope,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2703,7 +2819,7 @@ errors++;
 }
 for(const key1 in data3){
 if(!(((key1 === "organization") || (key1 === "space")) || (key1 === "subaccount"))){
-const err10 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema48.properties.scope,data:data3};
+const err10 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema50.properties.scope,data:data3};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2717,7 +2833,7 @@ if(data3.organization !== undefined){
 let data4 = data3.organization;
 if(typeof data4 === "string"){
 if(func2(data4) < 1){
-const err11 = {instancePath:instancePath+"/scope/organization",schemaPath:"#/properties/scope/properties/organization/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.scope.properties.organization,data:data4};
+const err11 = {instancePath:instancePath+"/scope/organization",schemaPath:"#/properties/scope/properties/organization/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50.properties.scope.properties.organization,data:data4};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2728,7 +2844,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/scope/organization",schemaPath:"#/properties/scope/properties/organization/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.scope.properties.organization.type,parentSchema:schema48.properties.scope.properties.organization,data:data4};
+const err12 = {instancePath:instancePath+"/scope/organization",schemaPath:"#/properties/scope/properties/organization/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.scope.properties.organization.type,parentSchema:schema50.properties.scope.properties.organization,data:data4};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2742,7 +2858,7 @@ if(data3.space !== undefined){
 let data5 = data3.space;
 if(typeof data5 === "string"){
 if(func2(data5) < 1){
-const err13 = {instancePath:instancePath+"/scope/space",schemaPath:"#/properties/scope/properties/space/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.scope.properties.space,data:data5};
+const err13 = {instancePath:instancePath+"/scope/space",schemaPath:"#/properties/scope/properties/space/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50.properties.scope.properties.space,data:data5};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2753,7 +2869,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath:instancePath+"/scope/space",schemaPath:"#/properties/scope/properties/space/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.scope.properties.space.type,parentSchema:schema48.properties.scope.properties.space,data:data5};
+const err14 = {instancePath:instancePath+"/scope/space",schemaPath:"#/properties/scope/properties/space/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.scope.properties.space.type,parentSchema:schema50.properties.scope.properties.space,data:data5};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2767,7 +2883,7 @@ if(data3.subaccount !== undefined){
 let data6 = data3.subaccount;
 if(typeof data6 === "string"){
 if(func2(data6) < 1){
-const err15 = {instancePath:instancePath+"/scope/subaccount",schemaPath:"#/properties/scope/properties/subaccount/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.scope.properties.subaccount,data:data6};
+const err15 = {instancePath:instancePath+"/scope/subaccount",schemaPath:"#/properties/scope/properties/subaccount/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50.properties.scope.properties.subaccount,data:data6};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2778,7 +2894,7 @@ errors++;
 }
 }
 else {
-const err16 = {instancePath:instancePath+"/scope/subaccount",schemaPath:"#/properties/scope/properties/subaccount/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.scope.properties.subaccount.type,parentSchema:schema48.properties.scope.properties.subaccount,data:data6};
+const err16 = {instancePath:instancePath+"/scope/subaccount",schemaPath:"#/properties/scope/properties/subaccount/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.scope.properties.subaccount.type,parentSchema:schema50.properties.scope.properties.subaccount,data:data6};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2790,7 +2906,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.scope.type,parentSchema:schema48.properties.scope,data:data3};
+const err17 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema50.properties.scope.type,parentSchema:schema50.properties.scope,data:data3};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2804,7 +2920,7 @@ if(data.limits !== undefined){
 let data7 = data.limits;
 if(Array.isArray(data7)){
 if(data7.length < 1){
-const err18 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema48.properties.limits,data:data7};
+const err18 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema50.properties.limits,data:data7};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2818,7 +2934,7 @@ for(let i0=0; i0<len0; i0++){
 let data8 = data7[i0];
 if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
 if(data8.service === undefined){
-const err19 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "service"},message:"must have required property '"+"service"+"'",schema:schema48.properties.limits.items.required,parentSchema:schema48.properties.limits.items,data:data8};
+const err19 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "service"},message:"must have required property '"+"service"+"'",schema:schema50.properties.limits.items.required,parentSchema:schema50.properties.limits.items,data:data8};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2828,7 +2944,7 @@ vErrors.push(err19);
 errors++;
 }
 if(data8.instances === undefined){
-const err20 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "instances"},message:"must have required property '"+"instances"+"'",schema:schema48.properties.limits.items.required,parentSchema:schema48.properties.limits.items,data:data8};
+const err20 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "instances"},message:"must have required property '"+"instances"+"'",schema:schema50.properties.limits.items.required,parentSchema:schema50.properties.limits.items,data:data8};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2839,7 +2955,7 @@ errors++;
 }
 for(const key2 in data8){
 if(!(((key2 === "service") || (key2 === "plans")) || (key2 === "instances"))){
-const err21 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema48.properties.limits.items,data:data8};
+const err21 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema50.properties.limits.items,data:data8};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -2853,7 +2969,7 @@ if(data8.service !== undefined){
 let data9 = data8.service;
 if(typeof data9 === "string"){
 if(func2(data9) < 1){
-const err22 = {instancePath:instancePath+"/limits/" + i0+"/service",schemaPath:"#/properties/limits/items/properties/service/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.limits.items.properties.service,data:data9};
+const err22 = {instancePath:instancePath+"/limits/" + i0+"/service",schemaPath:"#/properties/limits/items/properties/service/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50.properties.limits.items.properties.service,data:data9};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2864,7 +2980,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath:instancePath+"/limits/" + i0+"/service",schemaPath:"#/properties/limits/items/properties/service/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.limits.items.properties.service.type,parentSchema:schema48.properties.limits.items.properties.service,data:data9};
+const err23 = {instancePath:instancePath+"/limits/" + i0+"/service",schemaPath:"#/properties/limits/items/properties/service/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.limits.items.properties.service.type,parentSchema:schema50.properties.limits.items.properties.service,data:data9};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -2878,7 +2994,7 @@ if(data8.plans !== undefined){
 let data10 = data8.plans;
 if(Array.isArray(data10)){
 if(data10.length < 1){
-const err24 = {instancePath:instancePath+"/limits/" + i0+"/plans",schemaPath:"#/properties/limits/items/properties/plans/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema48.properties.limits.items.properties.plans,data:data10};
+const err24 = {instancePath:instancePath+"/limits/" + i0+"/plans",schemaPath:"#/properties/limits/items/properties/plans/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema50.properties.limits.items.properties.plans,data:data10};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -2892,7 +3008,7 @@ for(let i1=0; i1<len1; i1++){
 let data11 = data10[i1];
 if(typeof data11 === "string"){
 if(func2(data11) < 1){
-const err25 = {instancePath:instancePath+"/limits/" + i0+"/plans/" + i1,schemaPath:"#/properties/limits/items/properties/plans/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.limits.items.properties.plans.items,data:data11};
+const err25 = {instancePath:instancePath+"/limits/" + i0+"/plans/" + i1,schemaPath:"#/properties/limits/items/properties/plans/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema50.properties.limits.items.properties.plans.items,data:data11};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2903,7 +3019,7 @@ errors++;
 }
 }
 else {
-const err26 = {instancePath:instancePath+"/limits/" + i0+"/plans/" + i1,schemaPath:"#/properties/limits/items/properties/plans/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.limits.items.properties.plans.items.type,parentSchema:schema48.properties.limits.items.properties.plans.items,data:data11};
+const err26 = {instancePath:instancePath+"/limits/" + i0+"/plans/" + i1,schemaPath:"#/properties/limits/items/properties/plans/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.limits.items.properties.plans.items.type,parentSchema:schema50.properties.limits.items.properties.plans.items,data:data11};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2924,7 +3040,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-const err27 = {instancePath:instancePath+"/limits/" + i0+"/plans",schemaPath:"#/properties/limits/items/properties/plans/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)",schema:true,parentSchema:schema48.properties.limits.items.properties.plans,data:data10};
+const err27 = {instancePath:instancePath+"/limits/" + i0+"/plans",schemaPath:"#/properties/limits/items/properties/plans/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)",schema:true,parentSchema:schema50.properties.limits.items.properties.plans,data:data10};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2939,7 +3055,7 @@ indices0[item0] = i2;
 }
 }
 else {
-const err28 = {instancePath:instancePath+"/limits/" + i0+"/plans",schemaPath:"#/properties/limits/items/properties/plans/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema48.properties.limits.items.properties.plans.type,parentSchema:schema48.properties.limits.items.properties.plans,data:data10};
+const err28 = {instancePath:instancePath+"/limits/" + i0+"/plans",schemaPath:"#/properties/limits/items/properties/plans/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema50.properties.limits.items.properties.plans.type,parentSchema:schema50.properties.limits.items.properties.plans,data:data10};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2952,7 +3068,7 @@ errors++;
 if(data8.instances !== undefined){
 let data12 = data8.instances;
 if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
-const err29 = {instancePath:instancePath+"/limits/" + i0+"/instances",schemaPath:"#/properties/limits/items/properties/instances/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema48.properties.limits.items.properties.instances.type,parentSchema:schema48.properties.limits.items.properties.instances,data:data12};
+const err29 = {instancePath:instancePath+"/limits/" + i0+"/instances",schemaPath:"#/properties/limits/items/properties/instances/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema50.properties.limits.items.properties.instances.type,parentSchema:schema50.properties.limits.items.properties.instances,data:data12};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -2963,7 +3079,7 @@ errors++;
 }
 if((typeof data12 == "number") && (isFinite(data12))){
 if(data12 < -1 || isNaN(data12)){
-const err30 = {instancePath:instancePath+"/limits/" + i0+"/instances",schemaPath:"#/properties/limits/items/properties/instances/minimum",keyword:"minimum",params:{comparison: ">=", limit: -1},message:"must be >= -1",schema:-1,parentSchema:schema48.properties.limits.items.properties.instances,data:data12};
+const err30 = {instancePath:instancePath+"/limits/" + i0+"/instances",schemaPath:"#/properties/limits/items/properties/instances/minimum",keyword:"minimum",params:{comparison: ">=", limit: -1},message:"must be >= -1",schema:-1,parentSchema:schema50.properties.limits.items.properties.instances,data:data12};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2976,7 +3092,7 @@ errors++;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.limits.items.type,parentSchema:schema48.properties.limits.items,data:data8};
+const err31 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema50.properties.limits.items.type,parentSchema:schema50.properties.limits.items,data:data8};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2988,7 +3104,7 @@ errors++;
 }
 }
 else {
-const err32 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema48.properties.limits.type,parentSchema:schema48.properties.limits,data:data7};
+const err32 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema50.properties.limits.type,parentSchema:schema50.properties.limits,data:data7};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -3000,7 +3116,7 @@ errors++;
 }
 }
 else {
-const err33 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.type,parentSchema:schema48,data};
+const err33 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema50.type,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err33];
 }

@@ -82,6 +82,10 @@ export interface InstanceRecord {
   status: {
     deleted?: boolean;
     operations: OperationEntry<InstanceAction>[];
+    /** OSB `metadata.labels`: the plan's `metadata` template at the last provision or update (ADR 0033). */
+    labels?: Record<string, string>;
+    /** OSB `metadata.attributes`, likewise. */
+    attributes?: Record<string, unknown>;
   };
 }
 
@@ -94,12 +98,18 @@ export interface BindingRecord {
     instanceId: string;
     serviceId: string;
     planId: string;
+    /** OSB `predecessor_binding_id` (2.17): the binding of the same instance this one succeeds (ADR 0033). */
+    predecessorBindingId?: string;
     context?: Record<string, unknown>;
     parameters?: Record<string, unknown>;
     bindResource?: Record<string, unknown>;
     appGuid?: string;
     originatingIdentity?: OriginatingIdentity;
     sensitiveParameters?: SensitiveParameterRefs;
+    /** OSB `metadata.expires_at` (RFC 3339), fixed at the bind from the plan's settings (ADR 0033). */
+    expiresAt?: string;
+    /** OSB `metadata.renew_before` (RFC 3339), fixed at the bind from the plan's settings. */
+    renewBefore?: string;
     /** What the bind template changed in the instance's objects (ADR 0017). */
     instancePatches?: InstancePatch[];
   };

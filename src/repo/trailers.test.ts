@@ -53,6 +53,13 @@ describe("broker commit trailers", () => {
     expect(readBrokerTrailers({ "Originating-Identity": "cloudfoundry [1]" })).toEqual({});
   });
 
+  it("writes a rotation's predecessor after the binding, and reads it back", () => {
+    const written = { operation: "op-2", instanceId: "i-1", bindingId: "b-2", predecessorBindingId: "b-1", brokerVersion: "v" };
+    const trailers = brokerTrailers(written);
+    expect(Object.keys(trailers)).toEqual(["Operation", "Instance-Id", "Binding-Id", "Predecessor-Binding-Id", "Broker-Version"]);
+    expect(readBrokerTrailers(trailers)).toEqual(written);
+  });
+
   it("writes a records GC commit's reason, retention and one Instance-Id per record, and reads them back as a list", () => {
     const written = { reason: "records-gc", retentionDays: 90, instanceIds: ["i-1", "i-2"], brokerVersion: "v" };
     const trailers = brokerTrailers(written);

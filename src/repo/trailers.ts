@@ -28,6 +28,7 @@ export const TRAILER = {
   operation: "Operation",
   instanceId: "Instance-Id",
   bindingId: "Binding-Id",
+  predecessorBindingId: "Predecessor-Binding-Id",
   movedFrom: "Moved-From",
   movedTo: "Moved-To",
   importSource: "Import-Source",
@@ -52,6 +53,8 @@ export interface BrokerTrailers {
   /** The instances of a records GC or import commit: one Instance-Id trailer each (`git log --grep` finds every one). */
   instanceIds?: readonly string[];
   bindingId?: string;
+  /** A rotation's predecessor (OSB `predecessor_binding_id`): the binding `bindingId` succeeds. */
+  predecessorBindingId?: string;
   movedFrom?: string;
   movedTo?: string;
   /** Where an import read its instances: `service-fabrik <master API server URL>`. */
@@ -81,6 +84,7 @@ export function brokerTrailers(t: BrokerTrailers): Record<string, string | reado
   const instanceIds = [...(t.instanceId ? [t.instanceId] : []), ...(t.instanceIds ?? []).filter((id) => id !== "")];
   if (instanceIds.length > 0) out[TRAILER.instanceId] = t.instanceIds ? instanceIds : instanceIds[0]!;
   set(TRAILER.bindingId, t.bindingId);
+  set(TRAILER.predecessorBindingId, t.predecessorBindingId);
   set(TRAILER.movedFrom, t.movedFrom);
   set(TRAILER.movedTo, t.movedTo);
   set(TRAILER.importSource, t.importSource);
@@ -128,6 +132,7 @@ export function readBrokerTrailers(trailers: TrailerValues): BrokerTrailers {
     ["operation", TRAILER.operation],
     ...(gc ? [] : ([["instanceId", TRAILER.instanceId]] as const)),
     ["bindingId", TRAILER.bindingId],
+    ["predecessorBindingId", TRAILER.predecessorBindingId],
     ["movedFrom", TRAILER.movedFrom],
     ["movedTo", TRAILER.movedTo],
     ["importSource", TRAILER.importSource],

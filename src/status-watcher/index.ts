@@ -6,8 +6,6 @@
  */
 export { createCommitStatusWatcher } from "./commit-mode.js";
 export { createStatusWatcher } from "./watcher.js";
-export { brokerNamespace, createKubeConfigResolver, createSecretKeyReader } from "./kubeconfig.js";
-export type { KubeConfigFor, KubeConfigResolverOptions, SecretKeyReader, SecretKeyRef } from "./kubeconfig.js";
 export type {
   BindingOutcome,
   BindingResult,

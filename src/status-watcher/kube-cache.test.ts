@@ -5,7 +5,7 @@ import { startKubeApiServer, type KubeApiServer, type KubeObject } from "../../t
 import { createLogger } from "../log/index.js";
 import { InvalidArgumentError, KubeApiError } from "../errors/index.js";
 import { createWatchCache, type WatchCache, type WatchCacheEvent, type WatchCacheOptions } from "./kube-cache.js";
-import type { ListWatchTransport } from "./list-watch.js";
+import type { ListWatchTransport } from "../kube/index.js";
 import { EVENT_CEILING_MS } from "../../test/support/processes.js";
 
 const POSTGRESQLS = "/apis/acid.zalan.do/v1/postgresqls";

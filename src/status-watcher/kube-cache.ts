@@ -3,7 +3,7 @@ import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import { InvalidArgumentError, KubeApiError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
 import type { Counter, Labels } from "../metrics/index.js";
-import { clientNodeListWatch, type KubeStatus, type ListWatchTransport } from "./list-watch.js";
+import { clientNodeListWatch, type KubeStatus, type ListWatchTransport } from "../kube/index.js";
 import { openWatch, type WatchConnection } from "./watch-connection.js";
 import { createWatchProgress, type WatchCacheState } from "./watch-progress.js";
 import { applyWatchEvent, keyOf, replaceObjects, type WatchCacheEvent, type WatchEnd, type WatchStep } from "./watch-state.js";

@@ -2,7 +2,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { describe, expect, it, vi } from "vitest";
 import { KubeApiError } from "../errors/index.js";
 import { createLogger } from "../log/index.js";
-import type { KubeStatus, ListWatchTransport } from "./list-watch.js";
+import type { KubeStatus, ListWatchTransport } from "../kube/index.js";
 import { openWatch } from "./watch-connection.js";
 import type { WatchStep } from "./watch-state.js";
 

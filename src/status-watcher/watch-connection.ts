@@ -1,7 +1,7 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { KubeApiError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
-import type { KubeStatus, ListWatchTransport, WatchHandle } from "./list-watch.js";
+import type { KubeStatus, ListWatchTransport, WatchHandle } from "../kube/index.js";
 import { watchEnd, type WatchEnd, type WatchStep } from "./watch-state.js";
 
 /**

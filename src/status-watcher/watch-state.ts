@@ -1,6 +1,6 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { KubeApiError } from "../errors/index.js";
-import type { KubeStatus } from "./list-watch.js";
+import type { KubeStatus } from "../kube/index.js";
 
 /**
  * The bookkeeping of a watch cache (kube-cache.ts), without I/O or timers: the objects of a

@@ -4,7 +4,7 @@ import type { BindingRecord, InstanceRecord, OperationEntry } from "../repo/inde
 import { createAppliedIndex, type RecordRef } from "./applied-index.js";
 import { createCommitStatusWatcher } from "./commit-mode.js";
 import { deadlineOf, pastDeadline } from "./deadline.js";
-import { createKubeConfigResolver } from "./kubeconfig.js";
+import { createKubeConfigResolver } from "../kube/index.js";
 import { isNotReady, startLiveCluster, type LiveCluster, type LiveClusterDeps } from "./live-cluster.js";
 import { createLiveClusters } from "./live-clusters.js";
 import { bindResponse, evaluate, isRendering, prepare, type Prepared, type Subject } from "./live-status.js";

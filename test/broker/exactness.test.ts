@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/broker-harness.js";
 import { OSB_BASES } from "../support/osb-client.js";
-import { commitCount, expectOsbError, provisionBody, samplePlans, type SamplePlans } from "./helpers.js";
+import { commitCount, expectOsbError, headMessage, provisionBody, samplePlans, type SamplePlans } from "./helpers.js";
 
 /**
  * Never a wrong OSB answer (ADR 0012), on one broker in commit mode: the answers that depend on
@@ -55,6 +55,56 @@ describe.each(OSB_BASES)("OSB exactness at %s", (base) => {
       const malformed = provisionBody(plans.serviceId, plans.medium.id, { maintenance_info: { version: 1 } });
       expectOsbError(await h.osb.provision("mi-new", malformed, { query: ASYNC, version: "2.16" }), 400, /maintenance_info\.version must be a non-empty string/);
       expect(await commitCount(h.remoteDir)).toBe(before);
+    });
+  });
+
+  describe("the fields of OSB 2.16 and 2.17, and their absence before", () => {
+    const plansAt = async (version: string) =>
+      ((await h.osb.catalog({ version })).body.services as { plans: Record<string, unknown>[] }[]).flatMap((s) => s.plans);
+
+    it("lists a plan's binding_rotatable at 2.17 only", async () => {
+      expect((await plansAt("2.17")).map((p) => p.binding_rotatable)).toEqual([true, true]);
+      for (const version of ["2.13", "2.15", "2.16"]) expect((await plansAt(version)).some((p) => "binding_rotatable" in p)).toBe(false);
+    });
+
+    it("answers instance metadata: labels from 2.16 (provision, update), attributes from 2.17, in GET instance from 2.17", async () => {
+      const keys = (body: Record<string, unknown>) => Object.keys((body.metadata as object | undefined) ?? {}).sort();
+      for (const [version, expected] of [["2.13", []], ["2.15", []], ["2.16", ["labels"]], ["2.17", ["attributes", "labels"]]] as const) {
+        const id = `meta-${version}`;
+        const provisioned = await h.osb.provision(id, provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC, version });
+        expect({ version, status: provisioned.status, keys: keys(provisioned.body) }).toEqual({ version, status: 202, keys: expected });
+        const updated = await h.osb.update(id, { service_id: plans.serviceId, parameters: { storageGB: 30 } }, { query: ASYNC, version });
+        expect({ version, status: updated.status, keys: keys(updated.body) }).toEqual({ version, status: 202, keys: expected });
+        const fetched = await h.osb.getInstance(id, { version });
+        expect({ version, keys: keys(fetched.body) }).toEqual({ version, keys: version === "2.17" ? expected : [] });
+      }
+      expect((await h.osb.getInstance("meta-2.17")).body.metadata).toMatchObject({ labels: { "gitops-broker.io/plan": "medium" }, attributes: { "postgresql-version": "16" } });
+    });
+
+    it("answers binding metadata: expires_at from 2.16, renew_before from 2.17; rotates from 2.17, ignores predecessor_binding_id before", async () => {
+      const id = "rot-versions";
+      const ids = { service_id: plans.serviceId, plan_id: plans.medium.id };
+      expect((await h.osb.provision(id, provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC })).status).toBe(202);
+      for (const [version, expected] of [["2.13", []], ["2.15", []], ["2.16", ["expires_at"]], ["2.17", ["expires_at", "renew_before"]]] as const) {
+        const bound = await h.osb.bind(id, `b-${version}`, { ...ids, predecessor_binding_id: "b-2.13" }, { version });
+        const rotated = version === "2.17";
+        expect({ version, status: bound.status, keys: Object.keys((bound.body.metadata as object | undefined) ?? {}) }).toEqual({ version, status: 201, keys: expected });
+        expect({ version, subject: await headMessage(h.remoteDir).then((m) => m.split("\n", 1)[0]) }).toEqual({
+          version,
+          subject: `bind postgresql/medium instance ${id} binding b-${version}${rotated ? ", successor of b-2.13" : ""}`,
+        });
+        const fetched = await h.osb.getBinding(id, `b-${version}`, { version });
+        expect({ version, keys: Object.keys((fetched.body.metadata as object | undefined) ?? {}) }).toEqual({ version, keys: expected });
+      }
+    });
+
+    it("checks GET's service_id / plan_id hints from 2.16, ignores them before", async () => {
+      const id = "hints";
+      expect((await h.osb.provision(id, provisionBody(plans.serviceId, plans.small.id))).status).toBe(201);
+      const wrong = { service_id: plans.serviceId, plan_id: plans.medium.id };
+      for (const version of ["2.14", "2.15"]) expect((await h.osb.getInstance(id, { query: wrong, version })).status).toBe(200);
+      for (const version of ["2.16", "2.17"]) expectOsbError(await h.osb.getInstance(id, { query: wrong, version }), 400, /^plan_id .* does not match instance hints: expected small/);
+      expect((await h.osb.getInstance(id, { query: { service_id: plans.serviceId, plan_id: plans.small.id } })).status).toBe(200);
     });
   });
 

@@ -57,7 +57,7 @@ describe("loading @kubernetes/client-node", { timeout: PROCESS_TEST_TIMEOUT_MS }
     expect(age.slice(0, 3), `${age.length} modules of age-encryption loaded`).toEqual([]);
   });
 
-  it("control: the recording sees the module once the status watcher loads it", async () => {
+  it("control: the recording sees the module once src/kube loads it", async () => {
     const cwd = await trackedTempDir("client-node-loading-");
     const loads = path.join(cwd, "loads");
     const script = [

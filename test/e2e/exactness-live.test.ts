@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
 import { clusterNamespacePath, namespaceManifest } from "../../src/repo/index.js";
 import { silentLogger } from "../../src/log/index.js";
-import { createKubeConfigResolver, type KubeConfigFor } from "../../src/status-watcher/index.js";
+import { createKubeConfigResolver, type KubeConfigFor } from "../../src/kube/index.js";
 import { expectOsbError, provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
 import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
 import { createBareRemote, createTempDir } from "../support/git-fixtures.js";

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
 import { silentLogger } from "../../src/log/index.js";
 import { clusterNamespacePath, namespaceManifest } from "../../src/repo/index.js";
-import { createSecretKeyReader } from "../../src/status-watcher/index.js";
+import { createSecretKeyReader } from "../../src/kube/index.js";
 import { stringify } from "yaml";
 import { provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
 import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
@@ -172,7 +172,7 @@ describe("nudge after push", () => {
     await eventually(() => expect(polls.argo.asked).toEqual([POLL_MS, POLL_MS]));
   });
 
-  it("Flux by annotation: the GitRepository fetched on requestedAt, then the Kustomization; succeeded before any poll", async () => {
+  it("Flux by annotation: the GitRepository fetched on requestedAt, its new artifact applied; succeeded before any poll", async () => {
     const op = await provision("db-2");
     await eventually(async () => expect(await lastOperation("db-2", op)).toMatchObject({ state: "succeeded" }));
     expect(flux.agent.triggers.slice(0, 2)).toEqual(["poll", "source-requested"]);

@@ -3,17 +3,23 @@
  * two broker processes with the identity deploy/chart gives them (its ServiceAccount and Lease
  * Role, rendered by Helm itself; a TokenRequest token). Both serve OSB; only the Lease's holder
  * re-renders after a plan change; the holder is killed (-9, no goodbye) in the middle of the work
- * and the other takes the Lease over within its duration and finishes the work from Git.
+ * and the other takes the Lease over within its duration and finishes the work from Git. And two
+ * electors in this process, one of them behind a proxy that hangs its renewal's PUT: the holder
+ * stops believing it leads at its renew deadline, before the other takes over.
  */
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createKubeLeaseClient, createLeaseElector, type Leadership, type LeaseClient } from "../../src/leader/index.js";
+import { silentLogger } from "../../src/log/index.js";
 import { BIN, spawnBroker, type BrokerProcess, type LogLine } from "../write-path/broker-process.js";
 import { provisionBody, readyz, samplePlans } from "../broker/helpers.js";
 import { commitsIn, editedPlan, filesWith, provisionTemplate, SMALL } from "../broker/reconcile-support.js";
 import { createBareRemote, createTempDir, pushExternalCommit } from "../support/git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
+import { startHangProxy } from "../support/hang-proxy.js";
 import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS, runProcess } from "../support/processes.js";
 import { helmTemplateObjects, startRealKube, type RealKube } from "../support/real-kube.js";
 
@@ -195,5 +201,65 @@ describe("two replicas, one Lease", () => {
     await c.waitForLog(acquired);
     expect(await holder()).toBe("replica-c");
     expect(await c.stop()).toBe(0);
+  });
+});
+
+describe("a renewal that hangs", () => {
+  it("the holder whose GET answers late and whose PUT hangs stops leading at its renew deadline, before the other takes over", async () => {
+    const times = { leaseDurationMs: 6_000, renewDeadlineMs: 4_000, retryPeriodMs: 1_000 };
+    const proxy = await startHangProxy(Number(new URL(kube.url).port));
+    const behindProxy = new KubeConfig();
+    behindProxy.loadFromString(kube.kubeconfig().replace(kube.url, `https://127.0.0.1:${proxy.port}`));
+    const lease = { namespace: HOME, name: "hang-test" };
+    const real = createKubeLeaseClient({ kubeConfig: behindProxy, ...lease });
+    let fault = false;
+    // Once `fault` is set: the next GET goes through and is answered at 70 % of the renew
+    // deadline; from then on the proxy hangs every new connection (the PUT that follows).
+    const a: LeaseClient = {
+      async get(signal) {
+        const read = await real.get(signal);
+        if (fault && !proxy.hungConnections) {
+          proxy.setHanging(true);
+          await new Promise<void>((resolve, reject) => {
+            const timer = setTimeout(resolve, times.renewDeadlineMs * 0.7);
+            signal?.addEventListener("abort", () => {
+              clearTimeout(timer);
+              reject(new Error("aborted"));
+            });
+          });
+        }
+        return read;
+      },
+      create: (l, signal) => real.create(l, signal),
+      update: (l, signal) => real.update(l, signal),
+    };
+    const history: string[] = [];
+    const electors: Leadership[] = [];
+    const start = (identity: string, client: LeaseClient) => {
+      const elector = createLeaseElector({ client, ...lease, identity, ...times, logger: silentLogger() });
+      elector.onChange((leading) => history.push(`${identity} ${leading ? "leads" : "stops"}`));
+      electors.push(elector);
+      return elector;
+    };
+    try {
+      const holder = start("a", a);
+      await vi.waitFor(() => expect(holder.isLeader()).toBe(true), { timeout: EVENT_CEILING_MS, interval: 50 });
+      const other = start("b", createKubeLeaseClient({ kubeConfig: kube.admin(), ...lease }));
+      await vi.waitFor(() => expect(other.holder()).toBe("a"), { timeout: EVENT_CEILING_MS, interval: 50 });
+      // Measured when b starts leading, not after a wait: does a still believe it leads?
+      const aLeadsWhenBStarts: boolean[] = [];
+      other.onChange((leading) => leading && aLeadsWhenBStarts.push(holder.isLeader()));
+      fault = true;
+      await vi.waitFor(() => expect(other.isLeader()).toBe(true), { timeout: EVENT_CEILING_MS, interval: 50 });
+      expect(proxy.hungConnections).toBeGreaterThanOrEqual(1);
+      expect(aLeadsWhenBStarts).toEqual([false]);
+      expect(history).toEqual(["a leads", "a stops", "b leads"]);
+      const stored = await kube.request("GET", `${LEASE_PATH}/hang-test`);
+      expect((stored.body.spec as { holderIdentity?: string }).holderIdentity).toBe("b");
+    } finally {
+      proxy.setHanging(false);
+      await Promise.all(electors.map((e) => e.close()));
+      await proxy.close();
+    }
   });
 });

@@ -63,4 +63,17 @@ describe("the import rules of src/ (npm run deps)", () => {
     expect(out).toMatch(/no-folder-cycle/);
     expect(out).toMatch(/enter-a-folder-through-its-index: src\/c\/index\.ts → src\/d\/inner\.ts/);
   }, 60_000);
+
+  it("fail when src/kube imports a component other than src/errors and src/catalog", async () => {
+    const { code, out } = await cruise({
+      "src/errors/index.ts": "export class KubeApiError extends Error {}\n",
+      "src/catalog/index.ts": "export type ClusterEntry = { id: string };\n",
+      "src/status-watcher/index.ts": "export const watch = 1;\n",
+      "src/kube/index.ts":
+        'import { KubeApiError } from "../errors/index.js";\nimport type { ClusterEntry } from "../catalog/index.js";\nimport { watch } from "../status-watcher/index.js";\nexport const k = (c: ClusterEntry) => [KubeApiError, watch, c];\n',
+    });
+    expect(code).not.toBe(0);
+    expect(out).toMatch(/kube-knows-no-component: src\/kube\/index\.ts → src\/status-watcher\/index\.ts/);
+    expect(out).not.toMatch(/kube-knows-no-component: src\/kube\/index\.ts → src\/(errors|catalog)\//);
+  }, 60_000);
 });

@@ -18,6 +18,8 @@ export interface OsbCallOptions {
   auth?: boolean;
   /** Override X-Broker-API-Version (null: omit). */
   version?: string | null;
+  /** Aborts the request (a platform that gives up: its timeout); the call then rejects with an AbortError. */
+  signal?: AbortSignal;
 }
 
 export interface OsbClient {
@@ -29,11 +31,11 @@ export interface OsbClient {
   update(instanceId: string, body: unknown, options?: OsbCallOptions): Promise<OsbReply>;
   deprovision(instanceId: string, query: Record<string, string>, options?: OsbCallOptions): Promise<OsbReply>;
   lastOperation(instanceId: string, query?: Record<string, string>): Promise<OsbReply>;
-  getInstance(instanceId: string): Promise<OsbReply>;
+  getInstance(instanceId: string, options?: OsbCallOptions): Promise<OsbReply>;
   bind(instanceId: string, bindingId: string, body: unknown, options?: OsbCallOptions): Promise<OsbReply>;
   unbind(instanceId: string, bindingId: string, query: Record<string, string>, options?: OsbCallOptions): Promise<OsbReply>;
   bindingLastOperation(instanceId: string, bindingId: string, query?: Record<string, string>): Promise<OsbReply>;
-  getBinding(instanceId: string, bindingId: string): Promise<OsbReply>;
+  getBinding(instanceId: string, bindingId: string, options?: OsbCallOptions): Promise<OsbReply>;
 }
 
 /** The OSB bases the broker serves (Service Fabrik's platform routes beside /v2), for tests run over each. */
@@ -52,7 +54,7 @@ export function osbClient(baseUrl: string, credentials: { username: string; pass
     if (options.raw !== undefined) payload = options.raw;
     else if (body !== undefined) payload = JSON.stringify(body);
     if (payload !== undefined && headers["content-type"] === undefined) headers["content-type"] = "application/json";
-    const res = await fetch(url, { method, headers, ...(payload !== undefined ? { body: payload } : {}) });
+    const res = await fetch(url, { method, headers, ...(payload !== undefined ? { body: payload } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     const text = await res.text();
     let parsed: Record<string, unknown> = {};
     if (text) {
@@ -75,10 +77,10 @@ export function osbClient(baseUrl: string, credentials: { username: string; pass
     update: (id, body, o) => call("PATCH", inst(id), body, o),
     deprovision: (id, query, o) => call("DELETE", inst(id), undefined, { ...o, query: { ...query, ...o?.query } }),
     lastOperation: (id, query) => call("GET", `${inst(id)}/last_operation`, undefined, query ? { query } : {}),
-    getInstance: (id) => call("GET", inst(id)),
+    getInstance: (id, o) => call("GET", inst(id), undefined, o),
     bind: (id, b, body, o) => call("PUT", bnd(id, b), body, o),
     unbind: (id, b, query, o) => call("DELETE", bnd(id, b), undefined, { ...o, query: { ...query, ...o?.query } }),
     bindingLastOperation: (id, b, query) => call("GET", `${bnd(id, b)}/last_operation`, undefined, query ? { query } : {}),
-    getBinding: (id, b) => call("GET", bnd(id, b)),
+    getBinding: (id, b, o) => call("GET", bnd(id, b), undefined, o),
   };
 }

@@ -4,9 +4,16 @@
  * application controller (apply `clusters/<id>/` of a commit with server-side apply, prune what Git
  * no longer has, write the Kustomization's status through its status subresource, the
  * Application's by patching it whole) and Zalando's postgres-operator (status
- * through the subresource, the master Service, one credentials Secret per user). The API server,
+ * through the subresource, the master Service, one credentials Secret per user, deleted with the
+ * user). The API server,
  * its validation of what they write (Flux's CRD requires a condition's reason, message and
  * lastTransitionTime ...), its resourceVersions and watch events are Kubernetes' own.
+ *
+ * The agents' stand-ins deliver one step at a time, when a test says so (test/real-kube/: a
+ * compaction and API server restart between two steps, the chart's RBAC); the real agents, which
+ * deliver when they see fit, are test/support/real-flux.ts and real-argocd.ts (ADR 0035), and
+ * test/real-agents/ runs the same lifecycle through them. The postgres-operator stays a stand-in
+ * everywhere: Zalando's module is not served by the Go module proxy (ADR 0022).
  */
 import { randomBytes } from "node:crypto";
 import { parse } from "yaml";
@@ -154,6 +161,13 @@ export function argoCdStandIn(kube: RealKube, options: { remoteDir: string; clus
 }
 
 
+export interface PostgresOperatorOptions {
+  /** A cluster stays Creating until this long after the operator first saw it (a bootstrap); default 0. */
+  readyAfterMs?: number;
+  /** Told when the operator first sees a cluster and when it reports it Running (for the benchmark). */
+  observe?: (name: string, event: "seen" | "running") => void;
+}
+
 export interface PostgresOperatorStandIn {
   /** One reconciliation of every postgresql in `namespace`. */
   reconcile(): Promise<void>;
@@ -166,11 +180,13 @@ export const credentialsSecretName = (user: string, cluster: string) => `${user.
 
 /**
  * postgres-operator in one namespace: Creating on the first reconciliation of a cluster, Running
- * on the next; the master Service; a credentials Secret per user; what belongs to a gone cluster
- * deleted (ownerReferences would, with a garbage collector this control plane does not run).
+ * on the next; the master Service; a credentials Secret per user, deleted with the user; what
+ * belongs to a gone cluster deleted (ownerReferences would, with a garbage collector this control
+ * plane does not run).
  */
-export function postgresOperatorStandIn(kube: RealKube, namespace: string): PostgresOperatorStandIn {
+export function postgresOperatorStandIn(kube: RealKube, namespace: string, options: PostgresOperatorOptions = {}): PostgresOperatorStandIn {
   const passwords: string[] = [];
+  const firstSeen = new Map<string, number>();
   return {
     passwords,
     async reconcile() {
@@ -179,7 +195,16 @@ export function postgresOperatorStandIn(kube: RealKube, namespace: string): Post
         const name = pg.metadata.name;
         const labels = { application: "spilo", "cluster-name": name, team: String((pg.spec as Loose | undefined)?.teamId ?? "") };
         const phase = (pg.status as { PostgresClusterStatus?: string } | undefined)?.PostgresClusterStatus;
-        if (phase !== "Running") await kube.patchStatus(pg, { PostgresClusterStatus: phase === "Creating" ? "Running" : "Creating" });
+        const key = `${name}/${String(pg.metadata.uid)}`;
+        if (!firstSeen.has(key)) {
+          firstSeen.set(key, performance.now());
+          options.observe?.(name, "seen");
+        }
+        const bootstrapped = performance.now() - firstSeen.get(key)! >= (options.readyAfterMs ?? 0);
+        if (phase !== "Running" && (phase !== "Creating" || bootstrapped)) {
+          await kube.patchStatus(pg, { PostgresClusterStatus: phase === "Creating" ? "Running" : "Creating" });
+          if (phase === "Creating") options.observe?.(name, "running");
+        }
         await kube.apply(
           {
             apiVersion: "v1",
@@ -189,7 +214,8 @@ export function postgresOperatorStandIn(kube: RealKube, namespace: string): Post
           },
           "postgres-operator",
         );
-        for (const user of Object.keys((pg.spec as { users?: Loose } | undefined)?.users ?? {})) {
+        const users = Object.keys((pg.spec as { users?: Loose } | undefined)?.users ?? {});
+        for (const user of users) {
           const secretName = credentialsSecretName(user, name);
           if ((await kube.request("GET", `/api/v1/namespaces/${namespace}/secrets/${secretName}`)).status === 200) continue;
           const password = randomBytes(24).toString("base64url");
@@ -205,12 +231,42 @@ export function postgresOperatorStandIn(kube: RealKube, namespace: string): Post
         }
       }
       const live = new Set(clusters.map((pg) => pg.metadata.name));
+      // The credentials Secrets of the users each cluster still has: a user taken out of spec.users
+      // loses its Secret (as the double does; the sample's status template waits for that to call an
+      // unbind done).
+      const wanted = new Set(clusters.flatMap((pg) => Object.keys((pg.spec as { users?: Loose } | undefined)?.users ?? {}).map((user) => credentialsSecretName(user, pg.metadata.name))));
       for (const [kind, plural] of [["Secret", "secrets"], ["Service", "services"]] as const) {
         for (const o of await list(kube, `/api/v1/namespaces/${namespace}/${plural}?labelSelector=application%3Dspilo`, "v1", kind)) {
           const cluster = (o.metadata.labels as Record<string, string> | undefined)?.["cluster-name"];
-          if (cluster !== undefined && !live.has(cluster)) await kube.delete(o);
+          if (cluster === undefined) continue;
+          if (!live.has(cluster) || (kind === "Secret" && !wanted.has(o.metadata.name))) await kube.delete(o);
         }
       }
+    },
+  };
+}
+
+export interface OperatorLoop {
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `operator.reconcile()` every `intervalMs` (one at a time) until stopped, as the operator's
+ * watch would: with the real agents, nothing tells the test when an object was applied.
+ */
+export function startOperatorLoop(operator: PostgresOperatorStandIn, intervalMs = 200): OperatorLoop {
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      // An object deleted between the list and a write is the next round's to see.
+      await operator.reconcile().catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
     },
   };
 }

@@ -42,6 +42,12 @@
  *   notification-controller Receiver at /hook/<sha256(token+name+namespace)> of type generic,
  *   generic-hmac (X-Signature: sha256=<HMAC of the body>) or github (X-Hub-Signature-256,
  *   X-GitHub-Event in spec.events), which annotates the GitRepository.
+ *
+ * Why a double when the real agents run in the tests (ADR 0035): it fails on demand (`failWith`,
+ * `rejectWith`, `hold`), polls on an injected clock, and serves thousands of clusters from one
+ * process, none of which the real controllers do. What it copies is checked against them:
+ * test/real-agents/flux.test.ts and test/real-agents/argocd.test.ts run the same lifecycle,
+ * failure and nudges through real Flux and Argo CD, on the statuses they really write.
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";

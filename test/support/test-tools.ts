@@ -1,8 +1,8 @@
 /**
  * The programs built from their Go modules for the tests (scripts/build-test-tools.sh, ADR 0022):
- * the real kube-apiserver and etcd, Helm as the oracle for our Helm engine, and the CRDs of Flux and
- * Argo CD as their modules ship them. The global setup
- * builds what is missing before the first file (minutes on a fresh machine, a cache hit after) and
+ * the real kube-apiserver and etcd, Helm as the oracle for our Helm engine, Flux's source- and
+ * kustomize-controller and Argo CD (ADR 0035), and the CRDs of Flux and Argo CD as their modules
+ * ship them. The global setup builds what is missing before the first file (minutes on a fresh machine, a cache hit after) and
  * hands the paths to the workers in the environment; `testTool` reads them.
  */
 import { execFile } from "node:child_process";
@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-export const TEST_TOOLS = ["kube-apiserver", "etcd", "helm", "crds"] as const;
+export const TEST_TOOLS = ["kube-apiserver", "etcd", "helm", "source-controller", "kustomize-controller", "argocd", "crds"] as const;
 export type TestToolName = (typeof TEST_TOOLS)[number];
 
 const variable = (name: TestToolName) => `GITOPS_BROKER_TOOL_${name.toUpperCase().replace(/-/g, "_")}`;

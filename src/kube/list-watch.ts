@@ -1,14 +1,14 @@
 import type { KubeConfig, KubernetesObject, Watch } from "@kubernetes/client-node";
-import { createKubeApi, listAll, loadClientNode, type KubeStatus, type ObjectList } from "../kube/index.js";
+import { loadClientNode } from "./client-node.js";
+import { listAll, type ObjectList } from "./list.js";
+import { createKubeApi, type KubeStatus } from "./request.js";
 
 /**
- * The I/O of a watch cache (kube-cache.ts): one list of a collection, one watch from a
+ * The I/O of a watch cache (the status watcher's kube-cache.ts): one list of a collection, one watch from a
  * resourceVersion. Everything the cache decides (what changed, where to resume, 410, backoff)
  * happens outside, so a test can hand the cache a transport of its own, as client-node's
  * `ListWatch(path, watch, listFn)` takes its I/O as parameters.
  */
-
-export type { KubeStatus };
 
 /** The list's objects and resourceVersion: where the watch that follows starts. */
 export type ListResult<T extends KubernetesObject> = ObjectList<T>;

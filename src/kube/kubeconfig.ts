@@ -2,7 +2,8 @@ import { readFileSync } from "node:fs";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import { KubeApiError } from "../errors/index.js";
-import { loadClientNode, type ClientNode } from "../kube/index.js";
+import { loadClientNode, type ClientNode } from "./client-node.js";
+import { createKubeApi } from "./request.js";
 
 /** Where a pod finds its own namespace. */
 const SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -54,12 +55,13 @@ export function createSecretKeyReader(options: KubeConfigResolverOptions = {}): 
     const namespace = ns ?? options.namespace ?? brokerNamespace(await homeConfig());
     let data: string | undefined;
     try {
-      const { CoreV1Api } = await load();
-      const secret = await (await homeConfig()).makeApiClient(CoreV1Api).readNamespacedSecret({ name, namespace });
-      data = secret.data?.[key];
+      const api = createKubeApi({ kubeConfig: await homeConfig(), clientNode: load });
+      const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`;
+      const { body } = await api.request<{ data?: Record<string, string> }>({ method: "GET", path });
+      data = body.data?.[key];
     } catch (error) {
-      const status = (error as { code?: unknown }).code;
-      throw new KubeApiError(`${owner}: cannot read ${what} Secret ${namespace}/${name}`, typeof status === "number" ? { status } : {}, { cause: error });
+      const status = error instanceof KubeApiError ? error.status : undefined;
+      throw new KubeApiError(`${owner}: cannot read ${what} Secret ${namespace}/${name}`, status === undefined ? {} : { status }, { cause: error });
     }
     if (data === undefined) throw new KubeApiError(`${owner}: Secret ${namespace}/${name} has no key ${key}`);
     return Buffer.from(data, "base64");

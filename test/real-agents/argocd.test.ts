@@ -1,0 +1,217 @@
+/**
+ * End to end with REAL Argo CD (ADR 0035): argocd-repo-server, argocd-application-controller,
+ * argocd-applicationset-controller and argocd-server, built from the argo-cd/v3 module, with
+ * Debian's redis-server, running as processes against a real kube-apiserver and etcd and
+ * fetching the broker's remotes over smart HTTP on loopback. The Argo CD objects are
+ * examples/argocd as a user applies them (`kubectl apply -k`; only the repository URLs
+ * substituted): the AppProject and the two ApplicationSets, whose git files generator makes the
+ * Application of each cluster directory. The broker runs in status mode live: every answer below
+ * comes from the real Application and the objects the application controller applied.
+ * timeout.reconciliation is 10 minutes here, so what is delivered within a test's ceiling was
+ * delivered because of the nudge.
+ *
+ * Stand-in left: the postgres-operator (test/support/real-controllers.ts).
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { stringify } from "yaml";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
+import { createLogger } from "../../src/log/index.js";
+import { clusterNamespacePath, namespaceManifest } from "../../src/repo/index.js";
+import { provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
+import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
+import { createBareRemote, createTempDir, pushExternalCommit, remoteHead } from "../support/git-fixtures.js";
+import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
+import { osbClient, type OsbClient } from "../support/osb-client.js";
+import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
+import { argoCdCrdFiles, ARGOCD_NAMESPACE, repositorySecret, startArgoCd, type RealArgoCd } from "../support/real-argocd.js";
+import { credentialsSecretName, postgresOperatorStandIn, startOperatorLoop, type OperatorLoop } from "../support/real-controllers.js";
+import { EXAMPLE_REPOSITORY, exampleObjects } from "../support/real-flux.js";
+import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
+import { sampleCatalogFiles } from "../support/sister-cluster.js";
+import { brokenPlan } from "./plans.js";
+
+vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
+
+const eventually = <T>(assertion: () => Promise<T>, timeout = EVENT_CEILING_MS): Promise<T> => vi.waitFor(assertion, { timeout, interval: 200 });
+const ASYNC = { accepts_incomplete: "true" };
+const INSTANCES = "gitops-broker-instances";
+const OUR_CRDS = path.resolve(import.meta.dirname, "../support/crds");
+const EU_REPOSITORY = EXAMPLE_REPOSITORY.replace("platform-gitops.git", "platform-gitops-eu.git");
+/** The Application applicationset.yaml generates for clusters/local/. */
+const APPLICATION = `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD_NAMESPACE}/applications/gitops-broker-local`;
+const WEBHOOK_SECRET = "github-webhook-secret-of-the-test";
+const BROKEN_PLAN_ID = "2c9e4b7a-6f13-4d8e-b0a5-91d7e3c4f2a8";
+
+let root: string;
+let remoteDir: string;
+let kube: RealKube;
+let argocd: RealArgoCd;
+let git: GitHttpServer;
+let broker: RunningBroker;
+let osb: OsbClient;
+let plans: SamplePlans;
+let operator: OperatorLoop;
+let kubeconfigPath: string;
+let webhookSecretPath: string;
+
+function localEntry(nudge: Record<string, unknown>): string {
+  return stringify({
+    apiVersion: "gitops-broker.io/v1alpha1",
+    kind: "Cluster",
+    metadata: { name: "local" },
+    spec: { namespace: INSTANCES, kubeconfig: { path: kubeconfigPath }, status: { mode: "live" }, sync: { kind: "argocd", name: "gitops-broker-local", namespace: ARGOCD_NAMESPACE, nudge } },
+  });
+}
+
+
+const get = async (apiPath: string) => (await kube.request("GET", apiPath)).body as KubeObject & { status?: Record<string, unknown> };
+const secret = async (name: string) => kube.request("GET", `/api/v1/namespaces/${INSTANCES}/secrets/${name}`);
+const postgresql = (name: string) => kube.request("GET", `/apis/acid.zalan.do/v1/namespaces/${INSTANCES}/postgresqls/${name}`);
+const decoded = (value: unknown) => Buffer.from(String(value), "base64").toString("utf8");
+
+beforeAll(async () => {
+  root = await createTempDir("real-argocd-");
+  kube = await startRealKube();
+  await kube.installCrds([path.join(OUR_CRDS, "postgresqls.acid.zalan.do.yaml"), ...argoCdCrdFiles()]);
+  kubeconfigPath = path.join(root, "local.kubeconfig");
+  await writeFile(kubeconfigPath, kube.kubeconfig(), { mode: 0o600 });
+  webhookSecretPath = path.join(root, "webhook-secret");
+  await writeFile(webhookSecretPath, `${WEBHOOK_SECRET}\n`, { mode: 0o600 });
+
+  const remotes = path.join(root, "remotes");
+  await mkdir(remotes);
+  remoteDir = path.join(remotes, "platform-gitops.git");
+  const catalog = await sampleCatalogFiles();
+  await createBareRemote(remotes, "platform-gitops.git", {
+    ...catalog,
+    "catalog/postgresql/plans/broken.yaml": brokenPlan(catalog, BROKEN_PLAN_ID),
+    "registry/clusters/local.yaml": localEntry({ via: "annotation" }),
+    [clusterNamespacePath("local")]: namespaceManifest(INSTANCES),
+  });
+  await createBareRemote(remotes, "platform-gitops-eu.git", { [clusterNamespacePath("eu-prod-1")]: namespaceManifest(INSTANCES) });
+  git = await startGitHttpServer({ root: remotes });
+
+  argocd = await startArgoCd(kube, { webhookSecret: WEBHOOK_SECRET, reconciliation: "600s" });
+  operator = startOperatorLoop(postgresOperatorStandIn(kube, INSTANCES));
+  const config = testConfig(root, "broker", git.url("platform-gitops.git"));
+  config.status = { ...config.status, mode: "live" };
+  broker = await startBroker(config, {
+    version: "test",
+    logger: createLogger({ level: "fatal" }),
+    status: { bindTimeoutMs: 60_000, settleTimeoutMs: 60_000 },
+  });
+  osb = osbClient(broker.url, CREDENTIALS);
+  plans = await samplePlans(osb);
+});
+
+afterAll(async () => {
+  await broker?.close();
+  await operator?.stop();
+  await argocd?.close();
+  await git?.close();
+  await kube?.close();
+});
+
+async function lastOperation(instanceId: string, operation?: string) {
+  const res = await osb.lastOperation(instanceId, operation ? { operation } : undefined);
+  expect(res.status).toBe(200);
+  return res.body as { state: string; description?: string };
+}
+
+async function finished(instanceId: string, operation: string, timeout = EVENT_CEILING_MS) {
+  return eventually(async () => {
+    const answer = await lastOperation(instanceId, operation);
+    expect(answer.state, `${answer.description}\n${argocd.logs()}`).not.toBe("in progress");
+    return answer;
+  }, timeout);
+}
+
+describe("examples/argocd, applied as written, with real Argo CD", () => {
+  it("the ApplicationSets generate one Application per cluster directory; the application controller syncs clusters/local/", async () => {
+    const urls = { control: git.url("platform-gitops.git"), eu: git.url("platform-gitops-eu.git") };
+    for (const [name, url] of [["gitops-broker-repo", urls.control], ["gitops-broker-store-eu-repo", urls.eu]] as const) await kube.apply(repositorySecret(name, url), "kubectl");
+    for (const file of ["appproject.yaml", "applicationset.yaml", "applicationset-store-eu.yaml"]) {
+      for (const object of await exampleObjects(`argocd/${file}`, urls.control)) {
+        await kube.apply(JSON.parse(JSON.stringify(object).replaceAll(EU_REPOSITORY, urls.eu)) as KubeObject, "kubectl");
+      }
+    }
+    const tip = await remoteHead(remoteDir);
+    await eventually(async () => {
+      const app = await get(APPLICATION);
+      const status = app.status as { sync?: { status: string; revision: string }; health?: { status: string } } | undefined;
+      expect(status?.sync, argocd.logs()).toMatchObject({ status: "Synced", revision: tip });
+      expect(status?.health?.status).toBe("Healthy");
+    }, 300_000);
+    const app = await get(APPLICATION);
+    expect((app.metadata.annotations as Record<string, string>)["argocd.argoproj.io/manifest-generate-paths"]).toBe("/clusters/local");
+    // The store's ApplicationSet made its cluster's Application too.
+    await eventually(async () => expect((await kube.request("GET", `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD_NAMESPACE}/applications/gitops-broker-eu-prod-1`)).status).toBe(200));
+    expect((await get(`/api/v1/namespaces/${INSTANCES}`)).metadata.name).toBe(INSTANCES);
+  });
+
+  it("provision, update, bind, unbind, deprovision: answered from the real Application and the objects it applied, pruned at the end", async () => {
+    const query = { service_id: plans.serviceId, plan_id: plans.medium.id };
+    const created = await osb.provision("db-1", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC });
+    expect(created.status).toBe(202);
+    expect(await finished("db-1", created.body.operation as string)).toEqual({ state: "succeeded", description: "PostgreSQL cluster pg-db-1 is running" });
+    const pg = (await postgresql("pg-db-1")).body as KubeObject;
+    expect((pg.metadata.annotations as Record<string, string>)["argocd.argoproj.io/tracking-id"]).toBe("gitops-broker-local:acid.zalan.do/postgresql:gitops-broker-instances/pg-db-1");
+
+    const updated = await osb.update("db-1", { ...query, parameters: { storageGB: 30 } }, { query: ASYNC });
+    expect(updated.status).toBe(202);
+    expect(await finished("db-1", updated.body.operation as string)).toMatchObject({ state: "succeeded" });
+    expect(((await postgresql("pg-db-1")).body.spec as { volume: { size: string } }).volume.size).toBe("30Gi");
+
+    const bound = await osb.bind("db-1", "app-1", { ...query, bind_resource: { app_guid: "app-guid-1" } });
+    expect(bound.status).toBe(201);
+    const live = await secret(credentialsSecretName("app-1", "pg-db-1"));
+    expect(bound.body.credentials).toMatchObject({ username: "app-1", password: decoded((live.body.data as { password: string }).password) });
+    expect((await osb.unbind("db-1", "app-1", query)).status).toBe(200);
+    await eventually(async () => expect((await secret(credentialsSecretName("app-1", "pg-db-1"))).status).toBe(404));
+
+    const gone = await osb.deprovision("db-1", query, { query: ASYNC });
+    expect(gone.status).toBe(202);
+    expect(await finished("db-1", gone.body.operation as string)).toMatchObject({ state: "succeeded" });
+    expect((await postgresql("pg-db-1")).status).toBe(404);
+  });
+
+  it("a manifest the API server refuses: the operation fails with the application controller's message once the plan's maximum_polling_duration is over", async () => {
+    const res = await osb.provision("db-bad", provisionBody(plans.serviceId, BROKEN_PLAN_ID), { query: ASYNC });
+    expect(res.status).toBe(202);
+    const answer = await finished("db-bad", res.body.operation as string);
+    expect(answer.state).toBe("failed");
+    expect(answer.description).toContain("provision did not finish within the plan's maximum_polling_duration (40 s)");
+    expect(answer.description).toContain("the last sync failed: ");
+    const message = String(((await get(APPLICATION)).status?.operationState as { message?: string } | undefined)?.message);
+    expect(message).toContain("pg-db-bad");
+    expect(answer.description).toContain(message.split(". Retrying")[0]);
+
+    const gone = await osb.deprovision("db-bad", { service_id: plans.serviceId, plan_id: BROKEN_PLAN_ID }, { query: ASYNC });
+    expect(gone.status).toBe(202);
+    expect(await finished("db-bad", gone.body.operation as string, 300_000)).toMatchObject({ state: "succeeded" });
+  });
+});
+
+describe("the nudge with real Argo CD, timeout.reconciliation 10 minutes", () => {
+  it("by annotation: the application controller refreshes on argocd.argoproj.io/refresh, removes it, and auto-sync applies the commit", async () => {
+    const res = await osb.provision("db-n1", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC });
+    expect(res.status).toBe(202);
+    expect(await finished("db-n1", res.body.operation as string)).toMatchObject({ state: "succeeded" });
+    expect(((await get(APPLICATION)).metadata.annotations as Record<string, string>)["argocd.argoproj.io/refresh"]).toBeUndefined();
+    expect(broker.nudger.stats().local).toMatchObject({ failed: 0 });
+  });
+
+  it("by webhook: argocd-server's /api/webhook takes the broker's signed GitHub push event and refreshes the Application", async () => {
+    await pushExternalCommit(remoteDir, { "registry/clusters/local.yaml": localEntry({ via: "webhook", url: argocd.webhookUrl, secret: { path: webhookSecretPath } }) }, "registry: nudge local through argocd-server's webhook");
+    await broker.writer.refresh();
+    const sentBefore = broker.nudger.stats().local?.sent ?? 0;
+    const res = await osb.provision("db-n2", provisionBody(plans.serviceId, plans.medium.id), { query: ASYNC });
+    expect(res.status).toBe(202);
+    expect(await finished("db-n2", res.body.operation as string)).toMatchObject({ state: "succeeded" });
+    const stats = broker.nudger.stats().local!;
+    expect(stats.sent).toBeGreaterThan(sentBefore);
+    expect(stats.failed).toBe(0);
+  });
+});
