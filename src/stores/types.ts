@@ -9,10 +9,12 @@ export type StoreName = string;
 export const CONTROL: StoreName = CONTROL_STORE;
 
 /**
- * An operation queued on one store edited a path that belongs to another (a cluster of another
- * store, an instance recorded there) or to the control repository. Its edits are dropped; the
- * store set runs it again on `owner` (ADR 0027). Never reaches an OSB client unless the stores
- * keep disagreeing (then it is a 503 worth retrying).
+ * An assertion (ADR 0036): an operation queued on one repository edited a path that belongs to
+ * another (a cluster of another store, an instance recorded there, or the control repository).
+ * StoreSet.route decides the repository before the operation runs by the rules the edits are
+ * checked with, so this is a defect (of the route, or of an operation writing where its placement
+ * does not say): its edits are dropped, nothing is committed, the request gets a 500 and the log
+ * names both repositories. Never retried elsewhere.
  */
 export class StoreMismatchError extends BaseError {
   static override readonly code = "StoreMismatch";
@@ -21,7 +23,7 @@ export class StoreMismatchError extends BaseError {
   readonly owner: StoreName;
 
   constructor(path: string, store: StoreName, owner: StoreName) {
-    super(`an operation on store ${store} edited ${path}, which belongs to ${storeLabel(owner)}`);
+    super(`an operation on ${storeLabel(store)} edited ${path}, which belongs to ${storeLabel(owner)}: the route and the edit disagree (a defect); nothing was committed`);
     this.path = path;
     this.store = store;
     this.owner = owner;
