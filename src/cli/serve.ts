@@ -5,7 +5,7 @@ import os from "node:os";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createApp, createHttpServer } from "../broker/index.js";
+import { createApp, createHttpServer, isNegativeAnswer } from "../broker/index.js";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { fillRepoInstruments, type ReadinessCheck } from "../catalog/index.js";
 import { createReconciler, createRecordsCollector, type Reconciler, type RecordsCollector, type RecordsCollectorOptions } from "../reconcile/index.js";
@@ -21,7 +21,7 @@ import {
   type StartSecrets,
   type SubjectPattern,
 } from "../config/index.js";
-import { ConfigError, DataDirLockedError, GitRemoteError, isNegativeAnswer } from "../errors/index.js";
+import { ConfigError, DataDirLockedError, GitRemoteError } from "../errors/index.js";
 import type { GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, createPrometheusMetrics, noopMetrics, type Instruments, type Metrics, type PrometheusMetrics } from "../metrics/index.js";

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { GitWriter } from "../gitwriter/index.js";
-import { ClusterMovedError, ClusterMovingError, type RoutedWriter } from "../stores/index.js";
+import { ClusterMovedError, ClusterMovingError } from "../errors/index.js";
+import type { RoutedWriter } from "../stores/index.js";
 import { progressReporter, type Logger } from "../log/index.js";
 import { noopInstruments, type ReconcileInstruments } from "../metrics/index.js";
 import { keyOf, readInstance } from "../repo/index.js";

@@ -1,8 +1,9 @@
+import { ClusterMovedError, ClusterMovingError, StoreMismatchError } from "../errors/index.js";
 import type { Draft, TreeEntryInfo, TreeReader } from "../gitwriter/index.js";
 import { CLUSTERS_DIR, readInstance, scanInstanceRecord, storeLabel } from "../repo/index.js";
 import { composite } from "./composite-tree.js";
 import { instanceDirOf, segments, type Routing } from "./routing.js";
-import { ClusterMovedError, ClusterMovingError, CONTROL, StoreMismatchError, type CompositeParts, type CompositeTree, type StoreName } from "./types.js";
+import { CONTROL, type CompositeParts, type CompositeTree, type StoreName } from "./types.js";
 
 /** The clusters a provision may place a new instance on (see CompositeDraft.placeable). */
 export interface PlacementScope<C> {
@@ -92,7 +93,7 @@ export class CompositeDraft implements Draft, CompositeTree {
       if (!this.#instances.has(dir)) this.#instances.set(dir, path);
       return;
     }
-    if (this.home !== CONTROL) throw new StoreMismatchError(path, this.home, CONTROL);
+    if (this.home !== CONTROL) throw mismatch(path, this.home, CONTROL);
   }
 
   /**
@@ -107,11 +108,18 @@ export class CompositeDraft implements Draft, CompositeTree {
 
   async #checkCluster(clusterId: string, path: string): Promise<void> {
     const fence = (await this.#routing.fences()).get(this.home)?.get(clusterId);
-    if (fence?.state === "moving") throw new ClusterMovingError(clusterId, fence.to);
+    if (fence?.state === "moving") {
+      throw new ClusterMovingError(`cluster ${clusterId} is moving to ${storeLabel(fence.to)}; try again in a few seconds`, { clusterId, to: fence.to });
+    }
     const owner = await this.#routing.storeOf(clusterId);
     if (owner === undefined || owner === this.home) return;
-    if (fence?.state === "moved") throw new ClusterMovedError(clusterId, this.home, owner);
-    throw new StoreMismatchError(path, this.home, owner);
+    if (fence?.state === "moved") {
+      throw new ClusterMovedError(
+        `cluster ${clusterId} moved from ${storeLabel(this.home)} to ${storeLabel(owner)} while the request waited; nothing was changed: try again`,
+        { clusterId, from: this.home, to: owner },
+      );
+    }
+    throw mismatch(path, this.home, owner);
   }
 
   /** The record here goes where its cluster is; without one, an edit goes where a live record is. */
@@ -127,7 +135,7 @@ export class CompositeDraft implements Draft, CompositeTree {
     const there = await this.#tree.parts.get(owner)?.readText(`${dir}/instance.yaml`);
     // A deleted record elsewhere does not own the id: a re-provision starts a new one here.
     if (there != null && scanInstanceRecord(there)?.deleted === true) return;
-    throw new StoreMismatchError(path, this.home, owner);
+    throw mismatch(path, this.home, owner);
   }
 
   /**
@@ -147,4 +155,12 @@ export class CompositeDraft implements Draft, CompositeTree {
         `(every replica must send one id to one repository): add a cluster or capacity there, or mark its full clusters unschedulable (spec.schedulable: false) so that new ids go to the other stores`,
     };
   }
+}
+
+/** The assertion of a CompositeDraft (see StoreMismatchError). */
+function mismatch(path: string, store: StoreName, owner: StoreName): StoreMismatchError {
+  return new StoreMismatchError(
+    `an operation on ${storeLabel(store)} edited ${path}, which belongs to ${storeLabel(owner)}: the route and the edit disagree (a defect); nothing was committed`,
+    { path, store, owner },
+  );
 }

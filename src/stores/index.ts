@@ -9,16 +9,7 @@ export { createStoreSet, type Placement, type StoreHealth, type StoreSet, type S
 export { routedWriter, type RoutedWriter } from "./routed-writer.js";
 export type { PlacementScope } from "./composite-draft.js";
 export { compositeTree } from "./composite-tree.js";
-export {
-  ClusterMovedError,
-  ClusterMovingError,
-  CONTROL,
-  StoreMismatchError,
-  StoreUnavailableError,
-  type CompositeParts,
-  type CompositeTree,
-  type StoreName,
-} from "./types.js";
+export { CONTROL, type CompositeParts, type CompositeTree, type StoreName } from "./types.js";
 export { clusterStores, openWriters, type OpenWritersOptions } from "./open.js";
 export { finishMove, moveCluster, planMove, type MoveClusterOptions, type MovePlan, type MoveStep } from "./move-cluster.js";
 export { storeForNewInstance } from "./store-choice.js";

@@ -1,4 +1,4 @@
-import { UnprocessableEntityError } from "../errors/index.js";
+import { InstanceMoveAcrossStoresError } from "../errors/index.js";
 import { instanceRecordDir, instanceRecordPath, scanInstanceRecord, storeLabel } from "../repo/index.js";
 import { storeForNewInstance } from "./store-choice.js";
 import { CONTROL, type CompositeTree, type Placement, type StoreName } from "./types.js";
@@ -42,9 +42,10 @@ export function createRoute(deps: RouteDeps): (placement: Placement) => Promise<
     if (held === undefined || held === store) return store;
     const text = await deps.readText(held, instanceRecordPath(instanceId));
     if (text !== null && scanInstanceRecord(text)?.deleted === true) return store;
-    throw new UnprocessableEntityError(
+    throw new InstanceMoveAcrossStoresError(
       `instance ${instanceId} is in ${storeLabel(held)} and the instances of cluster ${clusterId} are in ${storeLabel(store)}: an instance moves only between ` +
         "clusters of one repository (one operation is one commit in one repository); move the whole cluster (gitops-broker move-cluster), or deprovision the instance and provision it again",
+      { instanceId, clusterId, from: held, to: store },
     );
   }
 

@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UnprocessableEntityError } from "../errors/index.js";
+import { ClusterMovedError, ClusterMovingError, InstanceMoveAcrossStoresError, StoreMismatchError } from "../errors/index.js";
 import { createGitWriter, type Draft, type GitWriter, type OperationOutcome } from "../gitwriter/index.js";
 import { commitImport, type ImportPlan } from "../import/index.js";
 import { silentLogger } from "../log/index.js";
@@ -9,16 +9,7 @@ import { clusterNamespacePath, instanceRecordPath, moveFencePath, moveFenceYaml,
 import { createBareRemote, createTempDir, gitLog, pushExternalCommit, readRemoteFile } from "../../test/support/git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "../../test/support/git-http-server.js";
 import { provisionedRecord } from "../../test/support/records.js";
-import {
-  ClusterMovedError,
-  ClusterMovingError,
-  clusterStores,
-  CONTROL,
-  createStoreSet,
-  routedWriter,
-  StoreMismatchError,
-  type StoreSet,
-} from "./index.js";
+import { clusterStores, CONTROL, createStoreSet, routedWriter, type StoreSet } from "./index.js";
 
 /**
  * The store set's seam (ADR 0036) over real repositories served over smart HTTP: the route decides
@@ -185,7 +176,7 @@ describe("StoreSet.route: decided before the operation runs", () => {
     expect(await stores.route({ cluster: "local" })).toBe(CONTROL);
     expect(await stores.route({ cluster: "eu-2", instance: "m-1" })).toBe("eu");
     const across = stores.route({ cluster: "us-1", instance: "m-1" });
-    await expect(across).rejects.toThrow(UnprocessableEntityError);
+    await expect(across).rejects.toThrow(InstanceMoveAcrossStoresError);
     await expect(across).rejects.toThrow(
       /instance m-1 is in store eu and the instances of cluster us-1 are in store us: an instance moves only between clusters of one repository/,
     );

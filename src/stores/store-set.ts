@@ -1,12 +1,12 @@
 import type { CommitInfo, GitWriter, HistoryRewrite, LogOptions, Operation, PushEvent, SubmitResult, TreeReader } from "../gitwriter/index.js";
-import { InvalidArgumentError } from "../errors/index.js";
+import { InvalidArgumentError, type StoreUnavailableError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
 import type { GitWriterInstruments } from "../metrics/index.js";
 import { CompositeDraft } from "./composite-draft.js";
 import { compositeCommit, compositeTree, emptyTree, parseCompositeCommit, type CompositeTree } from "./composite-tree.js";
 import { createRoute } from "./store-route.js";
 import { startStores, type StoreStarts } from "./store-start.js";
-import { CONTROL, StoreUnavailableError, type CompositeParts, type Placement, type StoreName } from "./types.js";
+import { CONTROL, type CompositeParts, type Placement, type StoreName } from "./types.js";
 
 export type { Placement };
 
@@ -39,7 +39,7 @@ export interface StoreSet extends GitWriter {
    *   operation every store is fetched first (a "not found" needs every store current) and it
    *   runs in the control repository, where it answers from a current view;
    * - a cluster: its store (the registry's, or the one a finished move sent it to); with an
-   *   instance, that instance must be there (else UnprocessableEntityError: an instance moves
+   *   instance, that instance must be there (else InstanceMoveAcrossStoresError: an instance moves
    *   between clusters of one repository only).
    */
   route(placement: Placement): Promise<StoreName>;

@@ -1,71 +1,11 @@
-import { BaseError, ServiceUnavailableError } from "../errors/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
-import { CONTROL_STORE, storeLabel } from "../repo/index.js";
+import { CONTROL_STORE } from "../repo/index.js";
 
 /** A store's name (broker configuration `stores.<name>`); CONTROL is the control repository. */
 export type StoreName = string;
 
 /** The control repository (`git.remote`): catalog, registry, overrides, quotas, and the instances of clusters without a store. */
 export const CONTROL: StoreName = CONTROL_STORE;
-
-/**
- * An assertion (ADR 0036): an operation queued on one repository edited a path that belongs to
- * another (a cluster of another store, an instance recorded there, or the control repository).
- * StoreSet.route decides the repository before the operation runs by the rules the edits are
- * checked with, so this is a defect (of the route, or of an operation writing where its placement
- * does not say): its edits are dropped, nothing is committed, the request gets a 500 and the log
- * names both repositories. Never retried elsewhere.
- */
-export class StoreMismatchError extends BaseError {
-  static override readonly code = "StoreMismatch";
-  readonly path: string;
-  readonly store: StoreName;
-  readonly owner: StoreName;
-
-  constructor(path: string, store: StoreName, owner: StoreName) {
-    super(`an operation on ${storeLabel(store)} edited ${path}, which belongs to ${storeLabel(owner)}: the route and the edit disagree (a defect); nothing was committed`);
-    this.path = path;
-    this.store = store;
-    this.owner = owner;
-  }
-}
-
-/** An operation on a cluster whose records are being copied to another store (503, worth retrying shortly). */
-export class ClusterMovingError extends ServiceUnavailableError {
-  static override readonly code = "ClusterMoving";
-  constructor(clusterId: string, to: StoreName) {
-    super(`cluster ${clusterId} is moving to ${storeLabel(to)}; try again in a few seconds`, { retryAfter: 5 });
-  }
-}
-
-/**
- * An operation on a cluster that a move (gitops-broker move-cluster) took out of the store it ran
- * in while it was queued: the store's fence says `moved`, so nothing was written there (503, worth
- * retrying at once: the retry is routed to the cluster's new store).
- */
-export class ClusterMovedError extends ServiceUnavailableError {
-  static override readonly code = "ClusterMoved";
-  constructor(clusterId: string, from: StoreName, to: StoreName) {
-    super(`cluster ${clusterId} moved from ${storeLabel(from)} to ${storeLabel(to)} while the request waited; nothing was changed: try again`, { retryAfter: 1 });
-  }
-}
-
-/**
- * A store that has not answered since the broker started (see startStores): every request for
- * its clusters, read or write, is answered 503 (worth retrying) until it answers; nothing was
- * changed, and nothing is known to be missing.
- */
-export class StoreUnavailableError extends ServiceUnavailableError {
-  static override readonly code = "StoreUnavailable";
-  readonly store: StoreName;
-  constructor(store: StoreName, trouble: string) {
-    super(
-      `${storeLabel(store)} has not answered since the broker started (${trouble}); its clusters' requests are answered 503 until it does, nothing was changed: retry later`,
-      { retryAfter: 10 },
-    );
-    this.store = store;
-  }
-}
 
 /**
  * What decides the repository of an operation before it runs (see StoreSet.route):
