@@ -196,8 +196,11 @@ describe("examples/argocd, applied as written, with real Argo CD", () => {
     expect(gone.status).toBe(202);
     expect(await finished("db-1", gone.body.operation as string)).toMatchObject({ state: "succeeded" });
     expect((await postgresql("pg-db-1")).status).toBe(404);
-    const resources = ((await get(APPLICATION)).status?.resources ?? []) as { kind: string; name: string }[];
-    expect(resources.map((r) => `${r.kind}/${r.name}`)).not.toContain("postgresql/pg-db-1");
+    // The Application's resources list follows at its next comparison, which the deletion triggers.
+    await eventually(async () => {
+      const resources = ((await get(APPLICATION)).status?.resources ?? []) as { kind: string; name: string }[];
+      expect(resources.map((r) => `${r.kind}/${r.name}`)).not.toContain("postgresql/pg-db-1");
+    });
   });
 });
 
