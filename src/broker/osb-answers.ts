@@ -102,8 +102,7 @@ export function knownAnswer(error: unknown, read = false): OsbErrorAnswer | unde
 export function osbAnswer(error: unknown, read: boolean): OsbErrorAnswer {
   const known = knownAnswer(error, read);
   if (known) return known;
-  const request = error instanceof BaseError ? undefined : requestError(error);
-  return fromOsbError(request ?? new InternalError("internal broker error", { cause: error }));
+  return fromOsbError(requestError(error) ?? new InternalError("internal broker error", { cause: error }));
 }
 
 /**
