@@ -1,8 +1,8 @@
 /**
  * A hosted Git remote's latency, for the benchmarks that serve their remote on loopback
  * (test/support/git-http-server.ts, option `latencyMs`): every smart-HTTP request is answered
- * this much later. A push is two requests (the ref advertisement, then the pack), so it waits
- * twice; a fetch two or more.
+ * this much later. A push is two requests or more (the ref advertisement, then the pack), so it
+ * waits at least twice; a fetch too.
  *
  * `REMOTE_LATENCY_MS` in the environment sets it; the hosted value the figures use is
  * HOSTED_LATENCY_MS. 0 is loopback, where the machine's CPU, not the remote, limits the pushes.
