@@ -26,17 +26,17 @@ import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
 import { createBareRemote, createTempDir, pushExternalCommit, remoteHead } from "../support/git-fixtures.js";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
 import { osbClient, type OsbClient } from "../support/osb-client.js";
-import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
+import { PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
 import { argoCdCrdFiles, ARGOCD_NAMESPACE, repositorySecret, startArgoCd, type RealArgoCd } from "../support/real-argocd.js";
 import { credentialsSecretName, postgresOperatorStandIn, startOperatorLoop, type OperatorLoop } from "../support/real-controllers.js";
 import { EXAMPLE_REPOSITORY, exampleObjects } from "../support/real-flux.js";
 import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
 import { sampleCatalogFiles } from "../support/sister-cluster.js";
+import { operationWaits, eventually } from "./operations.js";
 import { brokenPlan } from "./plans.js";
 
 vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
 
-const eventually = <T>(assertion: () => Promise<T>, timeout = EVENT_CEILING_MS): Promise<T> => vi.waitFor(assertion, { timeout, interval: 200 });
 const ASYNC = { accepts_incomplete: "true" };
 const INSTANCES = "gitops-broker-instances";
 const OUR_CRDS = path.resolve(import.meta.dirname, "../support/crds");
@@ -125,19 +125,7 @@ afterAll(async () => {
   await kube?.close();
 });
 
-async function lastOperation(instanceId: string, operation?: string) {
-  const res = await osb.lastOperation(instanceId, operation ? { operation } : undefined);
-  expect(res.status).toBe(200);
-  return res.body as { state: string; description?: string };
-}
-
-async function finished(instanceId: string, operation: string, timeout = EVENT_CEILING_MS) {
-  return eventually(async () => {
-    const answer = await lastOperation(instanceId, operation);
-    expect(answer.state, `${answer.description}\n${argocd.logs()}`).not.toBe("in progress");
-    return answer;
-  }, timeout);
-}
+const { finished } = operationWaits(() => osb, () => argocd.logs());
 
 describe("examples/argocd, applied as written, with real Argo CD", () => {
   it("the ApplicationSets generate one Application per cluster directory whose cluster Argo CD knows; the application controller syncs clusters/local/", async () => {

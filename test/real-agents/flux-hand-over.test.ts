@@ -11,15 +11,15 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Harness } from "../support/broker-harness.js";
 import { remoteHead } from "../support/git-fixtures.js";
-import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
+import { PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
 import { fluxCrdFiles, fluxReady, gitCredentialsSecret, startFlux, type RealFlux } from "../support/real-flux.js";
 import { startRealKube, type RealKube } from "../support/real-kube.js";
 import { runImport, SF_PLAN_ID, SF_SERVICE_ID } from "../support/service-fabrik-landscape.js";
 import { managers, PG_PATH, SERVICE_FABRIK_CRD_FILES, startHandOver, type HandOver, type Live } from "./hand-over.js";
+import { eventually } from "./operations.js";
 
 vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
 
-const eventually = <T>(assertion: () => Promise<T>): Promise<T> => vi.waitFor(assertion, { timeout: EVENT_CEILING_MS, interval: 200 });
 const KUSTOMIZATION = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/cluster-1";
 
 let kube: RealKube;

@@ -23,16 +23,16 @@ import { createBareRemote, createTempDir, pushExternalCommit, remoteHead } from 
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
 import { startFluxReceiver, type FluxReceiver, type ReceiverSpec } from "../support/flux-receiver.js";
 import { osbClient, type OsbClient } from "../support/osb-client.js";
-import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
+import { PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
 import { credentialsSecretName, postgresOperatorStandIn, startOperatorLoop, type OperatorLoop } from "../support/real-controllers.js";
 import { exampleObjects, fluxCrdFiles, fluxReady, gitCredentialsSecret, startFlux, type RealFlux } from "../support/real-flux.js";
 import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
 import { sampleCatalogFiles } from "../support/sister-cluster.js";
+import { operationWaits, eventually } from "./operations.js";
 import { brokenPlan } from "./plans.js";
 
 vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
 
-const eventually = <T>(assertion: () => Promise<T>, timeout = EVENT_CEILING_MS): Promise<T> => vi.waitFor(assertion, { timeout, interval: 200 });
 const ASYNC = { accepts_incomplete: "true" };
 const INSTANCES = "gitops-broker-instances";
 const OUR_CRDS = path.resolve(import.meta.dirname, "../support/crds");
@@ -125,20 +125,7 @@ afterAll(async () => {
   await kube?.close();
 });
 
-async function lastOperation(instanceId: string, operation?: string) {
-  const res = await osb.lastOperation(instanceId, operation ? { operation } : undefined);
-  expect(res.status).toBe(200);
-  return res.body as { state: string; description?: string };
-}
-
-/** Polls last_operation until it is no longer in progress; resolves with the answer. */
-async function finished(instanceId: string, operation: string, timeout = EVENT_CEILING_MS) {
-  return eventually(async () => {
-    const answer = await lastOperation(instanceId, operation);
-    expect(answer.state, `${answer.description}\n${flux.logs()}`).not.toBe("in progress");
-    return answer;
-  }, timeout);
-}
+const { finished } = operationWaits(() => osb, () => flux.logs());
 
 describe("examples/flux, applied as written, with real source- and kustomize-controller", () => {
   it("the GitRepositories fetch the broker's remotes over smart HTTP and the Kustomization applies clusters/local/", async () => {
