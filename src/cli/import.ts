@@ -182,7 +182,7 @@ async function importAndHandOver(repo: RepoAccess, options: ImportOptions, map: 
   const landscape = await readLandscape(clients.master, clients.sister);
   // Two instances per worker: one renders while the other's records and differences are made.
   const concurrency = 2 * Number(options.renderWorkers);
-  const plan = await planImport({ landscape, catalog: repo.view.catalog(), clusters, base: repo.writer.snapshot(), clusterMap: map, now: () => new Date(), newId: randomUUID, concurrency });
+  const plan = await planImport({ landscape, catalog: repo.view.catalog(), clusters, base: repo.writer.snapshot(), clusterMap: map, now: () => new Date(), newId: randomUUID, concurrency, keepEdits: options.yes === true });
   out(planText(plan, { differences: options.differences }));
   let accounting = account(landscape, plan);
   out(accountingText(accounting, true));
@@ -190,6 +190,7 @@ async function importAndHandOver(repo: RepoAccess, options: ImportOptions, map: 
     const result = await commitImport(repo.writer, plan, {
       batchSize,
       brokerVersion: `gitops-broker/${VERSION}`,
+      release: true,
       onBatch: (b) => out(`committed ${b.instances} instance(s) in ${b.commit ?? "(no commit)"} (${b.done}/${b.total})\n`),
     });
     // What the remote holds, fetched again: not what this run built.

@@ -15,6 +15,11 @@ export interface CommitImportOptions {
   /** Instances per commit (default 500). */
   batchSize?: number;
   brokerVersion: string;
+  /**
+   * Each instance's edits are dropped once its batch is pushed (default false): nothing the CLI does
+   * after reads them, and 10,000 instances' records and manifests are most of the plan.
+   */
+  release?: boolean;
   /** After each batch's push. */
   onBatch?: (batch: { commit: string | null; instances: number; done: number; total: number }) => void;
 }
@@ -65,6 +70,7 @@ export async function commitImport(writer: GitWriter, plan: ImportPlan, options:
         result: { written, present },
       };
     });
+    if (options.release) for (const instance of batch) instance.edits = [];
     if (commit !== null) result.commits.push(commit);
     result.imported.push(...outcome.written);
     result.present.push(...outcome.present);
