@@ -1,13 +1,9 @@
 import { availableParallelism } from "node:os";
-import { configDefaults, defineConfig } from "vitest/config";
+import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    // Real Argo CD syncs and refreshes here, but its prune on deprovision and the retries of a
-    // failed sync (which hold back the next commits) do not pass yet (ADR 0035, "Not done"):
-    // run it by hand, `npx vitest run test/real-agents/argocd.test.ts`, until they do.
-    exclude: [...configDefaults.exclude, ...(process.env.GITOPS_BROKER_ARGOCD_TESTS === "1" ? [] : ["test/real-agents/argocd.test.ts"])],
     // Ceilings for a hang, not budgets: a test that passes in 2 s on a quiet machine takes 40 s on
     // one loaded ten times over. Waits inside tests have their own ceilings with a message; files
     // that start broker processes set longer timeouts (PROCESS_TEST_TIMEOUT_MS, test/support/processes.ts).

@@ -1,15 +1,23 @@
 /**
  * `npm run bench [-- --quick]`: the write-path benchmark (ADR 0005, docs/benchmarks.md).
  *
- * Everything runs on this machine: one smart-HTTP Git server on loopback (the test remote of
- * test/support) serving a bare repository per size, pre-filled with N provisioned instances; real
- * broker processes (`gitops-broker serve`) and the naive baseline (bench/naive-broker.ts) provision
- * new instances on it through OSB. The remote's own gc runs between measurements, not during.
- * Prints markdown tables and the targets; progress goes to stderr.
+ * Everything runs on this machine: smart-HTTP Git servers on loopback (the test remote of
+ * test/support), one answering at once and one answering every request REMOTE_LATENCY_MS later (a
+ * hosted remote, bench/remote-latency.ts), both serving a bare repository per size, pre-filled
+ * with N provisioned instances; real broker processes (`gitops-broker serve`) and the naive
+ * baseline (bench/naive-broker.ts) provision new instances on it through OSB, 1, 20 and 200
+ * clients each, every cell once per remote. The remote's own gc runs between measurements, not
+ * during. Prints markdown tables and the targets; progress goes to stderr.
  *
- *   --quick   1k and 10k instances only, shorter runs (a couple of minutes)
- *   --metrics the cost of /metrics: the gitwriter cells twice per size, without and with the
- *             Prometheus exporter (metrics.listen, scraped every second); no baseline, no restart
+ *   --quick            1k and 10k instances only, shorter runs
+ *   --sizes=1k,100k    these sizes instead (k for thousands)
+ *   --naive-sizes=10k  the naive writer at these sizes only (default: every size below 100k: at
+ *                      100k it takes minutes per cell)
+ *   --latencies=0,150  the remotes' latencies in ms (default 0 and REMOTE_LATENCY_MS, else 150)
+ *   --cpu-prof=DIR     the brokers run with `node --cpu-prof`, profiles written to DIR on exit
+ *   --metrics          the cost of /metrics: the gitwriter cells twice per size, without and with
+ *                      the Prometheus exporter (metrics.listen, scraped every second); loopback
+ *                      only, no baseline, no restart
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -18,7 +26,9 @@ import { startGitHttpServer, type GitHttpServer } from "../test/support/git-http
 import { spawnBroker, CREDENTIALS, type BrokerProcess } from "../test/write-path/broker-process.js";
 import { run } from "./exec.js";
 import { quantile, runLoad, type LoadResult } from "./load.js";
+import { NAIVE_STARTED } from "./naive-gitwriter.js";
 import { prefillRemote } from "./prefill.js";
+import { HOSTED_LATENCY_MS, remoteLatencyMs } from "./remote-latency.js";
 import { measureWriterCost, type WriterCost } from "./writer-cost.js";
 
 /** Commits the benchmark makes itself (pre-fill, maintenance) have a fixed identity. */
@@ -33,38 +43,49 @@ const quick = process.argv.includes("--quick");
 const metricsCost = process.argv.includes("--metrics");
 /** A scrape per second: far more often than Prometheus (15-60 s), so the cost shows. */
 const SCRAPE_MS = process.env.BENCH_SCRAPE_MS === undefined ? 1_000 : Number(process.env.BENCH_SCRAPE_MS);
-const SIZES = quick ? [1_000, 10_000] : [1_000, 10_000, 100_000];
+const SIZES = numbers("sizes") ?? (quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]);
+const NAIVE_SIZES = numbers("naive-sizes") ?? SIZES.filter((n) => n < 100_000);
+const LATENCIES = metricsCost ? [0] : (numbers("latencies") ?? [...new Set([0, remoteLatencyMs(HOSTED_LATENCY_MS)])]);
+const CPU_PROF = option("cpu-prof");
 const CLIENTS = [1, 20, 200];
-/** The baseline is serialized: more clients only queue longer. */
-const NAIVE_CLIENTS = [1, 20];
 const CELL_MS = quick ? 5_000 : 8_000;
+/** Sending stops after this; a closed loop then waits for what is queued (200 clients: minutes). */
 const NAIVE_CELL_MS = quick ? 4_000 : 6_000;
 const WRITER_COST_OPS = quick ? 1_000 : 2_000;
 const NAIVE_BROKER = ["--import", "tsx", path.join(import.meta.dirname, "naive-broker.ts")];
+const GITWRITER_BROKER = [path.join(import.meta.dirname, "..", "bin", "gitops-broker.js"), "serve"];
 
 interface Cell {
   instances: number;
+  /** The remote's latency per request, ms (0: loopback). */
+  latencyMs: number;
   writer: "gitwriter" | "naive" | "gitwriter+metrics";
   load: LoadResult;
   /** Broker CPU (all threads of the node process) per acknowledged operation. */
   cpuMsPerOp: number;
   /** Operations per push (gitwriter only). */
   opsPerPush: number | undefined;
+  /** One-minute load average before and after the cell. */
+  loadAvg: [number, number];
 }
 
 interface Start {
   instances: number;
+  latencyMs: number;
   dataDir: "empty (clone)" | "existing (restart)";
   listeningS: number;
   firstAckS: number;
   peakRssMb: number;
+  loadAvg: [number, number];
 }
 
 const cells: Cell[] = [];
 const starts: Start[] = [];
-const roundTrips = new Map<number, number>();
+/** By `${instances}/${latencyMs}`. */
+const roundTrips = new Map<string, number>();
 const writerCosts = new Map<number, WriterCost>();
-const peakUnderLoad = new Map<number, number>();
+/** By `${instances}/${latencyMs}`. */
+const peakUnderLoad = new Map<string, number>();
 
 const bodies = new WeakMap<BrokerProcess, Record<string, unknown>>();
 const started = performance.now();
@@ -74,55 +95,76 @@ await main();
 async function main(): Promise<void> {
   // Brokers run as in production: the compiled build (bin/gitops-broker.js prefers it when fresh).
   await run("npm", ["run", "--silent", "build"], { cwd: path.join(import.meta.dirname, "..") });
-  const server = await startGitHttpServer({ root });
+  if (CPU_PROF !== undefined) await mkdir(CPU_PROF, { recursive: true });
+  const servers = new Map<number, GitHttpServer>();
   try {
-    for (const instances of SIZES) await benchSize(server, instances);
+    for (const latencyMs of LATENCIES) servers.set(latencyMs, await startGitHttpServer({ root, latencyMs }));
+    log(`sizes ${SIZES.map(kilo).join(", ")}; naive writer at ${NAIVE_SIZES.map(kilo).join(", ") || "none"}; remote latency ${LATENCIES.join(" and ")} ms`);
+    for (const instances of SIZES) await benchSize(servers, instances);
   } finally {
-    await server.close();
+    for (const server of servers.values()) await server.close();
     await rm(root, { recursive: true, force: true });
   }
   printReport();
 }
 
-async function benchSize(git: GitHttpServer, instances: number): Promise<void> {
+async function benchSize(servers: Map<number, GitHttpServer>, instances: number): Promise<void> {
   const dir = path.join(root, `n${instances}`);
   await mkdir(dir);
-  let t = performance.now();
+  const t = performance.now();
   const { remoteDir, placement } = await prefillRemote(dir, instances);
   // The remote shares this machine's two cores: its background `git gc` after receiving pushes
   // would compete with the broker. A hosted remote runs its maintenance elsewhere; here it runs
   // between measurements (maintainRemote).
   await run("git", ["config", "receive.autogc", "false"], { env: { GIT_DIR: remoteDir, ...BENCH_IDENTITY } });
   log(`${instances} instances: pre-filled in ${seconds(t)} s`);
-  const remoteUrl = git.url(`n${instances}/remote.git`);
-  const dataDir = path.join(dir, "gitwriter");
+  for (const [latencyMs, git] of servers) {
+    const remoteUrl = git.url(`n${instances}/remote.git`);
+    const dataDir = path.join(dir, `gitwriter-${latencyMs}ms`);
+    await benchBroker(instances, latencyMs, dataDir, remoteUrl, remoteDir);
+    if (metricsCost) {
+      await measureMetricsCost(instances, path.join(dir, "gitwriter-metrics"), remoteUrl, remoteDir);
+      continue;
+    }
+    if (latencyMs === 0) {
+      const cost = await measureWriterCost(path.join(dataDir, "work.git"), remoteUrl, placement, WRITER_COST_OPS);
+      writerCosts.set(instances, cost);
+      log(`${instances} instances: git writer alone ${cost.cpuMsPerOp.toFixed(2)} ms CPU per operation (${cost.ops} in ${(cost.wallMs / 1000).toFixed(1)} s)`);
+    }
+    if (NAIVE_SIZES.includes(instances)) await benchNaive(instances, latencyMs, path.join(dir, `naive-${latencyMs}ms`), remoteUrl, remoteDir);
+  }
+}
 
-  const broker = await startMeasured(instances, dataDir, remoteUrl, "empty (clone)");
+/** The broker: a new replica's start, the push round trip, the cells, at the largest size a restart. */
+async function benchBroker(instances: number, latencyMs: number, dataDir: string, remoteUrl: string, remoteDir: string): Promise<void> {
+  const key = `${instances}/${latencyMs}`;
+  const broker = await startMeasured(instances, latencyMs, dataDir, remoteUrl, "empty (clone)");
   // On the repository as pre-filled, through the broker's clone (the broker is idle meanwhile).
-  t = performance.now();
-  roundTrips.set(instances, await pushRoundTrip(path.join(dataDir, "work.git"), remoteUrl));
-  log(`${instances} instances: push round trip ${roundTrips.get(instances)!.toFixed(0)} ms (measured in ${seconds(t)} s)`);
+  const t = performance.now();
+  roundTrips.set(key, await pushRoundTrip(path.join(dataDir, "work.git"), remoteUrl));
+  log(`${instances} instances, ${latencyMs} ms: push round trip ${ms(roundTrips.get(key)!)} ms (measured in ${seconds(t)} s)`);
   for (const clients of CLIENTS) {
-    cells.push(await measure(broker, instances, "gitwriter", clients, CELL_MS));
+    cells.push(await measure(broker, instances, latencyMs, "gitwriter", clients, CELL_MS));
     await maintainRemote(remoteDir);
   }
-  peakUnderLoad.set(instances, (await broker.memory()).peakMb);
+  peakUnderLoad.set(key, (await broker.memory()).peakMb);
   await broker.stop();
-  if (metricsCost) {
-    await measureMetricsCost(instances, path.join(dir, "gitwriter-metrics"), remoteUrl, remoteDir);
-    return;
+  if (!metricsCost && instances === SIZES[SIZES.length - 1]) {
+    await (await startMeasured(instances, latencyMs, dataDir, remoteUrl, "existing (restart)")).stop();
   }
-  if (instances === SIZES[SIZES.length - 1]) await (await startMeasured(instances, dataDir, remoteUrl, "existing (restart)")).stop();
+}
 
-  const cost = await measureWriterCost(path.join(dataDir, "work.git"), remoteUrl, placement, WRITER_COST_OPS);
-  writerCosts.set(instances, cost);
-  log(`${instances} instances: git writer alone ${cost.cpuMsPerOp.toFixed(2)} ms CPU per operation (${cost.ops} in ${(cost.wallMs / 1000).toFixed(1)} s)`);
-
-  t = performance.now();
-  const naive = await spawnBroker({ dataDir: path.join(dir, "naive"), remoteUrl, command: NAIVE_BROKER, keepLogs: false });
-  log(`${instances} instances: naive broker cloned and listening in ${seconds(t)} s`);
-  for (const clients of NAIVE_CLIENTS) {
-    cells.push(await measure(naive, instances, "naive", clients, NAIVE_CELL_MS));
+async function benchNaive(instances: number, latencyMs: number, dataDir: string, remoteUrl: string, remoteDir: string): Promise<void> {
+  const t = performance.now();
+  const naive = await spawnBroker({ dataDir, remoteUrl, command: NAIVE_BROKER });
+  // The substitution happens at module resolution: fail, rather than compare the writer with itself.
+  if (!naive.logs.some((l) => l.msg === NAIVE_STARTED)) {
+    await naive.stop();
+    throw new Error(`the naive broker did not log "${NAIVE_STARTED}": it runs src/gitwriter, not the naive writer (bench/naive-hooks.mjs)`);
+  }
+  log(`${instances} instances, ${latencyMs} ms: naive broker cloned and listening in ${seconds(t)} s`);
+  for (const clients of CLIENTS) {
+    cells.push(await measure(naive, instances, latencyMs, "naive", clients, NAIVE_CELL_MS));
     await maintainRemote(remoteDir);
   }
   await naive.stop();
@@ -150,7 +192,7 @@ async function measureMetricsCost(instances: number, dataDir: string, remoteUrl:
     }, SCRAPE_MS);
     try {
       for (const clients of CLIENTS) {
-        cells.push(await measure(broker, instances, "gitwriter+metrics", clients, CELL_MS));
+        cells.push(await measure(broker, instances, 0, "gitwriter+metrics", clients, CELL_MS));
         await maintainRemote(remoteDir);
       }
     } finally {
@@ -163,8 +205,9 @@ async function measureMetricsCost(instances: number, dataDir: string, remoteUrl:
 }
 
 /** Spawns the broker and provisions one instance: how long until listening, until acknowledged. */
-async function startMeasured(instances: number, dataDir: string, remoteUrl: string, kind: Start["dataDir"]): Promise<BrokerProcess> {
-  const broker = await spawnBroker({ dataDir, remoteUrl });
+async function startMeasured(instances: number, latencyMs: number, dataDir: string, remoteUrl: string, kind: Start["dataDir"]): Promise<BrokerProcess> {
+  const loadBefore = os.loadavg()[0]!;
+  const broker = await spawnBroker({ dataDir, remoteUrl, command: brokerCommand() });
   const reply = await broker.osb.provision(`first-${kind === "empty (clone)" ? "clone" : "restart"}`, await provisionBody(broker), {
     query: { accepts_incomplete: "true" },
   });
@@ -172,28 +215,44 @@ async function startMeasured(instances: number, dataDir: string, remoteUrl: stri
   const firstAckMs = performance.now() - broker.spawnedAt;
   const start: Start = {
     instances,
+    latencyMs,
     dataDir: kind,
     listeningS: broker.startMs / 1000,
     firstAckS: firstAckMs / 1000,
     peakRssMb: (await broker.memory()).peakMb,
+    loadAvg: [loadBefore, os.loadavg()[0]!],
   };
   starts.push(start);
-  log(`${instances} instances, data dir ${kind}: listening after ${start.listeningS.toFixed(1)} s, first provision acknowledged after ${start.firstAckS.toFixed(1)} s, peak RSS ${start.peakRssMb.toFixed(0)} MB`);
+  log(`${instances} instances, ${latencyMs} ms, data dir ${kind}: listening after ${start.listeningS.toFixed(1)} s, first provision acknowledged after ${start.firstAckS.toFixed(1)} s, peak RSS ${start.peakRssMb.toFixed(0)} MB, load ${loadAvg(start.loadAvg)}`);
   return broker;
 }
 
-async function measure(broker: BrokerProcess, instances: number, writer: Cell["writer"], clients: number, maxMs: number): Promise<Cell> {
+/** The broker's command line; with --cpu-prof, node writes a profile into that directory on exit. */
+function brokerCommand(): string[] {
+  return CPU_PROF === undefined ? GITWRITER_BROKER : ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`, ...GITWRITER_BROKER];
+}
+
+async function measure(broker: BrokerProcess, instances: number, latencyMs: number, writer: Cell["writer"], clients: number, maxMs: number): Promise<Cell> {
   const body = await provisionBody(broker);
-  const prefix = `${writer}-${clients}`;
+  const prefix = `${writer}-${latencyMs}ms-${clients}`;
   // Warm-up, not measured: JIT, connection pool, caches.
   await runLoad({ url: broker.url, credentials: CREDENTIALS, body, clients: Math.min(clients, 10), maxOps: 10, maxMs, idPrefix: `${prefix}-warm` });
   const pushesBefore = broker.logs.filter((l) => l.msg === "pushed").length;
   const cpuBefore = await broker.cpuSeconds();
+  const loadBefore = os.loadavg()[0]!;
   const load = await runLoad({ url: broker.url, credentials: CREDENTIALS, body, clients, maxOps: 1_000_000, maxMs, idPrefix: prefix });
   const cpuMsPerOp = ((await broker.cpuSeconds()) - cpuBefore) * 1000 / Math.max(1, load.acked);
   const pushes = broker.logs.filter((l) => l.msg === "pushed").length - pushesBefore;
-  const cell: Cell = { instances, writer, load, cpuMsPerOp, opsPerPush: writer === "gitwriter" && pushes > 0 ? load.acked / pushes : undefined };
-  log(`${instances} instances, ${writer}, ${clients} clients: ${opsPerSecond(load).toFixed(1)} ops/s, p50 ${ms(quantile(load.latencies, 0.5))} ms, p99 ${ms(quantile(load.latencies, 0.99))} ms`);
+  const cell: Cell = {
+    instances,
+    latencyMs,
+    writer,
+    load,
+    cpuMsPerOp,
+    opsPerPush: writer !== "naive" && pushes > 0 ? load.acked / pushes : undefined,
+    loadAvg: [loadBefore, os.loadavg()[0]!],
+  };
+  log(`${instances} instances, ${latencyMs} ms, ${writer}, ${clients} clients: ${opsPerSecond(load).toFixed(1)} ops/s, p50 ${ms(quantile(load.latencies, 0.5))} ms, p99 ${ms(quantile(load.latencies, 0.99))} ms, ${cpuMsPerOp.toFixed(2)} ms CPU/op, load ${loadAvg(cell.loadAvg)}`);
   return cell;
 }
 
@@ -243,71 +302,104 @@ async function maintainRemote(remoteDir: string): Promise<void> {
 function printReport(): void {
   const out: string[] = [];
   out.push(`## gitops-broker write path, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model.trim() ?? "?"}), node ${process.version}${quick ? ", --quick" : ""}`, "");
-  out.push("| instances | writer | clients | acked ops/s | p50 ms | p99 ms | acked | non-2xx | ops/push | broker CPU ms/op |");
-  out.push("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+  out.push("| instances | remote latency | writer | clients | acked ops/s | p50 ms | p99 ms | acked | non-2xx | ops/push | broker CPU ms/op | load avg |");
+  out.push("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   for (const c of cells) {
     const failed = Object.values(c.load.failed).reduce((a, b) => a + b, 0);
     out.push(
-      `| ${kilo(c.instances)} | ${c.writer} | ${c.load.clients} | ${opsPerSecond(c.load).toFixed(1)} | ${ms(quantile(c.load.latencies, 0.5))} | ${ms(quantile(c.load.latencies, 0.99))} | ${c.load.acked} | ${failed} | ${c.opsPerPush?.toFixed(1) ?? "-"} | ${c.cpuMsPerOp.toFixed(2)} |`,
+      `| ${kilo(c.instances)} | ${c.latencyMs} ms | ${c.writer} | ${c.load.clients} | ${opsPerSecond(c.load).toFixed(1)} | ${ms(quantile(c.load.latencies, 0.5))} | ${ms(quantile(c.load.latencies, 0.99))} | ${c.load.acked} | ${failed} | ${c.opsPerPush?.toFixed(1) ?? "-"} | ${c.cpuMsPerOp.toFixed(2)} | ${loadAvg(c.loadAvg)} |`,
     );
   }
-  out.push("", "| instances | one push round trip (median of 5, before the load) | git writer alone, CPU per operation | peak RSS under load |", "|---:|---:|---:|---:|");
-  for (const n of SIZES) {
-    const cost = writerCosts.get(n);
-    out.push(`| ${kilo(n)} | ${ms(roundTrips.get(n) ?? NaN)} ms | ${cost ? `${cost.cpuMsPerOp.toFixed(2)} ms (${cost.ops} ops)` : "-"} | ${(peakUnderLoad.get(n) ?? NaN).toFixed(0)} MB |`);
-  }
-  out.push("", "| instances | data dir | listening after | first provision acknowledged after | peak RSS |", "|---:|---|---:|---:|---:|");
-  for (const s of starts) out.push(`| ${kilo(s.instances)} | ${s.dataDir} | ${s.listeningS.toFixed(1)} s | ${s.firstAckS.toFixed(1)} s | ${s.peakRssMb.toFixed(0)} MB |`);
-
-  const cell = (n: number, writer: Cell["writer"], clients: number) => cells.find((c) => c.instances === n && c.writer === writer && c.load.clients === clients);
-  const rate = (c: Cell | undefined) => (c === undefined ? NaN : opsPerSecond(c.load));
-  const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
-  const mid = SIZES.includes(10_000) ? 10_000 : SIZES[SIZES.length - 1]!;
-  const big = SIZES[SIZES.length - 1]!;
-  const best = rate(cell(mid, "gitwriter", 200));
-  const naiveBest = Math.max(...NAIVE_CLIENTS.map((c) => rate(cell(mid, "naive", c))));
   if (metricsCost) {
-    out.push("", "| instances | clients | ops/s without metrics | with metrics | change | CPU ms/op without | with | change |", "|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (const n of SIZES) {
-      for (const clients of CLIENTS) {
-        const [a, b] = [cell(n, "gitwriter", clients), cell(n, "gitwriter+metrics", clients)];
-        if (!a || !b) continue;
-        const pct = (x: number, y: number) => `${(((y - x) / x) * 100).toFixed(1)} %`;
-        out.push(`| ${kilo(n)} | ${clients} | ${rate(a).toFixed(1)} | ${rate(b).toFixed(1)} | ${pct(rate(a), rate(b))} | ${a.cpuMsPerOp.toFixed(2)} | ${b.cpuMsPerOp.toFixed(2)} | ${pct(a.cpuMsPerOp, b.cpuMsPerOp)} |`);
-      }
-    }
-    out.push("", `Total run time ${seconds(started)} s.`);
-    process.stdout.write(`\n${out.join("\n")}\n`);
+    printMetricsCost(out);
     return;
   }
-  out.push("", "| target | measured | |", "|---|---|---|");
-  out.push(`| >= 300 acknowledged ops/s, 200 clients, ${kilo(mid)} instances | ${best.toFixed(1)} ops/s | ${verdict(best >= 300)} |`);
-  out.push(`| >= 50x the naive writer (its best, ${kilo(mid)} instances) | ${(best / naiveBest).toFixed(1)}x (${naiveBest.toFixed(1)} ops/s) | ${verdict(best / naiveBest >= 50)} |`);
-  for (const n of SIZES) {
-    const rtt = roundTrips.get(n) ?? NaN;
-    const inRoundTrips = CLIENTS.map((clients) => ({ clients, p99: quantile(cell(n, "gitwriter", clients)?.load.latencies ?? [], 0.99) / rtt }));
-    const met = inRoundTrips.filter((x) => x.p99 <= 3).map((x) => x.clients);
-    out.push(
-      `| p99 ack latency <= 3 push round trips, ${kilo(n)} (one round trip: ${ms(rtt)} ms) | ${inRoundTrips.map((x) => `${x.clients} clients: ${x.p99.toFixed(1)}`).join(", ")} | ${met.length === CLIENTS.length ? "met" : met.length > 0 ? `met with ${met.join(" and ")} client(s) only` : "MISSED"} |`,
-    );
+  const compared = cells.filter((c) => c.writer === "naive").map((n) => ({ naive: n, broker: cell(n.instances, n.latencyMs, "gitwriter", n.load.clients) }));
+  out.push("", "| instances | remote latency | clients | broker ops/s | naive ops/s | broker / naive | load avg (broker; naive) |", "|---:|---:|---:|---:|---:|---:|---|");
+  for (const { naive, broker } of compared) {
+    out.push(`| ${kilo(naive.instances)} | ${naive.latencyMs} ms | ${naive.load.clients} | ${rate(broker).toFixed(1)} | ${rate(naive).toFixed(1)} | ${(rate(broker) / rate(naive)).toFixed(1)}x | ${broker ? loadAvg(broker.loadAvg) : "-"}; ${loadAvg(naive.loadAvg)} |`);
   }
-  const small = cell(SIZES[0]!, "gitwriter", 200);
-  const large = cell(big, "gitwriter", 200);
-  if (small && large) {
-    const cost = (c: Cell) => 1000 / opsPerSecond(c.load);
-    out.push(`| per-op cost at ${kilo(big)} within 1.5x of ${kilo(SIZES[0]!)} (200 clients, wall ms/op) | ${cost(large).toFixed(2)} vs ${cost(small).toFixed(2)} ms = ${(cost(large) / cost(small)).toFixed(2)}x | ${verdict(cost(large) <= 1.5 * cost(small))} |`);
-    out.push(`| same, broker CPU ms/op | ${large.cpuMsPerOp.toFixed(2)} vs ${small.cpuMsPerOp.toFixed(2)} ms = ${(large.cpuMsPerOp / small.cpuMsPerOp).toFixed(2)}x | ${verdict(large.cpuMsPerOp <= 1.5 * small.cpuMsPerOp)} |`);
-    const [costSmall, costLarge] = [writerCosts.get(SIZES[0]!), writerCosts.get(big)];
-    if (costSmall && costLarge) {
-      const ratio = costLarge.cpuMsPerOp / costSmall.cpuMsPerOp;
-      out.push(`| same, git writer alone CPU ms/op | ${costLarge.cpuMsPerOp.toFixed(2)} vs ${costSmall.cpuMsPerOp.toFixed(2)} ms = ${ratio.toFixed(2)}x | ${verdict(ratio <= 1.5)} |`);
+  out.push("", "| instances | remote latency | one push round trip (median of 5, before the load) | git writer alone, CPU per operation | peak RSS under load |", "|---:|---:|---:|---:|---:|");
+  for (const n of SIZES) {
+    for (const latencyMs of LATENCIES) {
+      const cost = latencyMs === 0 ? writerCosts.get(n) : undefined;
+      const key = `${n}/${latencyMs}`;
+      out.push(`| ${kilo(n)} | ${latencyMs} ms | ${ms(roundTrips.get(key) ?? NaN)} ms | ${cost ? `${cost.cpuMsPerOp.toFixed(2)} ms (${cost.ops} ops)` : "-"} | ${(peakUnderLoad.get(key) ?? NaN).toFixed(0)} MB |`);
     }
   }
-  for (const s of starts.filter((x) => x.instances === big)) {
-    out.push(`| cold start at ${kilo(big)} <= 10 s, RSS <= 400 MB (data dir ${s.dataDir}) | first ack ${s.firstAckS.toFixed(1)} s, ${s.peakRssMb.toFixed(0)} MB | ${verdict(s.firstAckS <= 10 && s.peakRssMb <= 400)} |`);
+  out.push("", "| instances | remote latency | data dir | listening after | first provision acknowledged after | peak RSS | load avg |", "|---:|---:|---|---:|---:|---:|---:|");
+  for (const s of starts) out.push(`| ${kilo(s.instances)} | ${s.latencyMs} ms | ${s.dataDir} | ${s.listeningS.toFixed(1)} s | ${s.firstAckS.toFixed(1)} s | ${s.peakRssMb.toFixed(0)} MB | ${loadAvg(s.loadAvg)} |`);
+  out.push("", "| target | measured | |", "|---|---|---|");
+  out.push(...targets(compared));
+  out.push("", `Total run time ${seconds(started)} s.`);
+  process.stdout.write(`\n${out.join("\n")}\n`);
+}
+
+function targets(compared: { naive: Cell; broker: Cell | undefined }[]): string[] {
+  const out: string[] = [];
+  const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
+  const hosted = Math.max(...LATENCIES);
+  const mid = SIZES.includes(10_000) ? 10_000 : SIZES[SIZES.length - 1]!;
+  const [smallest, big] = [SIZES[0]!, SIZES[SIZES.length - 1]!];
+  const loopback = cell(mid, 0, "gitwriter", 200);
+  if (loopback) out.push(`| >= 300 acknowledged ops/s, 200 clients, ${kilo(mid)} instances, loopback | ${rate(loopback).toFixed(1)} ops/s | ${verdict(rate(loopback) >= 300)} |`);
+  for (const [clients, factor] of [[200, 20], [20, 5]] as const) {
+    const [b, n] = [cell(mid, hosted, "gitwriter", clients), cell(mid, hosted, "naive", clients)];
+    if (b && n) out.push(`| >= ${factor}x the naive writer, ${clients} clients, ${kilo(mid)}, ${hosted} ms remote | ${(rate(b) / rate(n)).toFixed(1)}x (${rate(b).toFixed(1)} vs ${rate(n).toFixed(1)} ops/s) | ${verdict(rate(b) >= factor * rate(n))} |`);
+  }
+  if (compared.length > 0) {
+    const slower = compared.filter(({ naive, broker }) => !(rate(broker) >= rate(naive)));
+    const worst = Math.min(...compared.map(({ naive, broker }) => rate(broker) / rate(naive)));
+    out.push(`| never slower than the naive writer (${compared.length} cells) | lowest ratio ${worst.toFixed(1)}x${slower.length > 0 ? `; slower: ${slower.map(({ naive }) => `${kilo(naive.instances)}/${naive.latencyMs} ms/${naive.load.clients}`).join(", ")}` : ""} | ${verdict(slower.length === 0)} |`);
+  }
+  for (const latencyMs of LATENCIES) {
+    for (const [n, limit] of [[10_000, 1.5], [100_000, 2]] as const) {
+      const c = cell(n, latencyMs, "gitwriter", 200);
+      if (c) out.push(`| broker CPU <= ${limit} ms per acknowledged op, 200 clients, ${kilo(n)}, ${latencyMs} ms remote | ${c.cpuMsPerOp.toFixed(2)} ms | ${verdict(c.cpuMsPerOp <= limit)} |`);
+    }
+    const [small, large] = [cell(smallest, latencyMs, "gitwriter", 200), cell(big, latencyMs, "gitwriter", 200)];
+    if (small && large && big > smallest) {
+      const ratio = large.cpuMsPerOp / small.cpuMsPerOp;
+      out.push(`| broker CPU per op at ${kilo(big)} within 1.5x of ${kilo(smallest)}, 200 clients, ${latencyMs} ms remote | ${large.cpuMsPerOp.toFixed(2)} vs ${small.cpuMsPerOp.toFixed(2)} ms = ${ratio.toFixed(2)}x | ${verdict(ratio <= 1.5)} |`);
+    }
+    const rtt = roundTrips.get(`${mid}/${latencyMs}`) ?? NaN;
+    const inRoundTrips = CLIENTS.map((clients) => ({ clients, p99: quantile(cell(mid, latencyMs, "gitwriter", clients)?.load.latencies ?? [], 0.99) / rtt }));
+    const met = inRoundTrips.filter((x) => x.p99 <= 3).map((x) => x.clients);
+    out.push(
+      `| p99 ack latency <= 3 push round trips, ${kilo(mid)}, ${latencyMs} ms remote (one round trip: ${ms(rtt)} ms) | ${inRoundTrips.map((x) => `${x.clients} clients: ${x.p99.toFixed(1)}`).join(", ")} | ${met.length === CLIENTS.length ? "met" : met.length > 0 ? `met with ${met.join(" and ")} client(s) only` : "MISSED"} |`,
+    );
+  }
+  const [costSmall, costLarge] = [writerCosts.get(smallest), writerCosts.get(big)];
+  if (costSmall && costLarge && big > smallest) {
+    const ratio = costLarge.cpuMsPerOp / costSmall.cpuMsPerOp;
+    out.push(`| git writer alone, CPU per op at ${kilo(big)} within 1.5x of ${kilo(smallest)} | ${costLarge.cpuMsPerOp.toFixed(2)} vs ${costSmall.cpuMsPerOp.toFixed(2)} ms = ${ratio.toFixed(2)}x | ${verdict(ratio <= 1.5)} |`);
+  }
+  for (const s of starts.filter((x) => x.instances === 100_000)) {
+    out.push(`| start at 100k: first provision <= 10 s, RSS <= 400 MB (data dir ${s.dataDir}, ${s.latencyMs} ms remote) | first ack ${s.firstAckS.toFixed(1)} s, ${s.peakRssMb.toFixed(0)} MB | ${verdict(s.firstAckS <= 10 && s.peakRssMb <= 400)} |`);
+  }
+  return out;
+}
+
+function printMetricsCost(out: string[]): void {
+  out.push("", "| instances | clients | ops/s without metrics | with metrics | change | CPU ms/op without | with | change |", "|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const n of SIZES) {
+    for (const clients of CLIENTS) {
+      const [a, b] = [cell(n, 0, "gitwriter", clients), cell(n, 0, "gitwriter+metrics", clients)];
+      if (!a || !b) continue;
+      const pct = (x: number, y: number) => `${(((y - x) / x) * 100).toFixed(1)} %`;
+      out.push(`| ${kilo(n)} | ${clients} | ${rate(a).toFixed(1)} | ${rate(b).toFixed(1)} | ${pct(rate(a), rate(b))} | ${a.cpuMsPerOp.toFixed(2)} | ${b.cpuMsPerOp.toFixed(2)} | ${pct(a.cpuMsPerOp, b.cpuMsPerOp)} |`);
+    }
   }
   out.push("", `Total run time ${seconds(started)} s.`);
   process.stdout.write(`\n${out.join("\n")}\n`);
+}
+
+function cell(instances: number, latencyMs: number, writer: Cell["writer"], clients: number): Cell | undefined {
+  return cells.find((c) => c.instances === instances && c.latencyMs === latencyMs && c.writer === writer && c.load.clients === clients);
+}
+
+function rate(c: Cell | undefined): number {
+  return c === undefined ? NaN : opsPerSecond(c.load);
 }
 
 function opsPerSecond(load: LoadResult): number {
@@ -328,4 +420,25 @@ function seconds(since: number): string {
 
 function log(message: string): void {
   process.stderr.write(`${message}\n`);
+}
+
+function loadAvg([before, after]: [number, number]): string {
+  return `${before.toFixed(1)}-${after.toFixed(1)}`;
+}
+
+/** `--name=value` of the command line. */
+function option(name: string): string | undefined {
+  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return arg?.slice(name.length + 3);
+}
+
+/** `--name=1k,10000`: numbers, `k` for thousands. */
+function numbers(name: string): number[] | undefined {
+  const value = option(name);
+  if (value === undefined) return undefined;
+  return value.split(",").filter((v) => v !== "").map((v) => {
+    const n = v.endsWith("k") ? Number(v.slice(0, -1)) * 1000 : Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name}=${value}: numbers, k for thousands`);
+    return n;
+  });
 }

@@ -41,6 +41,7 @@ import { memoryOf } from "../test/write-path/broker-process.js";
 import { run } from "./exec.js";
 import { quantile, runLoad, type LoadResult } from "./load.js";
 import { prefillStores, type PrefillCluster, type SamplePlacement } from "./prefill.js";
+import { remoteLatencyMs } from "./remote-latency.js";
 import type { StartedMessage } from "./stores-broker.js";
 
 const quick = process.argv.includes("--quick");
@@ -53,11 +54,8 @@ const START_SIZES = quick ? [10_000] : [10_000, 100_000];
 const START_ROUNDS = quick ? 1 : 2;
 const CLUSTERS = ["c1", "c2", "c3", "c4"];
 const CHILD = path.join(import.meta.dirname, "stores-broker.ts");
-/**
- * A hosted remote's round trip (REMOTE_LATENCY_MS=150): every smart-HTTP request is answered this
- * much later. 0 (default): loopback, where the machine's CPU, not the remote, limits the pushes.
- */
-const REMOTE_LATENCY_MS = Number(process.env.REMOTE_LATENCY_MS ?? "0");
+/** REMOTE_LATENCY_MS=150 for a hosted remote's latency (bench/remote-latency.ts); loopback by default. */
+const REMOTE_LATENCY_MS = remoteLatencyMs(0);
 /** How the brokers place new instances over the four clusters (SCHEDULER=least-utilized to compare). */
 const SCHEDULER = (process.env.SCHEDULER ?? "round-robin") as Config["scheduler"]["type"];
 const CLOCK_TICKS = 100;

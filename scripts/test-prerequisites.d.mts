@@ -8,7 +8,7 @@ export interface Program {
   /** Why a program that is there cannot be used. */
   note?: string;
 }
-export const PROGRAMS: (Omit<Program, "note"> & { when?: (env: NodeJS.ProcessEnv) => boolean })[];
+export const PROGRAMS: Omit<Program, "note">[];
 export function findPrograms(env?: NodeJS.ProcessEnv): { missing: Program[]; path: string };
 export function installCommand(missing: Program[], root: boolean): string;
 export function describeMissing(missing: Program[], root: boolean): string | undefined;

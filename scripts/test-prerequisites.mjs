@@ -9,8 +9,7 @@
  *   age, age-keygen the SOPS tests unwrap data keys with the real age CLI
  *   openssl         the client-certificate and kube-apiserver tests make CAs and certificates with it
  *   nginx           test/broker/behind-a-proxy.test.ts puts it in front of the broker (its service is never started)
- *   redis-server    real Argo CD's cache (test/real-agents/argocd.test.ts, ADR 0035), only when that
- *                   test runs (GITOPS_BROKER_ARGOCD_TESTS=1)
+ *   redis-server    real Argo CD's cache (test/real-agents/argocd.test.ts, ADR 0035; its service is never started)
  *   go              1.21 or later: it fetches the release each go.mod names (GOTOOLCHAIN) from the Go
  *                   module proxy, to build the test tools once (scripts/build-test-tools.sh, ADR 0022)
  *
@@ -36,9 +35,8 @@ export const TOOLS_GO = /^toolchain (\S+)$/m.exec(readFileSync(path.join(ROOT, "
 export const DEFAULT_PROGRAM_DIRS = ["/usr/sbin", "/usr/local/go/bin"];
 
 /**
- * Each program, the Debian package that has it (go: none recent enough, see `tooOldGo`), and when
- * a program is needed only for tests that run on request, the environment that asks for them.
- * @type {{ name: string; debian: string | undefined; when?: (env: NodeJS.ProcessEnv) => boolean }[]}
+ * Each program and the Debian package that has it (go: none recent enough, see `tooOldGo`).
+ * @type {{ name: string; debian: string | undefined }[]}
  */
 export const PROGRAMS = [
   { name: "git", debian: "git" },
@@ -46,7 +44,7 @@ export const PROGRAMS = [
   { name: "age-keygen", debian: "age" },
   { name: "openssl", debian: "openssl" },
   { name: "nginx", debian: "nginx" },
-  { name: "redis-server", debian: "redis-server", when: (env) => env.GITOPS_BROKER_ARGOCD_TESTS === "1" },
+  { name: "redis-server", debian: "redis-server" },
   { name: "go", debian: undefined },
 ];
 
@@ -76,8 +74,7 @@ export function findPrograms(env = process.env) {
   };
   /** @type {{ name: string; debian: string | undefined; note?: string }[]} */
   const missing = [];
-  for (const { when, ...program } of PROGRAMS) {
-    if (when !== undefined && !when(env)) continue;
+  for (const program of PROGRAMS) {
     const file = find(program.name);
     const note = file !== undefined && program.name === "go" ? tooOldGo(file, env) : undefined;
     if (file === undefined) missing.push(program);

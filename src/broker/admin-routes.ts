@@ -28,7 +28,7 @@ const LIST_PARAMETERS = ["cluster", "service", "plan", "state", "page_size", "pa
 
 function adminDeps(ctx: Ctx): AdminDeps {
   const { writer, view, status, brokerVersion } = ctx.deps;
-  return { writer, view, status, summaries: ctx.summaries, brokerVersion };
+  return { writer, routed: ctx.routed, view, status, summaries: ctx.summaries, brokerVersion };
 }
 
 function parseState(value: string): OperationState {

@@ -178,7 +178,7 @@ export interface BindingCleanup {
  * instance is refused (422): unbind it through OSB.
  */
 export async function cleanupBinding(deps: AdminDeps, instanceId: string, bindingId: string): Promise<BindingCleanup> {
-  const { result, commit } = await deps.writer.submit(async (draft: Draft): Promise<OperationOutcome<string[]>> => {
+  const { result, commit } = await deps.routed.submit({ instance: instanceId }, async (draft: Draft): Promise<OperationOutcome<string[]>> => {
     const instance = await readInstance(draft, instanceId);
     if (instance && !instance.status.deleted) {
       const binding = await readBinding(draft, instanceId, bindingId);

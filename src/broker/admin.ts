@@ -22,6 +22,7 @@ import {
   writeBindingManifests,
   writeInstanceManifests,
 } from "../materialize/index.js";
+import type { RoutedWriter } from "../stores/index.js";
 import { placeInstance } from "./placement.js";
 
 /**
@@ -31,7 +32,10 @@ import { placeInstance } from "./placement.js";
  */
 
 export interface AdminDeps {
+  /** Reads (the last fetched tips). */
   writer: GitWriter;
+  /** Writes, each in the repository its placement routes to (ADR 0036). */
+  routed: RoutedWriter;
   view: RepoView;
   summaries: InstanceSummaryCache;
   status: StatusWatcher;
@@ -95,7 +99,9 @@ class DryRun extends BaseError {
  */
 export async function moveInstance(deps: AdminDeps, instanceId: string, targetId: string, options: { dryRun?: boolean } = {}): Promise<MoveResult> {
   try {
-    const { result, commit } = await deps.writer.submit((draft: Draft) => moveOperation(deps, instanceId, targetId, draft, options.dryRun === true));
+    // Routed by the cluster the human chose; the instance must be in its repository (ADR 0036).
+    const placement = { cluster: targetId, instance: instanceId };
+    const { result, commit } = await deps.routed.submit(placement, (draft: Draft) => moveOperation(deps, instanceId, targetId, draft, options.dryRun === true));
     return { ...result, commit };
   } catch (e) {
     if (e instanceof DryRun) return e.result;

@@ -3,15 +3,8 @@ import express, { type ErrorRequestHandler, type Request, type RequestHandler, t
 import { toOsbCatalog, type ReadinessCheck } from "../catalog/index.js";
 import { createInstanceSummaryCache, createQuotaReader } from "../repo/index.js";
 import { noopInstruments } from "../metrics/index.js";
-import {
-  GitRemoteError,
-  GitWriterClosedError,
-  InternalError,
-  NotFoundError,
-  OsbError,
-  ServiceUnavailableError,
-  toOsbBody,
-} from "../errors/index.js";
+import { routedWriter } from "../stores/index.js";
+import { NotFoundError } from "../errors/index.js";
 import { adminRoutes } from "./admin-routes.js";
 import { brokerAuth } from "./auth.js";
 import * as bindings from "./bindings.js";
@@ -19,7 +12,8 @@ import type { BrokerDeps, Ctx, OsbResponse } from "./context.js";
 import { echoRequestIdentity, osbHeaders, platformPath, type OsbRequestInfo } from "./headers.js";
 import { historyResponse } from "./history.js";
 import * as instances from "./instances.js";
-import { checkId, OSB_BODY_LIMIT, requestError, verifyJsonDepth } from "./hostile-input.js";
+import { checkId, OSB_BODY_LIMIT, verifyJsonDepth } from "./hostile-input.js";
+import { osbAnswer } from "./osb-answers.js";
 import { queryHints } from "./platform-ids.js";
 import { reconcileRoutes } from "./reconcile-routes.js";
 import {
@@ -72,34 +66,6 @@ function route(fn: (req: Request, res: Response) => Promise<OsbResponse> | OsbRe
       .then((out) => send(res, out))
       .catch(next);
   };
-}
-
-/**
- * Map what is not an OsbError to one. The only place errors become HTTP bodies is `errorHandler`.
- * A Git remote's failure names the repository (the control repository, or a store), and says
- * what it means for the request: a read was not answered, a write changed nothing, or a push's
- * outcome is not known (ADR 0005's addendum of 2026-11-29).
- */
-function asOsbError(err: unknown, read: boolean): OsbError {
-  if (err instanceof OsbError) return err;
-  if (err instanceof GitRemoteError) return new ServiceUnavailableError(remoteFailure(err, read), { cause: err });
-  if (err instanceof GitWriterClosedError) {
-    return new ServiceUnavailableError("the broker is shutting down; nothing was changed, retry", { cause: err });
-  }
-  // Transport-level failures (body-parser, URIError of a bad percent-encoding, zlib) are 4xx.
-  const request = requestError(err);
-  if (request) return request;
-  return new InternalError("internal broker error", { cause: err });
-}
-
-function remoteFailure(err: GitRemoteError, read: boolean): string {
-  const remote = err.repository ? `the Git remote of ${err.repository}` : "the Git remote";
-  if (err.kind === "hook") return `${remote} refused the change: ${err.remoteMessage}`;
-  if (read) return `${remote} could not be reached to answer this read; nothing is known to be missing, retry later: ${err.remoteMessage}`;
-  if (err.inDoubt) {
-    return `${remote} did not say whether it took the change; retry the same request, it is answered from the repository: ${err.remoteMessage}`;
-  }
-  return `${remote} could not be reached; nothing was changed, retry later: ${err.remoteMessage}`;
 }
 
 /**
@@ -281,6 +247,7 @@ export function createApp(deps: BrokerDeps): express.Express {
     },
     summaries: deps.summaries ?? createInstanceSummaryCache(),
     quotas: createQuotaReader(),
+    routed: routedWriter(deps.writer, deps.stores),
   };
   const app = express();
   app.disable("x-powered-by");
@@ -333,19 +300,19 @@ interface RequestFailure {
   cause?: unknown;
 }
 
-/** The one place where errors become responses: the OSB error body, from the error hierarchy. */
+/** The one place where errors become responses: the OSB error body, from the error hierarchy (osb-answers.ts). */
 function errorHandler(): ErrorRequestHandler {
   return (err, req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;
     }
-    const osb = asOsbError(err, req.method === "GET" || req.method === "HEAD");
+    const answer = osbAnswer(err, req.method === "GET" || req.method === "HEAD");
     // Logged with the request line (see createApp); a 5xx keeps its cause and stack.
-    const failure: RequestFailure = { code: osb.code, message: osb.message, ...(osb.status >= 500 ? { cause: err as unknown } : {}) };
+    const failure: RequestFailure = { code: answer.code, message: answer.body.description, ...(answer.status >= 500 ? { cause: err as unknown } : {}) };
     res.locals.failure = failure;
-    if (osb.retryAfter !== undefined) res.setHeader("Retry-After", String(osb.retryAfter));
-    res.status(osb.status).json(toOsbBody(osb));
+    if (answer.retryAfter !== undefined) res.setHeader("Retry-After", String(answer.retryAfter));
+    res.status(answer.status).json(answer.body);
   };
 }
 

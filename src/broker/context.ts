@@ -10,13 +10,13 @@ import type { ClientCertificateAuth } from "./auth.js";
 import type { OsbRequestInfo } from "./headers.js";
 import type { Rendered } from "../materialize/index.js";
 import type { Reconciler } from "../reconcile/index.js";
-import type { Placement, StoreSet } from "../stores/index.js";
+import type { Placement, RoutedWriter, StoreSet } from "../stores/index.js";
 
 /** Everything the broker depends on, passed in (see createApp). */
 export interface BrokerDeps {
   /** The control repository's writer, or the store set spanning it and the stores (ADR 0027). */
   writer: GitWriter;
-  /** With stores: where instances are and which store a cluster is in, to route each operation; cluster moves. */
+  /** With stores (ADR 0027): what `writer` spans, for the operations routed to a store (ADR 0036) and a cluster's move. */
   stores?: StoreSet;
   view: RepoView;
   scheduler: Scheduler;
@@ -65,6 +65,8 @@ export interface Ctx {
   summaries: InstanceSummaryCache;
   /** The quotas of a tree (`quota/`), read once per version. */
   quotas: (tree: TreeReader) => Promise<QuotaSet>;
+  /** Where every write goes: the repository its placement routes to (routedWriter over `writer` and `stores`). */
+  routed: RoutedWriter;
 }
 
 /** Plan-level value, else the service's (OSB inheritance rule for bindable / plan_updateable). */
@@ -127,11 +129,11 @@ export function appliedOverrides(ctx: Ctx, instanceId: string, ...rendered: Rend
 }
 
 /**
- * Queue an operation on an instance (`placement`: with stores, ADR 0027, the one hop into stores/
- * that names the repository, StoreSet.route); without a placement, on the control repository. It
- * first brings the catalog and registry in line with its base tree.
+ * Queue an operation on an instance: `ctx.routed` is the one hop into stores/, which names the
+ * repository its placement routes to (ADR 0036). It first brings the catalog and registry in line
+ * with its base tree.
  */
-export async function submitOp<R>(ctx: Ctx, op: Operation<R>, placement?: Placement): Promise<SubmitResult<R>> {
+export async function submitOp<R>(ctx: Ctx, op: Operation<R>, placement: Placement): Promise<SubmitResult<R>> {
   let spec: CommitSpec | null = null;
   const run: Operation<R> = async (draft) => {
     await ctx.deps.view.sync(draft);
@@ -139,8 +141,7 @@ export async function submitOp<R>(ctx: Ctx, op: Operation<R>, placement?: Placem
     spec = outcome.commit; // the last run's outcome is the one that was pushed
     return outcome;
   };
-  const stores = ctx.deps.stores;
-  const submitted = stores && placement ? await stores.submitTo(await stores.route(placement), run) : await ctx.deps.writer.submit(run);
+  const submitted = await ctx.routed.submit(placement, run);
   const trailers = (spec as CommitSpec | null)?.trailers;
   if (submitted.commit && trailers) {
     const { operation, instanceId, bindingId, requestIdentity } = readBrokerTrailers(trailers);
@@ -176,7 +177,7 @@ export interface Abandonable {
 export async function runOperation<R>(
   ctx: Ctx,
   run: (draft: Draft, ids: OperationIds) => Promise<OperationOutcome<R>>,
-  placement?: Placement,
+  placement: Placement,
   abandonable?: Abandonable,
 ): Promise<R> {
   const ids: OperationIds = { operationId: ctx.deps.newId(), at: ctx.deps.now().toISOString() };

@@ -79,8 +79,9 @@ const ENCODINGS = "identity, gzip, deflate and br";
 
 /**
  * Maps what the request's transport layer throws (body-parser / http-errors objects, the
- * router's URIError, zlib errors of a corrupt compressed body) to an OSB error; undefined when
- * `err` is none of those.
+ * router's URIError, zlib errors of a corrupt compressed body, the depth check's signal, which
+ * body-parser hands on with a status of 403) to an OSB error; undefined when `err` is none of
+ * those.
  */
 export function requestError(err: unknown): OsbError | undefined {
   if (typeof err !== "object" || err === null || err instanceof OsbError) return undefined;
@@ -89,6 +90,8 @@ export function requestError(err: unknown): OsbError | undefined {
   if (err instanceof TooDeepError || e.type === "entity.too.deep") {
     return new BadRequestError(`the request body is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`, { cause: err });
   }
+  // Any other error of our hierarchy is not the transport's, even with a status field of its own.
+  if (err instanceof BaseError) return undefined;
   if (e.type === "encoding.unsupported") {
     const encoding = typeof e.encoding === "string" ? e.encoding : "this";
     return new UnsupportedMediaTypeError(`Content-Encoding ${JSON.stringify(encoding)} is not supported (${ENCODINGS} are)`, { cause: err });

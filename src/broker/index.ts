@@ -1,4 +1,5 @@
 export { createApp } from "./app.js";
+export { isNegativeAnswer, knownAnswer, osbAnswer, type OsbErrorAnswer } from "./osb-answers.js";
 export { parseBasicAuth } from "./auth.js";
 export type { ClientCertificateAuth, PeerSubject } from "./auth.js";
 export { MAX_API_VERSION, MIN_API_VERSION } from "./headers.js";

@@ -22,7 +22,6 @@ import {
   UnprocessableEntityError,
   formatProblem,
 } from "../errors/index.js";
-import { draftStore } from "../stores/index.js";
 import type { Draft } from "../gitwriter/index.js";
 import {
   LABEL_INSTANCE,
@@ -180,30 +179,26 @@ function provisionRecord(instanceId: string, service: Service, plan: Plan, body:
 }
 
 /**
- * Placement inside the operation (ADR 0008). With stores (ADR 0027) StoreSet.route chose the store
- * before it ran; the operation places among that store's clusters, whose capacity it sees
- * exactly (its tree is that store's tip). Only when none of them fits does it place among all
- * clusters (and the store set moves it to the chosen cluster's store): then two replicas given
- * the same new id at once could place it in two stores, which a full store makes possible.
+ * Placement inside the operation (ADR 0008), among the clusters of the repository the operation
+ * writes (ctx.routed.placeable: with stores, the store StoreSet.route chose for the id before it
+ * ran, whose capacity the operation sees exactly; ADR 0036). A new instance never goes to another
+ * store's cluster: when none of its own fits, the scheduler's 422 says which store and why.
  */
 async function placeInStore(
   ctx: Ctx,
   draft: Draft,
   args: { service: Service; plan: Plan; instance: InstanceRecord; summary: InstanceSummary },
 ): Promise<ClusterEntry> {
-  const all = ctx.deps.view.clusters();
-  const place = (clusters: readonly ClusterEntry[]) =>
-    placeInstance({ tree: draft, cache: ctx.summaries, scheduler: ctx.deps.scheduler, catalog: ctx.deps.view.catalog(), clusters, ...args });
-  const home = draftStore(draft);
-  const stores = ctx.deps.stores;
-  if (home === undefined || !stores) return place(all);
-  const own = all.filter((c) => stores.storeOf(c.id) === home);
-  if (own.length === 0 || own.length === all.length) return place(all);
+  const scope = await ctx.routed.placeable(draft, ctx.deps.view.clusters());
+  const place = () =>
+    placeInstance({ tree: draft, cache: ctx.summaries, scheduler: ctx.deps.scheduler, catalog: ctx.deps.view.catalog(), clusters: scope.clusters, ...args });
+  if (scope.narrowed === undefined) return place();
+  if (scope.clusters.length === 0) throw new SchedulingError(`no cluster can take instance ${args.instance.spec.instanceId}: ${scope.narrowed}`);
   try {
-    return await place(own);
+    return await place();
   } catch (error) {
     if (!(error instanceof SchedulingError)) throw error;
-    return place(all);
+    throw new SchedulingError(`${error.message}; ${scope.narrowed}`, { cause: error });
   }
 }
 

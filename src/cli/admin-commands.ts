@@ -5,12 +5,13 @@ import {
   INSTANCE_STATES,
   listInstances,
   MAX_PAGE_SIZE,
+  knownAnswer,
   moveInstance,
   type AdminDeps,
   type ClusterReport,
   type InstanceQuery,
 } from "../broker/index.js";
-import { OsbError } from "../errors/index.js";
+import { routedWriter } from "../stores/index.js";
 import { createCommitStatusWatcher } from "../status-watcher/index.js";
 import { Command, InvalidArgumentError } from "commander";
 import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done, type TextSink } from "./args.js";
@@ -26,6 +27,7 @@ import { VERSION } from "./version.js";
 function adminDeps(repo: RepoAccess): AdminDeps {
   return {
     writer: repo.writer,
+    routed: routedWriter(repo.writer, repo.storeSet),
     view: repo.view,
     summaries: repo.summaries,
     status: createCommitStatusWatcher(),
@@ -141,8 +143,9 @@ async function move(instanceId: string, clusterId: string, options: MoveOptions,
     }
     return 0;
   } catch (e) {
-    if (e instanceof OsbError) {
-      io.stderr.write(`move refused: ${e.message}\n`);
+    const refusal = knownAnswer(e);
+    if (refusal) {
+      io.stderr.write(`move refused: ${refusal.body.description}\n`);
       return 1;
     }
     throw e;
@@ -222,8 +225,9 @@ async function instances(options: InstancesOptions, io: CliIo): Promise<number> 
     if (page.nextPageToken !== undefined) io.stdout.write(`more: --page-token ${page.nextPageToken}\n`);
     return 0;
   } catch (e) {
-    if (e instanceof OsbError) {
-      io.stderr.write(`instances: ${e.message}\n`);
+    const refusal = knownAnswer(e);
+    if (refusal) {
+      io.stderr.write(`instances: ${refusal.body.description}\n`);
       return 2;
     }
     throw e;
@@ -258,8 +262,9 @@ async function cleanup(instanceId: string, bindingId: string, options: ConfigOpt
     );
     return 0;
   } catch (e) {
-    if (e instanceof OsbError) {
-      io.stderr.write(`cleanup-binding refused: ${e.message}\n`);
+    const refusal = knownAnswer(e);
+    if (refusal) {
+      io.stderr.write(`cleanup-binding refused: ${refusal.body.description}\n`);
       return 1;
     }
     throw e;

@@ -22,6 +22,7 @@ import {
 import { ConfigError } from "../errors/index.js";
 import { createKubeConfigResolver } from "../kube/index.js";
 import { setModuleWorkers } from "../render/index.js";
+import { routedWriter } from "../stores/index.js";
 import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
 import { openRepo, type RepoAccess } from "./repo-access.js";
 import { VERSION } from "./version.js";
@@ -198,7 +199,7 @@ async function importAndHandOver(repo: RepoAccess, options: ImportOptions, map: 
   let accounting = account(landscape, plan);
   out(accountingText(accounting, true));
   if (options.yes) {
-    const result = await commitImport(repo.writer, plan, {
+    const result = await commitImport(routedWriter(repo.writer, repo.storeSet), plan, {
       batchSize,
       brokerVersion: `gitops-broker/${VERSION}`,
       release: true,

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { OsbError } from "../errors/index.js";
+import { knownAnswer } from "../broker/index.js";
 import { finishMove, moveCluster, planMove, type MoveClusterOptions, type MovePlan, type MoveStep } from "../stores/index.js";
 import { addConfigOptions, CONFIG_HELP, configArgv, runCommand, type CliIo, type ConfigOptions, type Done } from "./args.js";
 import { openRepo } from "./repo-access.js";
@@ -70,8 +70,9 @@ async function run(clusterId: string, flags: MoveClusterFlags, io: CliIo): Promi
     }
     return 0;
   } catch (e) {
-    if (!(e instanceof OsbError)) throw e;
-    io.stderr.write(`error: ${e.message}\n`);
+    const refusal = knownAnswer(e);
+    if (!refusal) throw e;
+    io.stderr.write(`error: ${refusal.body.description}\n`);
     return 1;
   } finally {
     await repo.close();

@@ -5,7 +5,7 @@ import os from "node:os";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createApp, createHttpServer } from "../broker/index.js";
+import { createApp, createHttpServer, isNegativeAnswer } from "../broker/index.js";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { fillRepoInstruments, type ReadinessCheck } from "../catalog/index.js";
 import { createReconciler, createRecordsCollector, type Reconciler, type RecordsCollector, type RecordsCollectorOptions } from "../reconcile/index.js";
@@ -21,13 +21,13 @@ import {
   type StartSecrets,
   type SubjectPattern,
 } from "../config/index.js";
-import { ConfigError, DataDirLockedError, GitRemoteError, isNegativeAnswer } from "../errors/index.js";
+import { ConfigError, DataDirLockedError, GitRemoteError } from "../errors/index.js";
 import type { GitWriter } from "../gitwriter/index.js";
 import { createLogger, type Logger } from "../log/index.js";
 import { createInstruments, createPrometheusMetrics, noopMetrics, type Instruments, type Metrics, type PrometheusMetrics } from "../metrics/index.js";
 import { createNudger, type Nudger, type NudgerOptions } from "../nudge/index.js";
 import { CONTROL_STORE, createBindingSummaryCache } from "../repo/index.js";
-import type { StoreSet } from "../stores/index.js";
+import { routedWriter, type StoreSet } from "../stores/index.js";
 import { openRepository, type OpenedRepository } from "./open-repository.js";
 import { createScheduler } from "../scheduler/index.js";
 import { brokerNamespace, createKubeConfigResolver, createSecretKeyReader } from "../kube/index.js";
@@ -350,6 +350,7 @@ async function startBackgroundWork(
   const { writer, storeSet, view, status, instruments, brokerVersion, shutdown } = deps;
   const reconciler = createReconciler({
     writer,
+    routed: routedWriter(writer, storeSet),
     view,
     status,
     logger: logger.child({ component: "reconcile" }),

@@ -30,6 +30,16 @@ describe("toJSON keeps what a log reader needs", () => {
     expect(Object.keys(logged(new KubeApiError("network down")).data as object)).toEqual([]);
   });
 
+  it("a domain error's own fields are in data, and it carries no HTTP status", () => {
+    expect(logged(new errors.ClusterMovedError("cluster eu-1 moved", { clusterId: "eu-1", from: "eu", to: "us" }))).toEqual({
+      code: "ClusterMoved",
+      message: "cluster eu-1 moved",
+      data: { clusterId: "eu-1", from: "eu", to: "us" },
+    });
+    expect(logged(new errors.SchedulingError("no cluster", { data: { selector: "a=b" } }))).toEqual({ code: "SchedulingError", message: "no cluster", data: { selector: "a=b" } });
+    expect(logged(new errors.RenderError("plan p: template t failed"))).toEqual({ code: "RenderError", message: "plan p: template t failed", data: {} });
+  });
+
   it("the render classes keep their context, and a pending render's promise stays out", () => {
     expect(logged(new WasmCallError("did not finish within 5 ms", "timeout"))).toEqual({ code: "WasmCallError", message: "did not finish within 5 ms", data: { reason: "timeout" } });
     const pending = new RenderPending(Promise.resolve());
@@ -42,7 +52,6 @@ describe("InvalidArgumentError", () => {
   it("is no OSB answer of its own: the error middleware answers it as any unexpected failure (500, its message kept for the log)", () => {
     const error = new errors.InvalidArgumentError('path "a/../b" has an invalid segment ".."');
     expect(errors.isOsbError(error)).toBe(false);
-    expect(errors.isNegativeAnswer(error)).toBe(false);
     expect(logged(error)).toEqual({ code: "InvalidArgument", message: 'path "a/../b" has an invalid segment ".."', data: {} });
   });
 });
@@ -107,6 +116,13 @@ const samples: Record<string, () => BaseError> = {
   ChartError: () => new errors.ChartError("chart not found", { debugHint: true }),
   WasmCallError: () => new errors.WasmCallError("exited", "exited"),
   RenderPending: () => new errors.RenderPending(Promise.resolve()),
+  StoreMismatchError: () => new errors.StoreMismatchError("an operation on store eu edited clusters/us-1/a.yaml", { path: "clusters/us-1/a.yaml", store: "eu", owner: "us" }),
+  ClusterMovingError: () => new errors.ClusterMovingError("cluster eu-1 is moving", { clusterId: "eu-1", to: "us" }),
+  ClusterMovedError: () => new errors.ClusterMovedError("cluster eu-1 moved", { clusterId: "eu-1", from: "eu", to: "us" }),
+  StoreUnavailableError: () => new errors.StoreUnavailableError("store eu has not answered", { store: "eu" }),
+  InstanceMoveAcrossStoresError: () => new errors.InstanceMoveAcrossStoresError("across", { instanceId: "i", clusterId: "us-1", from: "eu", to: "us" }),
+  ClusterMoveRefusedError: () => new errors.ClusterMoveRefusedError("store nowhere is not configured"),
+  ClusterMoveConflictError: () => new errors.ClusterMoveConflictError("cluster eu-1 is in store us already"),
 };
 
 describe("every error class src/errors exports", () => {

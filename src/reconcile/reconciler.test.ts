@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createBareRemote, createTempDir, gitLog } from "../../test/support/git-fixtures.js";
 import { repoFiles } from "../../test/support/repo-files.js";
 import { createGitWriter, type GitWriter } from "../gitwriter/index.js";
+import { routedWriter } from "../stores/index.js";
 import { silentLogger } from "../log/index.js";
 import { writeInstance } from "../repo/index.js";
 import { provisionedRecord, SAMPLE_SMALL_PLAN_ID } from "../../test/support/records.js";
@@ -66,6 +67,7 @@ describe("createReconciler", () => {
     const waits: number[] = [];
     reconciler = createReconciler({
       writer: counting,
+      routed: routedWriter(counting),
       view,
       status: { instanceStatus: () => ({ state: "succeeded" }) },
       logger: silentLogger(),
@@ -94,6 +96,7 @@ describe("createReconciler", () => {
     const pausing = new Promise<void>((resolve) => (paused = resolve));
     reconciler = createReconciler({
       writer,
+      routed: routedWriter(writer),
       view,
       status: { instanceStatus: () => ({ state: "succeeded" }) },
       logger: silentLogger(),
@@ -123,6 +126,7 @@ describe("createReconciler", () => {
     let asked = 0;
     reconciler = createReconciler({
       writer,
+      routed: routedWriter(writer),
       view,
       status: {
         instanceStatus: () => {

@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { GitWriter } from "../gitwriter/index.js";
+import { ClusterMovedError, ClusterMovingError } from "../errors/index.js";
+import type { RoutedWriter } from "../stores/index.js";
 import { progressReporter, type Logger } from "../log/index.js";
 import { noopInstruments, type ReconcileInstruments } from "../metrics/index.js";
 import { keyOf, readInstance } from "../repo/index.js";
@@ -21,7 +23,10 @@ import { tipChanges } from "./tip-changes.js";
  */
 
 export interface ReconcilerOptions {
+  /** What the re-renders are decided from: the last fetched tips, their history, tip changes. */
   writer: GitWriter;
+  /** Where a re-render is queued: the repository of its instance (ADR 0036). */
+  routed: RoutedWriter;
   view: RepoView;
   status: Pick<StatusWatcher, "instanceStatus">;
   logger: Logger;
@@ -66,11 +71,11 @@ export interface Reconciler {
   close(): Promise<void>;
 }
 
-/** Re-renders one instance; true when it had an operation in progress (to be tried again later). */
+/** Re-renders one instance; true when it had an operation in progress, or its cluster was moving between stores (to be tried again later). */
 async function rerender(options: ReconcilerOptions, metrics: ReconcileInstruments, request: RerenderRequest): Promise<boolean> {
-  const { writer, logger } = options;
+  const { routed, logger } = options;
   try {
-    const { result, commit } = await writer.submit(rerenderOperation(options, request));
+    const { result, commit } = await routed.submit({ instance: request.instance }, rerenderOperation(options, request));
     metrics.rerenders.inc({ reason: request.reason, result: result === "rendered" && !commit ? "unchanged" : result });
     if (result === "busy") {
       logger.info({ instance: request.instance }, "re-render postponed: an operation is in progress");
@@ -78,6 +83,11 @@ async function rerender(options: ReconcilerOptions, metrics: ReconcileInstrument
     }
     logger.info({ instance: request.instance, reason: request.reason, result, commit }, commit ? "re-rendered" : "re-render unchanged");
   } catch (e) {
+    if (e instanceof ClusterMovingError || e instanceof ClusterMovedError) {
+      metrics.rerenders.inc({ reason: request.reason, result: "busy" });
+      logger.info({ instance: request.instance, err: e }, "re-render postponed: the instance's cluster is moving to another store");
+      return true;
+    }
     metrics.rerenders.inc({ reason: request.reason, result: "failed" });
     logger.error({ err: e, instance: request.instance, reason: request.reason }, "re-render failed");
   }

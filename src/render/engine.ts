@@ -1,5 +1,5 @@
 import type { PlanTemplate } from "../catalog/index.js";
-import { InternalError } from "../errors/index.js";
+import { InvalidArgumentError } from "../errors/index.js";
 import type { RenderCapabilities, RenderValues } from "./types.js";
 
 /**
@@ -40,7 +40,7 @@ const primary: TemplateEngine[] = [];
 
 export function registerEngine(engine: TemplateEngine): void {
   for (const type of [engine.type, ...(engine.aliases ?? [])]) {
-    if (engines.has(type)) throw new InternalError(`template engine ${JSON.stringify(type)} registered twice`);
+    if (engines.has(type)) throw new InvalidArgumentError(`template engine ${JSON.stringify(type)} registered twice`);
     engines.set(type, engine);
   }
   primary.push(engine);

@@ -126,7 +126,7 @@ describe("why no cluster fits the selector", () => {
     expect(error.data).toEqual({ selector: "env in prod", column: 8, found: "prod" });
   });
 
-  it.each(ALL)("%s answers 422", (type) => {
-    expect(failure(type, []).status).toBe(422);
+  it.each(ALL)("%s fails with a SchedulingError (which the broker answers 422)", (type) => {
+    expect(failure(type, []).code).toBe(SchedulingError.code);
   });
 });

@@ -90,11 +90,25 @@ describe("Argo CD Application", () => {
     expect(done.error).toBeUndefined();
   });
 
-  it("reports the reason of a failed attempt that will be retried (Running with finishedAt)", () => {
-    const observed = observeSync(ARGO, app({
-      operationState: { phase: "Running", finishedAt: "2026-01-01T00:00:20Z", retryCount: 1, message: "one or more objects failed to apply, reason: denied. Retrying attempt #1 at 12:00AM." },
+  it("reports the reason of a failed attempt that will be retried (Running with finishedAt); no sync runs until the retry, and reconciledAt stays older meanwhile", () => {
+    const message = "one or more objects failed to apply, reason: denied. Retrying attempt #1 at 12:00AM.";
+    const resources = [{ group: "acid.zalan.do", kind: "postgresql", namespace: "ns", name: "pg-a", status: "Synced" }];
+    const waiting = observeSync(ARGO, app({
+      sync: { status: "OutOfSync", revision: SHA_B },
+      reconciledAt: "2026-01-01T00:00:05Z",
+      operationState: { phase: "Running", startedAt: "2026-01-01T00:00:10Z", finishedAt: "2026-01-01T00:00:20Z", retryCount: 1, message },
+      resources,
     }));
-    expect(observed).toMatchObject({ error: "one or more objects failed to apply, reason: denied. Retrying attempt #1 at 12:00AM.", settling: "a sync is running" });
+    expect(waiting).toMatchObject({ error: message, resources: { revision: SHA_B, synced: new Set(["acid.zalan.do/postgresql/ns/pg-a"]) } });
+    expect(waiting.settling).toBeUndefined();
+    // The retry itself (finishedAt cleared): a sync runs again, the failure stands meanwhile.
+    const retrying = observeSync(ARGO, app({
+      sync: { status: "OutOfSync", revision: SHA_B },
+      reconciledAt: "2026-01-01T00:00:05Z",
+      operationState: { phase: "Running", startedAt: "2026-01-01T00:00:10Z", retryCount: 1, message: "Retrying operation with latest revisions. Attempt #1" },
+      resources,
+    }), waiting);
+    expect(retrying).toMatchObject({ error: message, settling: "a sync is running" });
   });
 
   it("reads status.resources[]: which match the compared revision, and their health only when persisted inline", () => {

@@ -110,9 +110,14 @@ function observeArgoCd(subject: string, app: KubernetesObject, previous: SyncObs
   if (resources !== undefined) observation.resources = resources;
 
   const reconciledAt = Date.parse(text(field(status, "reconciledAt")) ?? "");
-  if (phase === "Running" || phase === "Terminating") {
+  // Between a failed attempt and its retry (up to the retry's maxDuration) no sync runs: the
+  // attempt applied what it could, and the comparisons after it, which each applied object
+  // triggers, say what in status.resources[] (an object is Synced there only once compared after
+  // its apply). reconciledAt does not move meanwhile: only a full refresh sets it, and Argo CD
+  // asks for one when the operation completes, not between its attempts.
+  if ((phase === "Running" && !retrying) || phase === "Terminating") {
     observation.settling = `a sync is ${phase.toLowerCase()}`;
-  } else if (Number.isFinite(finishedAt) && (!Number.isFinite(reconciledAt) || reconciledAt < finishedAt)) {
+  } else if (!retrying && Number.isFinite(finishedAt) && (!Number.isFinite(reconciledAt) || reconciledAt < finishedAt)) {
     // The health was assessed before the last sync finished: it says nothing about what it applied.
     observation.settling = `health not assessed since the sync finished at ${text(field(op, "finishedAt"))}`;
   }

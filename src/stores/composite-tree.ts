@@ -1,7 +1,6 @@
 import type { Draft, TreeEntryInfo, TreeReader } from "../gitwriter/index.js";
 import { CLUSTERS_DIR, INSTANCES_DIR } from "../repo/index.js";
-import { draftChecks } from "./composite-draft.js";
-import { createRouting, instanceDirOf, segments } from "./routing.js";
+import { createRouting, instanceDirOf, segments, type Routing } from "./routing.js";
 import { CONTROL, type CompositeParts, type CompositeTree, type StoreName } from "./types.js";
 
 export type { CompositeParts, CompositeTree };
@@ -15,19 +14,9 @@ export type { CompositeParts, CompositeTree };
  *   clusters/<id>/...                                         the store of cluster <id>
  *   instances/...                                             every store (a record lives in one)
  *
- * A composite Draft writes into the one store it was made for (`home`): an edit of another
- * store's cluster or instance throws StoreMismatchError naming the store it belongs to (the
- * store set re-runs the operation there), an edit of the control repository from a store's
- * operation throws too. So one operation is one commit in one repository.
+ * An operation writes through a CompositeDraft (composite-draft.ts): one store's draft, the
+ * others read as they are. So one operation is one commit in one repository.
  */
-/** The store an operation's draft writes into, when it is a store set's composite draft. */
-export function draftStore(tree: TreeReader): StoreName | undefined {
-  return isCompositeTree(tree) ? tree.home : undefined;
-}
-
-export function isCompositeTree(tree: TreeReader): tree is CompositeTree {
-  return (tree as Partial<CompositeTree>).parts instanceof Map;
-}
 
 /** `stores:<name>=<commit>,...` in name order; a part without a commit is `<name>=`. */
 export function compositeCommit(commits: ReadonlyMap<StoreName, string | null>): string {
@@ -66,9 +55,16 @@ function union(listings: (TreeEntryInfo[] | null)[]): TreeEntryInfo[] | null {
   return [...merged.values()].sort(byName);
 }
 
-export function compositeTree(parts: CompositeParts): CompositeTree;
-export function compositeTree(parts: CompositeParts, home: { name: StoreName; draft: Draft }): CompositeTree & Draft;
-export function compositeTree(parts: CompositeParts, home?: { name: StoreName; draft: Draft }): CompositeTree {
+/** A composite tree over `parts` (snapshots, or a reader at a composite commit). */
+export function compositeTree(parts: CompositeParts): CompositeTree {
+  return composite(parts).tree;
+}
+
+/**
+ * The tree and its routing; with `home`, that store's part is its draft (reads see the
+ * operation's own edits) and its routing looks there first (see createRouting).
+ */
+export function composite(parts: CompositeParts, home?: { name: StoreName; draft: Draft }): { tree: CompositeTree; routing: Routing } {
   const readers = new Map(parts.stores);
   if (home) readers.set(home.name, home.draft);
   const controlReader = home?.name === CONTROL ? home.draft : parts.control;
@@ -78,7 +74,7 @@ export function compositeTree(parts: CompositeParts, home?: { name: StoreName; d
   /** The reader of a path; undefined: a union over the stores (a directory of several). */
   async function readerOf(path: string): Promise<TreeReader | undefined> {
     const p = segments(path);
-    if (p[0] === CLUSTERS_DIR && p.length >= 2) return readers.get(await routing.storeOf(p[1]!)) ?? emptyTree;
+    if (p[0] === CLUSTERS_DIR && p.length >= 2) return readers.get((await routing.storeOf(p[1]!)) ?? CONTROL) ?? emptyTree;
     if (p[0] === INSTANCES_DIR) {
       const dir = instanceDirOf(p);
       if (dir === undefined) return undefined;
@@ -99,7 +95,7 @@ export function compositeTree(parts: CompositeParts, home?: { name: StoreName; d
       const listings = await Promise.all(
         [...readers].map(async ([name, r]) => {
           const entries = (await r.list(CLUSTERS_DIR)) ?? [];
-          const owners = await Promise.all(entries.map((e) => routing.storeOf(e.name)));
+          const owners = await Promise.all(entries.map(async (e) => (await routing.storeOf(e.name)) ?? CONTROL));
           return entries.filter((_, i) => owners[i] === name);
         }),
       );
@@ -113,8 +109,8 @@ export function compositeTree(parts: CompositeParts, home?: { name: StoreName; d
       return parts.commit;
     },
     parts: readers,
-    ...(home ? { home: home.name } : {}),
     storeOfInstance: routing.storeOfInstance,
+    storeOfCluster: routing.storeOf,
     async readFile(path) {
       return (await readerOf(path))?.readFile(path) ?? null;
     },
@@ -129,7 +125,7 @@ export function compositeTree(parts: CompositeParts, home?: { name: StoreName; d
       return entries?.find((e) => e.name === path.split("/").pop())?.oid ?? null;
     },
   };
-  return home ? draftChecks(tree, home, routing, readers) : tree;
+  return { tree, routing };
 }
 
 /** The root: the control repository's entries, with `instances` and `clusters` merged from every store. */
@@ -142,11 +138,6 @@ async function rootListing(readers: ReadonlyMap<StoreName, TreeReader>, control:
     if (merged) extra.push(...merged);
   }
   return [...root, ...extra].sort(byName);
-}
-
-/** Waits for the owner checks of a composite draft's writes (see composite-draft.ts); throws the first mismatch. */
-export async function settleWrites(draft: Draft): Promise<void> {
-  await (draft as Draft & { settle?: () => Promise<void> }).settle?.();
 }
 
 /** The tree of a repository without commits. */

@@ -1,5 +1,5 @@
 import { isMap, parseDocument } from "yaml";
-import { ConflictError, UnprocessableEntityError } from "../errors/index.js";
+import { ClusterMoveConflictError, ClusterMoveRefusedError } from "../errors/index.js";
 import type { CommitSpec, Draft, GitWriter, TreeReader } from "../gitwriter/index.js";
 import {
   clusterDir,
@@ -91,9 +91,9 @@ function spec(step: string, clusterId: string, from: StoreName, to: StoreName): 
 async function switchedRegistry(tree: TreeReader, clusterId: string, to: StoreName): Promise<string> {
   const file = clusterRegistryPath(clusterId);
   const text = await tree.readText(file);
-  if (text === null) throw new UnprocessableEntityError(`${file} does not exist`);
+  if (text === null) throw new ClusterMoveRefusedError(`${file} does not exist`);
   const doc = parseDocument(text);
-  if (doc.get("kind") !== "Cluster") throw new UnprocessableEntityError(`${file}: only a gitops-broker.io Cluster names a store (spec.store); convert the SFCluster first`);
+  if (doc.get("kind") !== "Cluster") throw new ClusterMoveRefusedError(`${file}: only a gitops-broker.io Cluster names a store (spec.store); convert the SFCluster first`);
   const specNode = doc.get("spec");
   if (to === CONTROL) {
     if (isMap(specNode)) specNode.delete("store");
@@ -117,8 +117,8 @@ export interface MoveClusterOptions {
 export async function planMove(options: MoveClusterOptions): Promise<MovePlan> {
   const { stores, clusterId, to } = options;
   const entry = options.clusters().find((c) => c.id === clusterId);
-  if (!entry) throw new UnprocessableEntityError(`cluster ${clusterId} is not in the registry`);
-  if (!stores.names.includes(to)) throw new UnprocessableEntityError(`store ${to} is not configured (stores: ${stores.names.join(", ")})`);
+  if (!entry) throw new ClusterMoveRefusedError(`cluster ${clusterId} is not in the registry`);
+  if (!stores.names.includes(to)) throw new ClusterMoveRefusedError(`store ${to} is not configured (stores: ${stores.names.join(", ")})`);
   await stores.refresh();
   const named = entry.store ?? CONTROL;
   let from = named;
@@ -129,7 +129,7 @@ export async function planMove(options: MoveClusterOptions): Promise<MovePlan> {
     for (const name of stores.names) {
       if (name !== to && (await readMoveFences(stores.writer(name).snapshot())).get(clusterId)?.to === to) sources.push(name);
     }
-    if (sources.length === 0) throw new ConflictError(`cluster ${clusterId} is in ${storeLabel(to)} already`);
+    if (sources.length === 0) throw new ClusterMoveConflictError(`cluster ${clusterId} is in ${storeLabel(to)} already`);
     from = sources[0]!;
     stage = "finish";
   }
@@ -156,7 +156,7 @@ export async function moveCluster(options: MoveClusterOptions, onStep: (step: Mo
     for (const [path, content] of first) {
       const there = await draft.readFile(path);
       if (same(there, content)) continue;
-      if (there !== null) throw new ConflictError(`${storeLabel(to)} already holds ${path} with other content: not overwritten`);
+      if (there !== null) throw new ClusterMoveConflictError(`${storeLabel(to)} already holds ${path} with other content: not overwritten`);
       draft.write(path, content);
       n++;
     }
@@ -173,7 +173,7 @@ export async function moveCluster(options: MoveClusterOptions, onStep: (step: Mo
   });
   onStep({ step: "fence", store: from, commit: fenced.commit, files: 1 });
   const atFence = fenced.commit === null ? source.snapshot() : await source.readerAt(fenced.commit);
-  if (!atFence) throw new ConflictError(`the fence commit ${fenced.commit} is missing from the local repository of ${from}`);
+  if (!atFence) throw new ClusterMoveConflictError(`the fence commit ${fenced.commit} is missing from the local repository of ${from}`);
 
   // 3. catch up
   const final = (await clusterFiles(atFence, clusterId)).files;
@@ -214,13 +214,13 @@ export async function moveCluster(options: MoveClusterOptions, onStep: (step: Mo
 /** Step 6: the cluster's files leave the source (its fence stays, for brokers that have not read the registry yet). */
 export async function finishMove(options: MoveClusterOptions, onStep: (step: MoveStep) => void = () => undefined): Promise<MovePlan> {
   const plan = await planMove(options);
-  if (plan.stage === "copy") throw new ConflictError(`cluster ${options.clusterId} has not been moved to ${options.to} yet: run the move first`);
+  if (plan.stage === "copy") throw new ClusterMoveConflictError(`cluster ${options.clusterId} has not been moved to ${options.to} yet: run the move first`);
   if (plan.stage === "done") return plan;
   const { stores, clusterId } = options;
   const removed = await stores.writer(plan.from).submit(async (draft) => {
     const { files } = await clusterFiles(draft, clusterId);
     const fence = (await readMoveFences(draft)).get(clusterId);
-    if (fence?.state !== "moved" || fence.to !== options.to) throw new ConflictError(`${plan.from} has no finished move of cluster ${clusterId} to ${options.to}`);
+    if (fence?.state !== "moved" || fence.to !== options.to) throw new ClusterMoveConflictError(`${plan.from} has no finished move of cluster ${clusterId} to ${options.to}`);
     for (const path of files.keys()) draft.remove(path);
     return { commit: draft.changed ? spec("remove", clusterId, plan.from, options.to) : null, result: files.size };
   });

@@ -96,8 +96,8 @@ export function openWriters(config: Config, options: OpenWritersOptions): { writ
   return { writer: storeSet, storeSet };
 }
 
-/** Which store a cluster is in, from the registry `clusters()` returns now (memoized per registry); unknown clusters: CONTROL. */
-export function clusterStores(clusters: () => readonly { id: string; store?: string | undefined }[]): (clusterId: string) => string {
+/** Which store a cluster is in, from the registry `clusters()` returns now (memoized per registry): CONTROL for none; undefined for a cluster not in it. */
+export function clusterStores(clusters: () => readonly { id: string; store?: string | undefined }[]): (clusterId: string) => string | undefined {
   let seen: readonly { id: string; store?: string | undefined }[] | undefined;
   let byId = new Map<string, string>();
   return (clusterId) => {
@@ -106,6 +106,6 @@ export function clusterStores(clusters: () => readonly { id: string; store?: str
       seen = now;
       byId = new Map(now.map((c) => [c.id, c.store ?? CONTROL]));
     }
-    return byId.get(clusterId) ?? CONTROL;
+    return byId.get(clusterId);
   };
 }

@@ -1,12 +1,14 @@
 import type { CommitInfo, GitWriter, HistoryRewrite, LogOptions, Operation, PushEvent, SubmitResult, TreeReader } from "../gitwriter/index.js";
-import { ServiceUnavailableError } from "../errors/index.js";
+import { InvalidArgumentError, type StoreUnavailableError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
 import type { GitWriterInstruments } from "../metrics/index.js";
-import { instanceRecordDir, storeLabel } from "../repo/index.js";
-import { compositeCommit, compositeTree, emptyTree, parseCompositeCommit, settleWrites, type CompositeTree } from "./composite-tree.js";
-import { storeForNewInstance } from "./store-choice.js";
+import { CompositeDraft } from "./composite-draft.js";
+import { compositeCommit, compositeTree, emptyTree, parseCompositeCommit, type CompositeTree } from "./composite-tree.js";
+import { createRoute } from "./store-route.js";
 import { startStores, type StoreStarts } from "./store-start.js";
-import { CONTROL, StoreMismatchError, StoreUnavailableError, type StoreName } from "./types.js";
+import { CONTROL, type CompositeParts, type Placement, type StoreName } from "./types.js";
+
+export type { Placement };
 
 /** One store's state for /readyz and the admin views. */
 export interface StoreHealth {
@@ -16,39 +18,32 @@ export interface StoreHealth {
 }
 
 /**
- * What decides the repository of an operation before it runs (see StoreSet.route): an operation
- * on an existing instance (the store holding its record), or a provision of an id that may be new
- * (that store, else the store the id hashes to).
- */
-export type Placement = { instance: string; provision?: boolean };
-
-/**
  * The control repository and the stores as one GitWriter (ADR 0027). Reads see one tree (see
- * compositeTree); an operation is queued on the one store it is routed to (`submit`'s `route`,
- * else the control repository) and re-run on the store an edit of it belongs to, so every
- * commit is in exactly one repository. Each store keeps its own queue, pushes and fetches: a
- * store that does not answer fails only the operations routed to it.
+ * compositeTree); an operation runs in the one repository StoreSet.route names for it, queued
+ * there by StoreSet.submitTo (ADR 0036), so every commit is in exactly one repository. Each store
+ * keeps its own queue, pushes and fetches: a store that does not answer fails only the operations
+ * routed to it. `submit` (the GitWriter's) queues on the control repository.
  */
 export interface StoreSet extends GitWriter {
   readonly names: readonly StoreName[];
   writer(name: StoreName): GitWriter;
-  /** The store a cluster's instances and manifests are in (CONTROL: none of its own). */
+  /** The store a cluster's instances and manifests are in by the registry (CONTROL: none of its own, or not in the registry). */
   storeOf(clusterId: string): StoreName;
-  /**
-   * The store holding an instance's record, from the last fetched tips. `confirm`: when none
-   * holds it, fetch every store and look again (a store that cannot be fetched fails the call).
-   */
-  locate(instanceId: string, confirm?: "all"): Promise<StoreName | undefined>;
   health(): StoreHealth[];
   /**
-   * The repository an operation runs in, decided before it runs: the store holding the instance's
-   * record in the last fetched tips; when none does, for a provision the store the id hashes to
-   * (storeForNewInstance: every replica sends a new id to the same store), for any other operation
-   * every store is fetched first (a "not found" needs every store current) and it runs in the
-   * control repository, where it answers from a current view.
+   * The repository an operation runs in, decided before it runs, by the rules its edits are
+   * checked with (CompositeDraft):
+   * - an instance: the store holding its record in the last fetched tips (with two, the one of its
+   *   cluster, see createRouting); when none does, for a provision the store the id hashes to
+   *   (storeForNewInstance: every replica sends a new id to the same store), for any other
+   *   operation every store is fetched first (a "not found" needs every store current) and it
+   *   runs in the control repository, where it answers from a current view;
+   * - a cluster: its store (the registry's, or the one a finished move sent it to); with an
+   *   instance, that instance must be there (else InstanceMoveAcrossStoresError: an instance moves
+   *   between clusters of one repository only).
    */
   route(placement: Placement): Promise<StoreName>;
-  /** Queues `op` on `store` (see route); it reads every repository and writes `store` only. */
+  /** Queues `op` on `store` (see route); it reads every repository and writes `store` only (a CompositeDraft). */
   submitTo<R>(store: StoreName, op: Operation<R>): Promise<SubmitResult<R>>;
   /** False for a store that has not answered since the broker started (its requests are answered 503; it is retried in the background). */
   available(name: StoreName): boolean;
@@ -58,13 +53,11 @@ export interface StoreSetOptions {
   control: GitWriter;
   /** The stores other than the control repository, by name. */
   stores: ReadonlyMap<StoreName, GitWriter>;
-  /** Which store a cluster belongs to (read from the registry as it is now); unknown clusters: CONTROL. */
-  storeOf: (clusterId: string) => StoreName;
+  /** Which store the registry (as it is now) names for a cluster: CONTROL for none; undefined for a cluster not in the registry. */
+  storeOf: (clusterId: string) => StoreName | undefined;
   /** The registry's clusters as served now (where new ids go: storeForNewInstance); default none. */
   clusters?: () => readonly { id: string; schedulable: boolean }[];
   logger: Logger;
-  /** Times an operation is moved to the store it edited before it fails (default 3). */
-  maxReroutes?: number;
   /**
    * How long start() waits for the stores (the control repository is always waited for): a store
    * that has not answered by then is served as unavailable until it does (default 10000 ms).
@@ -75,29 +68,30 @@ export interface StoreSetOptions {
 }
 
 export function createStoreSet(options: StoreSetOptions): StoreSet {
-  const { control, logger, maxReroutes = 3 } = options;
+  const { control, logger } = options;
   const writers = new Map<StoreName, GitWriter>([[CONTROL, control], ...options.stores]);
   /** The stores' starts: which have not answered yet, retried in the background. */
   let starts: StoreStarts | undefined;
   const unavailable = (name: StoreName): StoreUnavailableError | undefined => starts?.unavailable(name);
   const names = [...writers.keys()];
-  const storeOf = (clusterId: string): StoreName => {
+  /** The registry's store of a cluster, a store this set has (a name it does not have: CONTROL, as the registry's guard keeps such a registry from being served). */
+  const registryStore = (clusterId: string): StoreName | undefined => {
     const name = options.storeOf(clusterId);
-    return writers.has(name) ? name : CONTROL;
+    return name === undefined || writers.has(name) ? name : CONTROL;
   };
+  const storeOf = (clusterId: string): StoreName => registryStore(clusterId) ?? CONTROL;
   const writer = (name: StoreName): GitWriter => {
     const w = writers.get(name);
-    if (!w) throw new StoreMismatchError("", name, CONTROL);
+    if (!w) throw new InvalidArgumentError(`no repository named ${name} (stores: ${names.join(", ")})`);
     return w;
   };
+  const parts = (stores: Map<StoreName, TreeReader>, commit: string | null): CompositeParts => ({ control: stores.get(CONTROL)!, stores, storeOf: registryStore, commit });
 
   function snapshot(): CompositeTree {
     const stores = new Map<StoreName, TreeReader>([...writers].map(([name, w]) => [name, w.snapshot()]));
     const commits = new Map([...stores].map(([name, tree]) => [name, tree.commit]));
-    return compositeTree({ control: stores.get(CONTROL)!, stores, storeOf, commit: compositeCommit(commits) });
+    return compositeTree(parts(stores, compositeCommit(commits)));
   }
-
-  const holder = (instanceId: string): Promise<StoreName | undefined> => snapshot().storeOfInstance(instanceRecordDir(instanceId));
 
   /** Fetch every store; the first failure rejects (a "not found" needs every store current). */
   async function refreshAll(): Promise<void> {
@@ -109,36 +103,19 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
     if (failed) throw failed.reason;
   }
 
-  async function route(placement: Placement): Promise<StoreName> {
-    const found = await holder(placement.instance);
-    if (found !== undefined) return found;
-    if (placement.provision) return storeForNewInstance(placement.instance, options.clusters?.() ?? [], storeOf) ?? CONTROL;
-    await refreshAll();
-    return (await holder(placement.instance)) ?? CONTROL;
-  }
+  const route = createRoute({ snapshot, refreshAll, clusters: () => options.clusters?.() ?? [], readText: (store, path) => writer(store).snapshot().readText(path) });
 
-  async function submitTo<R>(home: StoreName, op: Operation<R>): Promise<SubmitResult<R>> {
-    let store = home;
-    const tried = new Set<StoreName>();
-    for (let attempt = 0; ; attempt++) {
-      tried.add(store);
-      const target = writer(store);
-      const down = unavailable(store);
-      if (down) throw down;
-      try {
-        return await target.submit(async (draft) => {
-          const stores = new Map<StoreName, TreeReader>([...writers].map(([name, w]) => [name, name === store ? draft : w.snapshot()]));
-          const tree = compositeTree({ control: stores.get(CONTROL)!, stores, storeOf, commit: draft.commit }, { name: store, draft });
-          const outcome = await op(tree);
-          await settleWrites(tree);
-          return outcome;
-        });
-      } catch (error) {
-        const owner = rerouteTo(error, store, tried, attempt >= maxReroutes ? maxReroutes : undefined);
-        logger.debug({ from: store, to: owner, path: (error as StoreMismatchError).path }, "operation belongs to another store: queued there");
-        store = owner;
-      }
-    }
+  async function submitTo<R>(store: StoreName, op: Operation<R>): Promise<SubmitResult<R>> {
+    const target = writer(store);
+    const down = unavailable(store);
+    if (down) throw down;
+    return target.submit(async (draft) => {
+      const stores = new Map<StoreName, TreeReader>([...writers].map(([name, w]) => [name, name === store ? draft : w.snapshot()]));
+      const tree = new CompositeDraft(parts(stores, draft.commit), { name: store, draft });
+      const outcome = await op(tree);
+      await tree.settle();
+      return outcome;
+    });
   }
 
   return {
@@ -146,7 +123,7 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
     writer,
     storeOf,
     snapshot,
-    readerAt: (commit) => readerAt(writers, storeOf, commit),
+    readerAt: (commit) => readerAt(writers, registryStore, commit),
     log: (from, paths, logOptions) => log(writers, from, paths, logOptions),
     submit: (op) => submitTo(CONTROL, op),
     submitTo,
@@ -161,12 +138,6 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
     async refresh() {
       await refreshAll();
       return control.snapshot().commit;
-    },
-    async locate(instanceId, confirm) {
-      const found = await holder(instanceId);
-      if (found !== undefined || confirm === undefined) return found;
-      await refreshAll();
-      return holder(instanceId);
     },
     onTip: (listener) => control.onTip(listener),
     onPushed(listener: (event: PushEvent) => void) {
@@ -191,27 +162,6 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
   };
 }
 
-/**
- * Where an operation that failed with `error` on `store` goes next: the store it edited (a
- * StoreMismatchError), unless it went there already (it spans two repositories) or moved
- * `maxReroutes` times already; any other error is rethrown.
- */
-function rerouteTo(error: unknown, store: StoreName, tried: ReadonlySet<StoreName>, maxReroutes: number | undefined): StoreName {
-  if (!(error instanceof StoreMismatchError) || error.owner === store) throw error;
-  if (tried.has(error.owner)) {
-    // Each run of it edits the other repository: it spans two (an instance moved across stores),
-    // or capacity changed under a provision twice; a retry tells which.
-    throw new ServiceUnavailableError(
-      `the operation edits ${error.path} of ${storeLabel(error.owner)} and paths of ${storeLabel(store)}: one operation is one commit in one repository; move the cluster (gitops-broker move-cluster) instead`,
-      { cause: error },
-    );
-  }
-  if (maxReroutes !== undefined) {
-    throw new ServiceUnavailableError(`the operation moved between stores ${maxReroutes + 1} times (${error.message}); try again`, { cause: error });
-  }
-  return error.owner;
-}
-
 /** Each store's state: unavailable since start, or how its last contact with its remote went. */
 function health(writers: ReadonlyMap<StoreName, GitWriter>, unavailable: (name: StoreName) => Error | undefined): StoreHealth[] {
   return [...writers].map(([name, w]) => {
@@ -222,7 +172,7 @@ function health(writers: ReadonlyMap<StoreName, GitWriter>, unavailable: (name: 
 }
 
 /** A reader at a commit of one repository, or at a compositeCommit of several (a composite tree). */
-async function readerAt(writers: ReadonlyMap<StoreName, GitWriter>, storeOf: (clusterId: string) => StoreName, commit: string): Promise<TreeReader | null> {
+async function readerAt(writers: ReadonlyMap<StoreName, GitWriter>, storeOf: (clusterId: string) => StoreName | undefined, commit: string): Promise<TreeReader | null> {
   const parts = parseCompositeCommit(commit);
   if (!parts) {
     for (const w of writers.values()) {

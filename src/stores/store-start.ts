@@ -1,8 +1,10 @@
+import { StoreUnavailableError } from "../errors/index.js";
 import type { GitWriter } from "../gitwriter/index.js";
 import type { Logger } from "../log/index.js";
 import type { GitWriterInstruments } from "../metrics/index.js";
+import { storeLabel } from "../repo/index.js";
 import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
-import { StoreUnavailableError, type StoreName } from "./types.js";
+import type { StoreName } from "./types.js";
 
 /**
  * Starting the stores (ADR 0027, section of 2026-11-29): a broker starts when the control
@@ -77,7 +79,11 @@ export function startStores(
     started,
     unavailable(name) {
       if (!pending.has(name)) return undefined;
-      return new StoreUnavailableError(name, pending.get(name) ?? `no answer within ${options.waitMs / 1000} s of the broker's start`);
+      const trouble = pending.get(name) ?? `no answer within ${options.waitMs / 1000} s of the broker's start`;
+      return new StoreUnavailableError(
+        `${storeLabel(name)} has not answered since the broker started (${trouble}); its clusters' requests are answered 503 until it does, nothing was changed: retry later`,
+        { store: name },
+      );
     },
     stop() {
       stopped = true;

@@ -1,6 +1,5 @@
-import { BaseError, ServiceUnavailableError } from "../errors/index.js";
 import type { TreeReader } from "../gitwriter/index.js";
-import { CONTROL_STORE, storeLabel } from "../repo/index.js";
+import { CONTROL_STORE } from "../repo/index.js";
 
 /** A store's name (broker configuration `stores.<name>`); CONTROL is the control repository. */
 export type StoreName = string;
@@ -9,57 +8,25 @@ export type StoreName = string;
 export const CONTROL: StoreName = CONTROL_STORE;
 
 /**
- * An operation queued on one store edited a path that belongs to another (a cluster of another
- * store, an instance recorded there) or to the control repository. Its edits are dropped; the
- * store set runs it again on `owner` (ADR 0027). Never reaches an OSB client unless the stores
- * keep disagreeing (then it is a 503 worth retrying).
+ * What decides the repository of an operation before it runs (see StoreSet.route):
+ * - `{ instance }`: an operation on an instance (an OSB request, a re-render, a binding's
+ *   cleanup), with `provision` for a provision of an id that may be new;
+ * - `{ cluster }`: an operation a human aimed at a cluster (an import onto it, moving an instance
+ *   there: then `instance` is the instance moved).
  */
-export class StoreMismatchError extends BaseError {
-  static override readonly code = "StoreMismatch";
-  readonly path: string;
-  readonly store: StoreName;
-  readonly owner: StoreName;
-
-  constructor(path: string, store: StoreName, owner: StoreName) {
-    super(`an operation on store ${store} edited ${path}, which belongs to ${storeLabel(owner)}`);
-    this.path = path;
-    this.store = store;
-    this.owner = owner;
-  }
-}
-
-/** An operation on a cluster whose records are being copied to another store (503, worth retrying shortly). */
-export class ClusterMovingError extends ServiceUnavailableError {
-  static override readonly code = "ClusterMoving";
-  constructor(clusterId: string, to: StoreName) {
-    super(`cluster ${clusterId} is moving to ${storeLabel(to)}; try again in a few seconds`, { retryAfter: 5 });
-  }
-}
-
-/**
- * A store that has not answered since the broker started (see startStores): every request for
- * its clusters, read or write, is answered 503 (worth retrying) until it answers; nothing was
- * changed, and nothing is known to be missing.
- */
-export class StoreUnavailableError extends ServiceUnavailableError {
-  static override readonly code = "StoreUnavailable";
-  readonly store: StoreName;
-  constructor(store: StoreName, trouble: string) {
-    super(
-      `${storeLabel(store)} has not answered since the broker started (${trouble}); its clusters' requests are answered 503 until it does, nothing was changed: retry later`,
-      { retryAfter: 10 },
-    );
-    this.store = store;
-  }
-}
+export type Placement = { instance: string; provision?: boolean; cluster?: undefined } | { cluster: string; instance?: string };
 
 export interface CompositeParts {
   /** The control repository's tree (its draft when `home` is the control repository). */
   control: TreeReader;
   /** Every store's tree, the control repository's included under CONTROL (the same reader as `control`). */
   stores: ReadonlyMap<StoreName, TreeReader>;
-  /** The store a cluster's directory and instances belong to (CONTROL: none of its own). */
-  storeOf: (clusterId: string) => StoreName;
+  /**
+   * The store the registry names for a cluster (CONTROL: none of its own); undefined for a cluster
+   * the registry does not name (its directory is read from the control repository, and an edit
+   * of it is not checked: no repository claims it).
+   */
+  storeOf: (clusterId: string) => StoreName | undefined;
   /** A composite id of the part commits (see compositeCommit). */
   commit: string | null;
 }
@@ -67,9 +34,9 @@ export interface CompositeParts {
 /** A TreeReader over several stores; `parts` lets folds over every instance fold each store alone. */
 export interface CompositeTree extends TreeReader {
   readonly parts: ReadonlyMap<StoreName, TreeReader>;
-  /** The store a composite Draft writes into; undefined for a snapshot. */
-  readonly home?: StoreName;
-  /** The store holding the instance record directory `instances/<ab>/<cd>/<key>`; undefined: none. */
+  /** The store an instance record directory `instances/<ab>/<cd>/<key>` belongs to (see Routing.storeOfInstance); undefined: none holds it. */
   storeOfInstance: (dir: string) => Promise<StoreName | undefined>;
+  /** The store a cluster's directory belongs to: the registry's, or where a finished move fence sends it; undefined: the registry does not name it. */
+  storeOfCluster: (clusterId: string) => Promise<StoreName | undefined>;
 }
 

@@ -3,6 +3,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createRepoView } from "../../src/catalog/index.js";
 import { createGitWriter, type GitWriter } from "../../src/gitwriter/index.js";
+import { routedWriter } from "../../src/stores/index.js";
 import { createLogger, silentLogger, type Logger } from "../../src/log/index.js";
 import { createReconciler } from "../../src/reconcile/index.js";
 import { writeInstance } from "../../src/repo/index.js";
@@ -93,6 +94,7 @@ describe("mass re-render progress", () => {
     const { logger, lines } = capturing();
     const reconciler = createReconciler({
       writer,
+      routed: routedWriter(writer),
       view,
       status: { instanceStatus: () => ({ state: "succeeded" }) },
       logger,

@@ -15,9 +15,10 @@ import { testTool } from "../support/test-tools.js";
 /**
  * The delivery examples (examples/argocd, examples/flux): every YAML document, and every
  * commented-out document in them, validates offline, the Flux sources and Kustomizations against
- * the CRDs of source- and kustomize-controller v1.9.6 (the test tools' `crds`: newer than the
- * kubernetes-models, which know neither `sparseCheckout` nor ExternalArtifact sources), the others
- * against their kubernetes-models, neither admitting a field its schema does not know; each
+ * the CRDs of source- and kustomize-controller v1.9.6 and the Argo CD kinds against those of Argo
+ * CD v3.6.1 (the test tools' `crds`: newer than the kubernetes-models, which know neither
+ * `sparseCheckout`, ExternalArtifact sources nor a sync retry's `refresh`), the others against
+ * their kubernetes-models, neither admitting a field its schema does not know; each
  * directory builds with `kubectl kustomize` to the documents its kustomization.yaml lists; and the
  * files agree with each other and with the repository layout: one ApplicationSet, one GitRepository
  * and one ArtifactGenerator per repository (the control repository and each store), and per
@@ -107,6 +108,8 @@ const CRD_FILES: Record<string, string> = {
   "source.toolkit.fluxcd.io/v1 GitRepository": "source.toolkit.fluxcd.io_gitrepositories.yaml",
   "kustomize.toolkit.fluxcd.io/v1 Kustomization": "kustomize.toolkit.fluxcd.io_kustomizations.yaml",
   "argoproj.io/v1alpha1 Application": "application-crd.yaml",
+  "argoproj.io/v1alpha1 ApplicationSet": "applicationset-crd.yaml",
+  "argoproj.io/v1alpha1 AppProject": "appproject-crd.yaml",
 };
 const crdFileOf = (apiVersion: string, kind: string) => CRD_FILES[`${apiVersion} ${kind}`];
 
@@ -219,8 +222,11 @@ describe("delivery examples", () => {
 
     const appSet = structuredClone(only("ApplicationSet", "argocd/applicationset.yaml#"));
     (at(appSet, "spec.template.spec.source") as Record<string, unknown>).directory = { recurce: true };
-    const [errors] = typeErrors([{ apiVersion: "argoproj.io/v1alpha1", kind: "ApplicationSet", object: appSet }]);
-    expect(errors).toEqual([expect.stringMatching(/'"recurce"' does not exist/)]);
+    (at(appSet, "spec.template.spec.syncPolicy.retry") as Record<string, unknown>).refresh = "yes";
+    expect(validators.get("argoproj.io/v1alpha1 ApplicationSet")!(appSet)).toEqual([
+      "/spec/template/spec/source/directory: must NOT have additional properties (recurce)",
+      "/spec/template/spec/syncPolicy/retry/refresh: must be boolean",
+    ]);
   });
 
   it.skipIf(!hasKubectl)("builds each directory with kubectl kustomize to the documents its kustomization.yaml lists", async () => {
@@ -299,7 +305,10 @@ describe("Argo CD example", () => {
       expect(at(a, "spec.template.spec.source.targetRevision")).toBe("main");
       expect(at(a, "spec.template.spec.source.directory")).toEqual({ recurse: true });
       expect(at(a, "spec.template.spec.syncPolicy.automated")).toEqual({ prune: true, selfHeal: true });
-      expect(at(a, "spec.template.spec.syncPolicy.syncOptions")).toEqual(["CreateNamespace=false", "PruneLast=true", "ApplyOutOfSyncOnly=true"]);
+      // No PruneLast: one refused manifest must not hold back the other instances' deletions.
+      expect(at(a, "spec.template.spec.syncPolicy.syncOptions")).toEqual(["CreateNamespace=false", "ApplyOutOfSyncOnly=true"]);
+      // Each retry of a failed sync takes the newest commit, one backoff step (at most a minute) later.
+      expect(at(a, "spec.template.spec.syncPolicy.retry")).toEqual({ limit: 5, refresh: true, backoff: { duration: "10s", factor: 2, maxDuration: "1m" } });
       expect(at(a, "spec.syncPolicy.preserveResourcesOnDeletion")).toBe(true);
     }
   });

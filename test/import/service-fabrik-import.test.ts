@@ -20,6 +20,7 @@ import { parse } from "yaml";
 import { bindingRecordPath, instanceManifestDir, instanceRecordPath, type BindingRecord, type InstanceRecord } from "../../src/repo/index.js";
 import { loadCatalog, loadClusters } from "../../src/catalog/index.js";
 import { createGitWriter } from "../../src/gitwriter/index.js";
+import { routedWriter } from "../../src/stores/index.js";
 import { account, clusterClient, commitImport, planImport, readBack, readLandscape } from "../../src/import/index.js";
 import { ImportAccountingError } from "../../src/errors/index.js";
 import { silentLogger } from "../../src/log/index.js";
@@ -140,7 +141,7 @@ describe("gitops-broker import service-fabrik", () => {
     const planned = await planImport({ landscape, catalog: (await loadCatalog(tip)).catalog, clusters: (await loadClusters(tip)).clusters, base: tip, now: () => new Date(), newId: randomUUID });
     expect(planned.imported.map((i) => i.instanceId)).toEqual(IMPORTED);
     expect(planned.imported[0]!.bindingIds).toEqual([HASHED_BINDING, "hb-2"]);
-    await commitImport(writer, { ...planned, imported: planned.imported.slice(0, 2) }, { batchSize: 2, brokerVersion: "test" });
+    await commitImport(routedWriter(writer), { ...planned, imported: planned.imported.slice(0, 2) }, { batchSize: 2, brokerVersion: "test" });
     // Read back from the remote, what the interrupted run did not push is unaccounted: the command would fail, naming it.
     await writer.refresh();
     const back = await readBack(writer.snapshot(), planned);

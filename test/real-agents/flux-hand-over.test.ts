@@ -8,88 +8,39 @@
  * interoperator's fields now kustomize-controller's), then with `prune: true`, after which a
  * deprovision prunes it.
  */
-import path from "node:path";
-import { writeFile } from "node:fs/promises";
-import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { clusterNamespacePath, namespaceManifest } from "../../src/repo/index.js";
-import { startHarness, type Harness } from "../support/broker-harness.js";
+import type { Harness } from "../support/broker-harness.js";
 import { remoteHead } from "../support/git-fixtures.js";
-import { startKubeApiServer, type KubeApiServer } from "../support/kube-api-server.js";
-import { POSTGRESQL } from "../support/postgres-operator.js";
-import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS, trackedTempDir } from "../support/processes.js";
+import { EVENT_CEILING_MS, PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
 import { fluxCrdFiles, fluxReady, gitCredentialsSecret, startFlux, type RealFlux } from "../support/real-flux.js";
-import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
-import { importArgs, registerServiceFabrik, runImport, sampleServiceFabrikCatalog, seedLandscape, SF_NAMESPACE, SF_PLAN_ID, SF_SERVICE_ID } from "../support/service-fabrik-landscape.js";
+import { startRealKube, type RealKube } from "../support/real-kube.js";
+import { runImport, SF_PLAN_ID, SF_SERVICE_ID } from "../support/service-fabrik-landscape.js";
+import { managers, PG_PATH, SERVICE_FABRIK_CRD_FILES, startHandOver, type HandOver, type Live } from "./hand-over.js";
 
 vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
 
 const eventually = <T>(assertion: () => Promise<T>): Promise<T> => vi.waitFor(assertion, { timeout: EVENT_CEILING_MS, interval: 200 });
-const CRDS = path.resolve(import.meta.dirname, "../support/crds");
-const PG_PATH = "/apis/acid.zalan.do/v1/namespaces/sf-r-1/postgresqls/sapcp-r-1";
 const KUSTOMIZATION = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/cluster-1";
 
 let kube: RealKube;
 let flux: RealFlux;
-let shaped: KubeApiServer;
+let handOver: HandOver;
 let h: Harness;
 let args: string[];
 
-type Live = KubeObject & { metadata: { uid: string; labels?: Record<string, string>; managedFields?: { manager: string; operation: string }[]; ownerReferences?: unknown[] }; spec: Record<string, unknown>; status?: unknown };
 const get = async (p: string) => (await kube.request("GET", p)).body as Live;
-const managers = (o: Live) => (o.metadata.managedFields ?? []).map((m) => `${m.manager}/${m.operation}`);
-
-/** The Service Fabrik landscape, shaped in a double as its code wrote it, created on the real server. */
-async function seedOnRealServer(): Promise<void> {
-  shaped = await startKubeApiServer({ resources: [POSTGRESQL] });
-  registerServiceFabrik(shaped);
-  const { service, plan } = await sampleServiceFabrikCatalog();
-  await seedLandscape({ master: shaped, sisters: { "1": shaped }, service, plan, instances: [{ id: "r-1", clusterId: "1", bindings: [{ id: "r-1-b" }] }] });
-  for (const name of ["sf-r-1", SF_NAMESPACE, "gitops-broker-instances", "flux-system"]) await kube.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
-  const uids = new Map<string, string>();
-  const clean = (o: KubeObject) => {
-    const { uid: _u, resourceVersion: _r, creationTimestamp: _c, ...metadata } = o.metadata as Record<string, unknown>;
-    return { ...o, metadata: { ...metadata, name: o.metadata.name } } as KubeObject;
-  };
-  for (const kind of ["SFServiceInstance", "SFServiceBinding"]) {
-    for (const o of shaped.store.list("osb.servicefabrik.io/v1alpha1", kind)) {
-      const { status, ...rest } = clean(o as KubeObject);
-      const created = await kube.apply(rest, "service-fabrik-broker");
-      await kube.patchStatus(created, status as Record<string, unknown>);
-      uids.set(o.metadata.uid!, String(created.metadata.uid));
-    }
-  }
-  for (const o of shaped.store.list("acid.zalan.do/v1", "postgresql")) {
-    const object = clean(o as KubeObject);
-    object.metadata.ownerReferences = ((object.metadata.ownerReferences ?? []) as { uid: string }[]).map((r) => ({ ...r, uid: uids.get(r.uid)! }));
-    await kube.apply(object, "interoperator");
-  }
-}
 
 beforeAll(async () => {
-  const root = await trackedTempDir("real-flux-hand-over-");
   kube = await startRealKube();
-  await kube.installCrds([...["postgresqls.acid.zalan.do.yaml", "sfserviceinstances.osb.servicefabrik.io.yaml", "sfservicebindings.osb.servicefabrik.io.yaml"].map((f) => path.join(CRDS, f)), ...fluxCrdFiles()]);
-  await seedOnRealServer();
-  const kubeconfig = path.join(root, "admin.kubeconfig");
-  await writeFile(kubeconfig, kube.kubeconfig(), { mode: 0o600 });
-  const { files } = await sampleServiceFabrikCatalog();
-  h = await startHarness({
-    files: {
-      ...files,
-      "registry/clusters/1.yaml": stringify({ apiVersion: "gitops-broker.io/v1alpha1", kind: "Cluster", metadata: { name: "1" }, spec: { namespace: "gitops-broker-instances", kubeconfig: { path: kubeconfig }, status: { mode: "commit" } } }),
-      [clusterNamespacePath("1")]: namespaceManifest("gitops-broker-instances"),
-    },
-  });
-  args = await importArgs(root, shaped, h.remoteUrl);
-  args[args.indexOf("--master-kubeconfig") + 1] = kubeconfig;
+  await kube.installCrds([...SERVICE_FABRIK_CRD_FILES, ...fluxCrdFiles()]);
+  handOver = await startHandOver(kube, ["gitops-broker-instances", "flux-system"]);
+  ({ h, args } = handOver);
   flux = await startFlux(kube);
 });
 
 afterAll(async () => {
-  await h?.close();
+  await handOver?.close();
   await flux?.close();
-  await shaped?.close();
   await kube?.close();
 });
 

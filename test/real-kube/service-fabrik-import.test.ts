@@ -22,6 +22,7 @@ import { readRemoteFile } from "../support/git-fixtures.js";
 import { startKubeApiServer, type KubeApiServer } from "../support/kube-api-server.js";
 import { POSTGRESQL } from "../support/postgres-operator.js";
 import { PROCESS_TEST_TIMEOUT_MS, trackedTempDir } from "../support/processes.js";
+import { copyServiceFabrikOnto } from "../support/real-service-fabrik.js";
 import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
 import { importArgs, registerServiceFabrik, runImport, sampleServiceFabrikCatalog, seedLandscape, sfName, SF_NAMESPACE, SF_PLAN_ID, SF_SERVICE_ID } from "../support/service-fabrik-landscape.js";
 import { parse } from "yaml";
@@ -29,7 +30,6 @@ import { parse } from "yaml";
 vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
 
 const CRDS = path.resolve(import.meta.dirname, "../support/crds");
-const PG = { apiVersion: "acid.zalan.do/v1", kind: "postgresql", plural: "postgresqls" };
 const SF = "/apis/osb.servicefabrik.io/v1alpha1";
 const HASHED = "Real_Hashed-1";
 const HASHED_BINDING = "Real_Binding-1";
@@ -69,27 +69,7 @@ beforeAll(async () => {
       { id: "r-3", clusterId: "1", planId: "unknown-plan" },
     ],
   });
-  const namespaces = new Set([SF_NAMESPACE, ...shaped.store.list("osb.servicefabrik.io/v1alpha1", "SFServiceInstance").map((o) => o.metadata.namespace!)]);
-  for (const name of namespaces) await kube.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
-  const uids = new Map<string, string>();
-  const clean = (o: KubeObject) => {
-    const { uid: _u, resourceVersion: _r, creationTimestamp: _c, ...metadata } = o.metadata as Record<string, unknown>;
-    return { ...o, metadata: { ...metadata, name: o.metadata.name } } as KubeObject;
-  };
-  for (const kind of ["SFServiceInstance", "SFServiceBinding"]) {
-    for (const o of shaped.store.list("osb.servicefabrik.io/v1alpha1", kind)) {
-      const { status, ...rest } = clean(o as KubeObject);
-      const created = await kube.apply(rest, "service-fabrik-broker");
-      await kube.patchStatus(created, status as Record<string, unknown>);
-      uids.set(o.metadata.uid!, String(created.metadata.uid));
-    }
-  }
-  for (const o of shaped.store.list(PG.apiVersion, PG.kind)) {
-    const object = clean(o as KubeObject);
-    const owners = (object.metadata.ownerReferences ?? []) as { uid: string }[];
-    object.metadata.ownerReferences = owners.map((r) => ({ ...r, uid: uids.get(r.uid)! }));
-    await kube.apply(object, "interoperator");
-  }
+  await copyServiceFabrikOnto(shaped, kube);
   const labels = { app: "interoperator-provisioner" };
   await kube.apply({
     apiVersion: "apps/v1",

@@ -1,11 +1,13 @@
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { runMove } from "../../src/cli/admin-commands.js";
 import { runMoveCluster } from "../../src/cli/move-cluster.js";
 import { bindingRecordPath, clusterRegistryPath, moveFencePath } from "../../src/repo/index.js";
 import { readRemoteFile } from "../support/git-fixtures.js";
 import { CREDENTIALS } from "../support/broker-harness.js";
-import { startStoresHarness, type StoresHarness } from "../support/stores.js";
+import { storeForNewInstance } from "../../src/stores/index.js";
+import { startStoresHarness, STORE_CLUSTERS, type StoresHarness } from "../support/stores.js";
 import { commitCount, provisionBody, remoteFiles, samplePlans, type SamplePlans } from "../broker/helpers.js";
 import type { OsbReply } from "../support/osb-client.js";
 
@@ -62,6 +64,26 @@ async function adminMove(clusterId: string, body: Record<string, unknown>): Prom
 const counts = () => Promise.all(["control", "eu", "us"].map((n) => commitCount(s.dirOf(n))));
 
 describe("move-cluster", () => {
+  it("`gitops-broker move` of an instance to a cluster of another store is refused before it runs, naming both stores; nothing committed", async () => {
+    // An id of store us (a new id's store is a hash of it, ADR 0027), so that cluster eu-1 gets no instance here.
+    const clusters = STORE_CLUSTERS.map((c) => ({ id: c.id, schedulable: true }));
+    const storeOf = (id: string) => STORE_CLUSTERS.find((c) => c.id === id)?.store ?? "control";
+    const onUs = Array.from({ length: 64 }, (_, n) => `xs-${n}`).find((x) => storeForNewInstance(x, clusters, storeOf) === "us")!;
+    expect((await s.h.osb.provision(onUs, provisionBody(plans.serviceId, plans.small.id))).status).toBe(201);
+    const before = await counts();
+    const out = new PassThrough();
+    const err = new PassThrough();
+    const said: Buffer[] = [];
+    err.on("data", (c: Buffer) => said.push(c));
+    const code = await runMove([onUs, "eu-1", "--yes", "--config", config], out, err);
+    expect(code).toBe(1);
+    expect(Buffer.concat(said).toString()).toMatch(
+      new RegExp(`^move refused: instance ${onUs} is in store us and the instances of cluster eu-1 are in store eu: an instance moves only between clusters of one repository`),
+    );
+    expect(await counts()).toEqual(before);
+    expect(await s.holders(onUs)).toEqual(["us"]);
+  });
+
   it("moves a cluster to another store under load (the serving broker's endpoint), then --finish (the command) empties the old store: nothing acknowledged lost", async () => {
     const body = provisionBody(plans.serviceId, plans.small.id);
     // New instances until two are in store eu (a new id's store is a hash of it).

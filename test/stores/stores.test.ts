@@ -9,7 +9,8 @@ import { clusterRegistryPath, instanceManifestDir } from "../../src/repo/index.j
 import { git, gitLog, pushExternalCommit } from "../support/git-fixtures.js";
 import { CREDENTIALS } from "../support/broker-harness.js";
 import type { OsbClient } from "../support/osb-client.js";
-import { registryFile, startStoresHarness, type StoresHarness } from "../support/stores.js";
+import { storeForNewInstance } from "../../src/stores/index.js";
+import { registryFile, startStoresHarness, STORE_CLUSTERS, type StoresHarness } from "../support/stores.js";
 import { commitCount, expectOsbError, provisionBody, readyz, remoteFiles, samplePlans, type SamplePlans } from "../broker/helpers.js";
 
 /**
@@ -184,6 +185,31 @@ describe("stores: two clusters in two stores, one in the control repository", ()
     // Undone, for the tests after this one.
     await pushExternalCommit(s.h.remoteDir, { [clusterRegistryPath("eu-1")]: registryFile({ id: "eu-1", store: "eu" }) }, "undo the hand edit");
     await s.h.broker.writer.refresh();
+  });
+
+  it("a new id whose store has no cluster with room is refused 422, naming the store and what to do; no other store's cluster takes it", async () => {
+    // The id's store is a function of the id and the registry (ADR 0027): the first id of store eu.
+    const clusters = STORE_CLUSTERS.map((c) => ({ id: c.id, schedulable: true }));
+    const storeOf = (id: string) => STORE_CLUSTERS.find((c) => c.id === id)?.store ?? "control";
+    const id = Array.from({ length: 64 }, (_, n) => `full-${n}`).find((x) => storeForNewInstance(x, clusters, storeOf) === "eu")!;
+    await pushExternalCommit(s.h.remoteDir, { [clusterRegistryPath("eu-1")]: registryFile({ id: "eu-1", store: "eu", maxInstances: 0 }) }, "eu-1 full");
+    await s.h.broker.writer.refresh();
+    try {
+      const before = await Promise.all(["control", "eu", "us"].map((n) => commitCount(s.dirOf(n))));
+      const reply = await s.h.osb.provision(id, body());
+      expectOsbError(
+        reply,
+        422,
+        /^all schedulable clusters are full: eu-1 \(.*\); a new instance is placed only among the clusters of store eu \(eu-1\), the repository its id belongs to, never in another store's .*mark its full clusters unschedulable/,
+      );
+      expect(await Promise.all(["control", "eu", "us"].map((n) => commitCount(s.dirOf(n))))).toEqual(before);
+      expect(await s.holders(id)).toEqual([]);
+    } finally {
+      await pushExternalCommit(s.h.remoteDir, { [clusterRegistryPath("eu-1")]: registryFile({ id: "eu-1", store: "eu" }) }, "eu-1 has room again");
+      await s.h.broker.writer.refresh();
+    }
+    expect((await s.h.osb.provision(id, body())).status).toBe(201);
+    expect(await s.holders(id)).toEqual(["eu"]);
   });
 
   it("a push event naming a store's repository fetches that store only", async () => {

@@ -12,6 +12,9 @@
  *   ...
  *   await argocd.close();
  *
+ * A failing test's message has the last lines of each program (`logs()`); with
+ * GITOPS_BROKER_ARGOCD_LOGS=<dir>, close() also writes each program's whole log to <dir>/<name>.log.
+ *
  * Its settings are the defaults of a `kubectl apply` install (argocd-cm with no data, so
  * timeout.reconciliation is 180 s, unless `reconciliation` says otherwise), plus what
  * examples/argocd/README.md has a user add: the destination cluster (the real kube-apiserver,
@@ -120,6 +123,13 @@ export function repositorySecret(name: string, url: string): KubeObject {
   };
 }
 
+/** Each program's whole log (stderr, where they all write) as <dir>/<name>.log, when `dir` is set. */
+async function keepLogs(processes: Readonly<Record<string, TrackedProcess>>, dir: string | undefined): Promise<void> {
+  if (dir === undefined || dir === "") return;
+  await mkdir(dir, { recursive: true });
+  for (const [name, p] of Object.entries(processes)) await writeFile(path.join(dir, `${name}.log`), p.stderr());
+}
+
 /** Starts redis-server and Argo CD's four programs as the cluster admin of `kube` (the CRDs of argoCdCrdFiles() installed). */
 export async function startArgoCd(kube: RealKube, options: ArgoCdOptions = {}): Promise<RealArgoCd> {
   await applySettings(kube, options);
@@ -185,6 +195,7 @@ export async function startArgoCd(kube: RealKube, options: ArgoCdOptions = {}): 
       logs: () => Object.entries(processes).map(([name, p]) => `${name}:\n${tail(p)}`).join("\n"),
       async close() {
         await Promise.all(Object.values(processes).map((p) => p.killGroup()));
+        await keepLogs(processes, process.env.GITOPS_BROKER_ARGOCD_LOGS);
       },
     };
   } catch (error) {

@@ -179,3 +179,29 @@ export async function startRealLandscape(
     throw error;
   }
 }
+
+/**
+ * Creates a double's one-server landscape (a master that is its own sister) on `kube` one object
+ * at a time, in the order owners need: the Namespaces of Service Fabrik and of its instances, its
+ * resources (status included; their uids are the real server's), then the postgresqls they own
+ * with each owner reference's uid turned into the real one. For a few instances; startRealLandscape
+ * copies thousands, Deployments and Secrets included.
+ */
+export async function copyServiceFabrikOnto(shaped: KubeApiServer, kube: RealKube): Promise<void> {
+  const instances = shaped.store.list(OSB, "SFServiceInstance");
+  for (const name of new Set([SF_NAMESPACE, ...instances.map((o) => o.metadata.namespace!)])) await kube.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  const uids = new Map<string, string>();
+  for (const kind of ["SFServiceInstance", "SFServiceBinding"]) {
+    for (const o of shaped.store.list(OSB, kind)) {
+      const { status, ...rest } = fresh(o);
+      const created = await kube.apply(rest, "service-fabrik-broker");
+      await kube.patchStatus(created, status as Record<string, unknown>);
+      uids.set(o.metadata.uid!, String(created.metadata.uid));
+    }
+  }
+  for (const o of shaped.store.list(`${POSTGRESQL.group}/${POSTGRESQL.version}`, POSTGRESQL.kind)) {
+    const object = fresh(o);
+    object.metadata.ownerReferences = ((object.metadata.ownerReferences ?? []) as { uid: string }[]).map((r) => ({ ...r, uid: uids.get(r.uid)! }));
+    await kube.apply(object, "interoperator");
+  }
+}

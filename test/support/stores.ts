@@ -49,12 +49,16 @@ export const STORE_CLUSTERS = [
   { id: "us-1", store: "us" },
 ] as const;
 
-export function registryFile(cluster: { id: string; store?: string | undefined }): string {
+export function registryFile(cluster: { id: string; store?: string | undefined; maxInstances?: number }): string {
   return stringify({
     apiVersion: "gitops-broker.io/v1alpha1",
     kind: "Cluster",
     metadata: { name: cluster.id },
-    spec: { namespace: "gitops-broker-instances", ...(cluster.store ? { store: cluster.store } : {}) },
+    spec: {
+      namespace: "gitops-broker-instances",
+      ...(cluster.store ? { store: cluster.store } : {}),
+      ...(cluster.maxInstances !== undefined ? { capacity: { maxInstances: cluster.maxInstances } } : {}),
+    },
   });
 }
 

@@ -87,7 +87,7 @@ export async function spawnBroker(options: BrokerProcessOptions): Promise<Broker
       GITOPS_BROKER_LISTEN: "127.0.0.1:0",
       GITOPS_BROKER_USERNAME: CREDENTIALS.username,
       GITOPS_BROKER_PASSWORD: CREDENTIALS.password,
-      GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS: String(options.pushTimeoutSeconds ?? 10),
+      GITOPS_BROKER_GIT_PUSH_TIMEOUT_SECONDS: String(options.pushTimeoutSeconds ?? 30),
       GITOPS_BROKER_GIT_POLL_INTERVAL_SECONDS: String(options.pollIntervalSeconds ?? 3600),
       GITOPS_BROKER_LOG_LEVEL: options.logLevel ?? "info",
       ...options.env,
