@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { setFlagsFromString } from "node:v8";
 import { Command, Option } from "commander";
 import type { ClusterEntry, KubeconfigRef } from "../catalog/index.js";
 import {
@@ -76,6 +77,15 @@ Exit status:
      over), each listed with why; settle or fix them and run it again
 ${CONFIG_HELP}`;
 
+/**
+ * V8 lets its old space grow to up to four times what survived its last full collection before the
+ * next. An import's heap is mostly the renders' garbage: a dry run of 3,000 instances held 64 MB
+ * after a full collection and peaked at 369-526 MB of RSS with V8's growth, 311-336 MB with 1.3
+ * times, for 7-10 % more CPU (2026-11-29; ADR 0026, docs/benchmarks.md). V8's flags are the
+ * process's: the import runs as a command of its own.
+ */
+const IMPORT_HEAP_GROWING_PERCENT = 30;
+
 export function importCommand(io: CliIo, done: Done): Command {
   const sf = addConfigOptions(new Command("service-fabrik"))
     .description("import the instances and bindings of a running Service Fabrik landscape")
@@ -99,6 +109,7 @@ export function importCommand(io: CliIo, done: Done): Command {
       const workers = Number(options.renderWorkers);
       if (!(Number.isInteger(workers) && workers >= 1)) cmd.error(`error: --render-workers must be a positive integer, not ${options.renderWorkers}`, { exitCode: 2 });
       setModuleWorkers(workers);
+      setFlagsFromString(`--heap-growing-percent=${IMPORT_HEAP_GROWING_PERCENT}`);
       const map: Record<string, string> = {};
       for (const m of options.mapCluster) {
         const [from, to, ...rest] = m.split("=");
@@ -183,7 +194,7 @@ async function importAndHandOver(repo: RepoAccess, options: ImportOptions, map: 
   const landscape = await readLandscape(clients.master, clients.sister);
   // Two instances per worker: one renders while the other's records and differences are made.
   const concurrency = 2 * Number(options.renderWorkers);
-  const plan = await planImport({ landscape, catalog: repo.view.catalog(), clusters, base: repo.writer.snapshot(), clusterMap: map, now: () => new Date(), newId: randomUUID, concurrency });
+  const plan = await planImport({ landscape, catalog: repo.view.catalog(), clusters, base: repo.writer.snapshot(), clusterMap: map, now: () => new Date(), newId: randomUUID, concurrency, keepEdits: options.yes === true });
   out(planText(plan, { differences: options.differences }));
   let accounting = account(landscape, plan);
   out(accountingText(accounting, true));
@@ -191,6 +202,7 @@ async function importAndHandOver(repo: RepoAccess, options: ImportOptions, map: 
     const result = await commitImport(routedWriter(repo.writer, repo.storeSet), plan, {
       batchSize,
       brokerVersion: `gitops-broker/${VERSION}`,
+      release: true,
       onBatch: (b) => out(`committed ${b.instances} instance(s) in ${b.commit ?? "(no commit)"} (${b.done}/${b.total})\n`),
     });
     // What the remote holds, fetched again: not what this run built.

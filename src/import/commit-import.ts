@@ -18,6 +18,11 @@ export interface CommitImportOptions {
   /** Instances per commit (default 500). */
   batchSize?: number;
   brokerVersion: string;
+  /**
+   * Each instance's edits are dropped once its batch is pushed (default false): nothing the CLI does
+   * after reads them, and 10,000 instances' records and manifests are most of the plan.
+   */
+  release?: boolean;
   /** After each batch's push. */
   onBatch?: (batch: { commit: string | null; instances: number; done: number; total: number }) => void;
 }
@@ -49,6 +54,7 @@ export async function commitImport(writer: RoutedWriter, plan: ImportPlan, optio
     for (let start = 0; start < group.length; start += size) {
       const batch = group.slice(start, start + size);
       const outcome = await commitBatch(writer, batch, plan.source, options.brokerVersion);
+      if (options.release) for (const instance of batch) instance.edits = [];
       if (outcome.commit !== null) result.commits.push(outcome.commit);
       result.imported.push(...outcome.written);
       result.present.push(...outcome.present);

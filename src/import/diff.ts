@@ -68,18 +68,31 @@ function walk(rendered: unknown, live: unknown, path: string, out: Difference[])
   if (!same(rendered, live)) out.push({ change: "changed", path, rendered, live });
 }
 
+/** An object without what the comparison leaves out (status, the server's metadata), but for the metadata fields `keep` names. */
+function compared(o: Record<string, unknown>, keep: ReadonlySet<string> = new Set()): Record<string, unknown> {
+  const { status: _status, metadata, ...rest } = o;
+  const meta = isMap(metadata) ? Object.fromEntries(Object.entries(metadata).filter(([k]) => keep.has(k) || !SERVER_METADATA.has(k))) : {};
+  if (isMap(meta.annotations)) {
+    const annotations = Object.fromEntries(Object.entries(meta.annotations).filter(([k]) => !SERVER_ANNOTATIONS.has(k)));
+    if (Object.keys(annotations).length > 0) meta.annotations = annotations;
+    else delete meta.annotations;
+  }
+  return { ...rest, metadata: meta };
+}
+
+const OWNER_REFERENCES = new Set(["ownerReferences"]);
+
+/**
+ * A live object as far as the import reads it once listed: what diffObject compares, and its owner
+ * references (the hand-over's). Its differences are those of the object in full.
+ */
+export function comparedLive<T extends Record<string, unknown>>(o: T): T {
+  return compared(o, OWNER_REFERENCES) as T;
+}
+
 /** The differences, sorted by path; [] when the sync changes nothing. */
 export function diffObject(rendered: Record<string, unknown>, live: Record<string, unknown>): Difference[] {
-  const strip = (o: Record<string, unknown>): Record<string, unknown> => {
-    const { status: _status, metadata, ...rest } = o;
-    const meta = isMap(metadata) ? Object.fromEntries(Object.entries(metadata).filter(([k]) => !SERVER_METADATA.has(k))) : {};
-    if (isMap(meta.annotations)) {
-      const annotations = Object.fromEntries(Object.entries(meta.annotations).filter(([k]) => !SERVER_ANNOTATIONS.has(k)));
-      if (Object.keys(annotations).length > 0) meta.annotations = annotations;
-      else delete meta.annotations;
-    }
-    return { ...rest, metadata: meta };
-  };
+  const strip = (o: Record<string, unknown>) => compared(o);
   const out: Difference[] = [];
   walk(strip(rendered), strip(live), "", out);
   return out;

@@ -102,9 +102,8 @@ export async function handOver(inputs: HandOverInputs): Promise<HandOverReport> 
   const deployments = async () => {
     const out: { cluster: Cluster; object: KubeObject }[] = [];
     for (const cluster of clusters.values()) {
-      for (const d of await cluster.client.list(DEPLOYMENT.apiVersion, DEPLOYMENT.kind)) {
-        if (d.metadata.namespace === inputs.namespace) out.push({ cluster, object: { ...d, ...DEPLOYMENT } });
-      }
+      const inNamespace = (d: KubeObject) => (d.metadata.namespace === inputs.namespace ? d : undefined);
+      for (const d of await cluster.client.list(DEPLOYMENT.apiVersion, DEPLOYMENT.kind, inNamespace)) out.push({ cluster, object: { ...d, ...DEPLOYMENT } });
     }
     return out;
   };
@@ -139,9 +138,10 @@ export async function handOver(inputs: HandOverInputs): Promise<HandOverReport> 
   const ordered = [...clusters.values()].filter((c) => c.label !== "master").concat(clusters.get("master")!);
   for (const kind of [SF_BINDING_KIND, SF_INSTANCE_KIND]) {
     for (const cluster of ordered) {
-      for (const o of await cluster.client.list(SF_OSB_API_VERSION, kind)) {
-        if (wanted.has(`${kind} ${o.metadata.namespace ?? ""}/${o.metadata.name ?? ""}`)) resources.push({ cluster, object: { ...o, apiVersion: SF_OSB_API_VERSION, kind } });
-      }
+      // Who each is and its finalizers: all steps 3 and 4 read of thousands of resources.
+      const named = ({ metadata: { name, namespace, finalizers } }: KubeObject): KubeObject | undefined =>
+        wanted.has(`${kind} ${namespace ?? ""}/${name ?? ""}`) ? { apiVersion: SF_OSB_API_VERSION, kind, metadata: { name, ...(namespace ? { namespace } : {}), ...(finalizers ? { finalizers } : {}) } } : undefined;
+      for (const object of await cluster.client.list(SF_OSB_API_VERSION, kind, named)) resources.push({ cluster, object });
     }
   }
   for (const { cluster, object } of resources) {

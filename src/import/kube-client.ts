@@ -6,8 +6,8 @@ import { identityText } from "./landscape.js";
 
 /**
  * The import's access to a cluster, over src/kube: every list to its last page (`pageSize` objects
- * a request, 500 by default), merge patches and orphaning deletes for the hand-over. Failures are
- * KubeApiErrors naming the cluster and the request.
+ * a request, 500 by default), sifted as its pages arrive; merge patches and orphaning deletes for
+ * the hand-over. Failures are KubeApiErrors naming the cluster and the request.
  */
 
 export interface ClusterClientOptions {
@@ -26,13 +26,18 @@ export async function clusterClient(kubeConfig: KubeConfig, label: string, optio
   };
   return {
     server,
-    async list(apiVersion, kind) {
+    async list(apiVersion, kind, keep = (o: KubeObject): KubeObject | undefined => o) {
       const info: ResourceInfo | undefined = await find(apiVersion, kind);
       if (info === undefined) return [];
-      const { items } = await listAll<KubeObject>(api, collectionPath(apiVersion, info, ""), { what: `list ${apiVersion} ${kind}`, ...options });
       // Without managedFields (the API server's bookkeeping, about as large as the object; nothing
-      // here reads it): thousands of objects are held until the import is planned.
-      return items.map(({ metadata: { managedFields: _managed, ...metadata }, ...item }) => ({ ...item, metadata, apiVersion, kind }));
+      // here reads it), and only what `keep` keeps, page by page: a list of 10,000 objects is not
+      // held in full before it is sifted.
+      const { items } = await listAll<KubeObject, KubeObject>(api, collectionPath(apiVersion, info, ""), {
+        what: `list ${apiVersion} ${kind}`,
+        ...options,
+        keep: ({ metadata: { managedFields: _managed, ...metadata }, ...item }) => keep({ ...item, metadata, apiVersion, kind }),
+      });
+      return items;
     },
     async mergePatch(ref, patch) {
       const path = await pathOf(ref);

@@ -57,8 +57,11 @@ export interface ObjectIdentity {
 export interface ClusterClient {
   /** Where it points (the API server's URL), for messages. */
   readonly server: string;
-  /** Every object of a kind, in all namespaces; [] when the cluster does not serve the kind. */
-  list(apiVersion: string, kind: string): Promise<KubeObject[]>;
+  /**
+   * Every object of a kind, in all namespaces; [] when the cluster does not serve the kind. With
+   * `keep`, only what it answers for each object, as the list is read (undefined: left out).
+   */
+  list(apiVersion: string, kind: string, keep?: (o: KubeObject) => KubeObject | undefined): Promise<KubeObject[]>;
   /** Merge patch (RFC 7386) of one object. */
   mergePatch(ref: ObjectIdentity, patch: Record<string, unknown>): Promise<void>;
   /** DELETE with `propagationPolicy: Orphan`: the garbage collector leaves its dependents alone. */

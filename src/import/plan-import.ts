@@ -147,6 +147,11 @@ export interface PlanImportInputs {
    * is planned on its own and the results are taken in instance order.
    */
   concurrency?: number;
+  /**
+   * Whether the accepted instances keep their edits (default true). A dry run replays none: 10,000
+   * instances' records and manifests would be held for nothing. Without, `edits` is [].
+   */
+  keepEdits?: boolean;
 }
 
 /** A reason an instance is refused, carried through the render. */
@@ -437,9 +442,12 @@ function compare(
   const live = inputs.landscape.live.get(s.sfClusterId);
   const absent = rendered.filter((r) => !live?.has(identityKey(r.identity))).map((r) => identityText(r.identity));
   if (absent.length > 0) throw new Refusal(`its objects are not on cluster ${s.sfClusterId}: ${absent.join(", ")} (the sync would create them)`);
-  const differences = rendered
+  const differing = rendered
     .map((r) => ({ object: identityText(r.identity), type: `${r.identity.apiVersion} ${r.identity.kind}`, differences: diffObject(r.object, live!.get(identityKey(r.identity))!) }))
     .filter((d) => d.differences.length > 0);
+  // A copy of their own, as JSON (what differenceText prints): their names and values are slices of
+  // the rendered YAML and parts of the live objects, and would keep both whole until the end of the run.
+  const differences = JSON.parse(JSON.stringify(differing)) as ObjectDifferences[];
   return {
     instanceId: s.instanceId,
     sfClusterId: s.sfClusterId,
@@ -448,7 +456,7 @@ function compare(
     service: s.service.name,
     plan: s.plan.name,
     bindingIds: written.map((b) => b.spec.bindingId),
-    edits,
+    edits: inputs.keepEdits === false ? [] : edits,
     differences,
   };
 }

@@ -1,3 +1,4 @@
+import { comparedLive } from "./diff.js";
 import {
   appliedResources,
   identityKey,
@@ -16,8 +17,9 @@ import {
  * Reads a landscape, read-only: the SFServiceInstance and SFServiceBinding resources on the
  * master, then per sister cluster (SF's `spec.clusterId`) every kind the resources' `status.resources`
  * name, one list per kind in all namespaces (10,000 instances cost a few lists, not 10,000 GETs),
- * keeping only the objects named. `sister` answers undefined for a cluster the import cannot map
- * (not in the registry): nothing is read there.
+ * keeping only the objects named, without what nothing reads (status, the server's metadata but
+ * owner references: diff.ts's comparedLive). `sister` answers undefined for a cluster the import
+ * cannot map (not in the registry): nothing is read there.
  */
 export async function readLandscape(master: ClusterClient, sister: (sfClusterId: string) => Promise<ClusterClient | undefined>): Promise<Landscape> {
   const [instances, bindings] = await Promise.all([master.list(SF_OSB_API_VERSION, SF_INSTANCE_KIND), master.list(SF_OSB_API_VERSION, SF_BINDING_KIND)]);
@@ -57,10 +59,9 @@ export async function readLandscape(master: ClusterClient, sister: (sfClusterId:
     if (client === undefined) continue;
     try {
       for (const { apiVersion, kind } of kinds.get(clusterId)?.values() ?? []) {
-        for (const o of await client.list(apiVersion, kind)) {
-          const key = identityKey(identityOf({ ...o, apiVersion, kind }));
-          if (keys.has(key)) objects.set(key, { ...o, apiVersion, kind });
-        }
+        // Sifted as the pages arrive: the objects named, as far as the plan and the hand-over read them.
+        const named = (o: KubeObject) => (keys.has(identityKey(identityOf({ ...o, apiVersion, kind }))) ? comparedLive({ ...o, apiVersion, kind }) : undefined);
+        for (const o of await client.list(apiVersion, kind, named)) objects.set(identityKey(identityOf(o)), o);
       }
     } catch (error) {
       unreadable.set(clusterId, `cannot read cluster ${clusterId} at ${client.server}: ${error instanceof Error ? error.message : String(error)}`);

@@ -12,7 +12,7 @@ export type { ClientNode } from "./client-node.js";
 export { createKubeApi, statusError } from "./request.js";
 export type { KubeApi, KubeApiOptions, KubeMethod, KubeRequest, KubeResponse, KubeStatus } from "./request.js";
 export { DEFAULT_PAGE_SIZE, listAll } from "./list.js";
-export type { ListOptions, ObjectList } from "./list.js";
+export type { KeepOption, ListOptions, ObjectList } from "./list.js";
 export { collectionPath, createDiscovery, createResourceFinder, objectPath } from "./discovery.js";
 export type { Discover, FindResource, ResourceInfo } from "./discovery.js";
 export { clientNodeListWatch } from "./list-watch.js";

@@ -48,6 +48,19 @@ describe("listAll", () => {
     expect(whole.requests.map((r) => r.query?.limit)).toEqual([500]);
   });
 
+  it("keeps what `keep` answers for each item as its page arrives, and leaves out the items it answers undefined for", async () => {
+    const seen: number[] = [];
+    const kept = await listAll<{ metadata: { namespace: string; name: string } }, string>(api, INSTANCES, {
+      pageSize: 10,
+      keep: (o) => {
+        seen.push(seen.length);
+        return o.metadata.namespace === "sf-1" ? o.metadata.name : undefined;
+      },
+    });
+    expect(seen).toHaveLength(57);
+    expect(kept.items).toEqual([...Array(57).keys()].filter((i) => i % 4 === 1).map((i) => `i-${String(i).padStart(3, "0")}`));
+  });
+
   it("starts again from the first page when the continue token expired (410), then lists what is there now", async () => {
     const compacting = tappedKubeApi(api, (n) => {
       if (n !== 2) return;

@@ -27,6 +27,15 @@ export interface ListOptions {
   what?: string;
 }
 
+/**
+ * `keep`: applied to each item as its page arrives; the item is left out where it answers
+ * undefined, else replaced by its answer. A large list is then held only as far as it is kept
+ * (a page at a time in full), not in full until its last page.
+ */
+export interface KeepOption<T, U> {
+  keep?: (item: T) => U | undefined;
+}
+
 export interface ObjectList<T> {
   items: T[];
   /** The snapshot's resourceVersion: where a watch of the same collection resumes. */
@@ -48,13 +57,13 @@ const DEFAULT_RESTARTS = 2;
  * `/api/v1/namespaces/ns/secrets`), each with its apiVersion and kind (kube-apiserver leaves them
  * out of the items of built-in lists).
  */
-export async function listAll<T extends object>(api: KubeApi, path: string, options: ListOptions = {}): Promise<ObjectList<T>> {
+export async function listAll<T extends object, U = T>(api: KubeApi, path: string, options: ListOptions & KeepOption<T, U> = {}): Promise<ObjectList<U>> {
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new InvalidArgumentError(`a list's page size must be a whole number from 1: ${pageSize}`);
   const restarts = options.restarts ?? DEFAULT_RESTARTS;
   const what = options.what ?? `list ${path}`;
   for (let attempt = 1; ; attempt++) {
-    const listed = await listOnce<T>(api, path, pageSize, what, options);
+    const listed = await listOnce<T, U>(api, path, pageSize, what, options);
     if (!("expired" in listed)) return listed;
     if (attempt <= restarts) continue;
     throw new KubeApiError(
@@ -66,8 +75,15 @@ export async function listAll<T extends object>(api: KubeApi, path: string, opti
 }
 
 /** One pass from the first page; `expired` when a later page answered 410 (the list starts again). */
-async function listOnce<T extends object>(api: KubeApi, path: string, pageSize: number, what: string, options: ListOptions): Promise<ObjectList<T> | { expired: KubeApiError }> {
-  const items: T[] = [];
+async function listOnce<T extends object, U>(
+  api: KubeApi,
+  path: string,
+  pageSize: number,
+  what: string,
+  options: ListOptions & KeepOption<T, U>,
+): Promise<ObjectList<U> | { expired: KubeApiError }> {
+  const items: U[] = [];
+  const keep = options.keep ?? ((item: T) => item as unknown as U);
   let resourceVersion: string | undefined;
   let token: string | undefined;
   for (let page = 1; ; page++) {
@@ -84,7 +100,10 @@ async function listOnce<T extends object>(api: KubeApi, path: string, pageSize: 
     }
     // kube-apiserver leaves apiVersion/kind out of the items of built-in lists; put them back.
     const kind = list.kind?.replace(/List$/, "");
-    for (const item of list.items ?? []) items.push({ apiVersion: list.apiVersion, kind, ...item });
+    for (const item of list.items ?? []) {
+      const kept = keep({ apiVersion: list.apiVersion, kind, ...item });
+      if (kept !== undefined) items.push(kept);
+    }
     resourceVersion ??= list.metadata?.resourceVersion ?? "";
     const next = list.metadata?.continue;
     if (next === undefined || next === "") return { items, resourceVersion };
