@@ -8,6 +8,7 @@
  * written later.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { EVENT_CEILING_MS } from "../support/processes.js";
 import { storeForNewInstance } from "../../src/stores/index.js";
 import { history } from "../write-path/fixture.js";
 import { provisionBody, readyz, samplePlans, type SamplePlans } from "../broker/helpers.js";
@@ -121,7 +122,15 @@ describe("a store whose remote hangs for 90 s", () => {
       const fresh = await s.h.startReplica("replica-fresh");
       const restarted = await s.h.startReplica("replica-restarted");
       const served = [];
-      for (const [i, r] of [fresh, restarted].entries()) served.push((await r.osb.provision(euNew[100 + i]!, body())).status);
+      for (const [i, r] of [fresh, restarted].entries()) {
+        // A replica serves a store once it has it (the fresh one clones eu after it listens: on a
+        // loaded machine, after its first request may arrive).
+        await vi.waitFor(async () => expect((await readyz(r.broker.url)).body.checks.find((c) => c.name === "store eu")).toMatchObject({ ok: true }), {
+          timeout: EVENT_CEILING_MS,
+          interval: 200,
+        });
+        served.push((await r.osb.provision(euNew[100 + i]!, body())).status);
+      }
       return { served, unavailable: (await readyz(fresh.broker.url)).body.checks.find((c) => c.name === "store us") };
     })();
     const answers: Timed[] = await roundsDuring(
