@@ -13,27 +13,24 @@
  *
  * Stand-in left: the postgres-operator (test/support/real-controllers.ts).
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
+import type { RunningBroker } from "../../src/cli/serve.js";
 import { createLogger } from "../../src/log/index.js";
-import { clusterNamespacePath, namespaceManifest } from "../../src/repo/index.js";
-import { provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
-import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
-import { createBareRemote, createTempDir, pushExternalCommit, remoteHead } from "../support/git-fixtures.js";
-import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
-import { osbClient, type OsbClient } from "../support/osb-client.js";
+import { provisionBody, type SamplePlans } from "../broker/helpers.js";
+import { createTempDir, pushExternalCommit, remoteHead } from "../support/git-fixtures.js";
+import type { GitHttpServer } from "../support/git-http-server.js";
+import type { OsbClient } from "../support/osb-client.js";
 import { PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
 import { argoCdCrdFiles, ARGOCD_NAMESPACE, repositorySecret, startArgoCd, type RealArgoCd } from "../support/real-argocd.js";
 import { credentialsSecretName, postgresOperatorStandIn, startOperatorLoop, type OperatorLoop } from "../support/real-controllers.js";
 import { EXAMPLE_REPOSITORY, exampleObjects } from "../support/real-flux.js";
 import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
-import { sampleCatalogFiles } from "../support/sister-cluster.js";
 import { operationWaits, eventually } from "./operations.js";
-import { brokenPlan } from "./plans.js";
+import { startLiveBroker, startRemotes } from "./remotes.js";
 
 vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
 
@@ -91,30 +88,11 @@ beforeAll(async () => {
   webhookSecretPath = path.join(root, "webhook-secret");
   await writeFile(webhookSecretPath, `${WEBHOOK_SECRET}\n`, { mode: 0o600 });
 
-  const remotes = path.join(root, "remotes");
-  await mkdir(remotes);
-  remoteDir = path.join(remotes, "platform-gitops.git");
-  const catalog = await sampleCatalogFiles();
-  await createBareRemote(remotes, "platform-gitops.git", {
-    ...catalog,
-    "catalog/postgresql/plans/broken.yaml": brokenPlan(catalog, BROKEN_PLAN_ID),
-    "registry/clusters/local.yaml": localEntry({ via: "annotation" }),
-    [clusterNamespacePath("local")]: namespaceManifest(INSTANCES),
-  });
-  await createBareRemote(remotes, "platform-gitops-eu.git", { [clusterNamespacePath("eu-prod-1")]: namespaceManifest(INSTANCES) });
-  git = await startGitHttpServer({ root: remotes });
+  ({ git, remoteDir } = await startRemotes(root, { namespace: INSTANCES, brokenPlanId: BROKEN_PLAN_ID, localEntry: localEntry({ via: "annotation" }) }));
 
   argocd = await startArgoCd(kube, { webhookSecret: WEBHOOK_SECRET, reconciliation: "600s" });
   operator = startOperatorLoop(postgresOperatorStandIn(kube, INSTANCES));
-  const config = testConfig(root, "broker", git.url("platform-gitops.git"));
-  config.status = { ...config.status, mode: "live" };
-  broker = await startBroker(config, {
-    version: "test",
-    logger: createLogger({ level: "fatal" }),
-    status: { bindTimeoutMs: 60_000, settleTimeoutMs: 60_000 },
-  });
-  osb = osbClient(broker.url, CREDENTIALS);
-  plans = await samplePlans(osb);
+  ({ broker, osb, plans } = await startLiveBroker(root, git, createLogger({ level: "fatal" })));
 });
 
 afterAll(async () => {

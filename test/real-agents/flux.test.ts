@@ -10,26 +10,23 @@
  * Stand-ins left: the postgres-operator (test/support/real-controllers.ts; its module is not
  * served either) and notification-controller's Receiver (test/support/flux-receiver.ts).
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startBroker, type RunningBroker } from "../../src/cli/serve.js";
+import type { RunningBroker } from "../../src/cli/serve.js";
 import { createLogger } from "../../src/log/index.js";
-import { clusterNamespacePath, namespaceManifest } from "../../src/repo/index.js";
-import { provisionBody, samplePlans, type SamplePlans } from "../broker/helpers.js";
-import { CREDENTIALS, testConfig } from "../support/broker-harness.js";
-import { createBareRemote, createTempDir, pushExternalCommit, remoteHead } from "../support/git-fixtures.js";
-import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
+import { provisionBody, type SamplePlans } from "../broker/helpers.js";
+import { createTempDir, pushExternalCommit, remoteHead } from "../support/git-fixtures.js";
+import type { GitHttpServer } from "../support/git-http-server.js";
 import { startFluxReceiver, type FluxReceiver, type ReceiverSpec } from "../support/flux-receiver.js";
-import { osbClient, type OsbClient } from "../support/osb-client.js";
+import type { OsbClient } from "../support/osb-client.js";
 import { PROCESS_TEST_TIMEOUT_MS } from "../support/processes.js";
 import { credentialsSecretName, postgresOperatorStandIn, startOperatorLoop, type OperatorLoop } from "../support/real-controllers.js";
 import { exampleObjects, fluxCrdFiles, fluxReady, gitCredentialsSecret, startFlux, type RealFlux } from "../support/real-flux.js";
 import { startRealKube, type KubeObject, type RealKube } from "../support/real-kube.js";
-import { sampleCatalogFiles } from "../support/sister-cluster.js";
 import { operationWaits, eventually } from "./operations.js";
-import { brokenPlan } from "./plans.js";
+import { startLiveBroker, startRemotes } from "./remotes.js";
 
 vi.setConfig({ testTimeout: PROCESS_TEST_TIMEOUT_MS, hookTimeout: PROCESS_TEST_TIMEOUT_MS });
 
@@ -89,31 +86,12 @@ beforeAll(async () => {
   receiverTokenPath = path.join(root, "receiver-token");
   await writeFile(receiverTokenPath, `${RECEIVER_TOKEN}\n`, { mode: 0o600 });
 
-  const remotes = path.join(root, "remotes");
-  await mkdir(remotes);
-  remoteDir = path.join(remotes, "platform-gitops.git");
-  const catalog = await sampleCatalogFiles();
-  await createBareRemote(remotes, "platform-gitops.git", {
-    ...catalog,
-    "catalog/postgresql/plans/broken.yaml": brokenPlan(catalog, BROKEN_PLAN_ID),
-    "registry/clusters/local.yaml": localEntry({ via: "annotation" }),
-    [clusterNamespacePath("local")]: namespaceManifest(INSTANCES),
-  });
-  await createBareRemote(remotes, "platform-gitops-eu.git", { [clusterNamespacePath("eu-prod-1")]: namespaceManifest(INSTANCES) });
-  git = await startGitHttpServer({ root: remotes });
+  ({ git, remoteDir } = await startRemotes(root, { namespace: INSTANCES, brokenPlanId: BROKEN_PLAN_ID, localEntry: localEntry({ via: "annotation" }) }));
 
   flux = await startFlux(kube);
   operator = startOperatorLoop(postgresOperatorStandIn(kube, INSTANCES));
-  const config = testConfig(root, "broker", git.url("platform-gitops.git"));
-  config.status = { ...config.status, mode: "live" };
-  broker = await startBroker(config, {
-    version: "test",
-    logger: createLogger({ level: "debug", destination: { write: (line: string) => void logLines.push(line) } }),
-    // A bind waits this long for its credentials: Flux and the operator deliver them meanwhile.
-    status: { bindTimeoutMs: 60_000, settleTimeoutMs: 60_000 },
-  });
-  osb = osbClient(broker.url, CREDENTIALS);
-  plans = await samplePlans(osb);
+  // A bind waits 60 s for its credentials: Flux and the operator deliver them meanwhile.
+  ({ broker, osb, plans } = await startLiveBroker(root, git, createLogger({ level: "debug", destination: { write: (line: string) => void logLines.push(line) } })));
 });
 
 afterAll(async () => {
