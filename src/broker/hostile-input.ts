@@ -61,37 +61,23 @@ export function jsonDepthExceeds(text: Uint8Array | string, limit: number = MAX_
   return false;
 }
 
-/**
- * The error thrown from body-parser's `verify` hook, a signal inside this file: `requestError`
- * maps it to a 400 (body-parser hands it on with its `type`).
- */
-class TooDeepError extends BaseError {
-  static override readonly code = "TooDeep";
-  readonly type = "entity.too.deep";
-}
-
 /** body-parser `verify` hook: refuses a body nested deeper than MAX_JSON_DEPTH before it is parsed. */
 export function verifyJsonDepth(_req: unknown, _res: unknown, body: Buffer): void {
-  if (jsonDepthExceeds(body)) throw new TooDeepError(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+  // body-parser hands the error on as it is (it keeps the status an error has).
+  if (jsonDepthExceeds(body)) throw new BadRequestError(`the request body is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`);
 }
 
 const ENCODINGS = "identity, gzip, deflate and br";
 
 /**
  * Maps what the request's transport layer throws (body-parser / http-errors objects, the
- * router's URIError, zlib errors of a corrupt compressed body, the depth check's signal, which
- * body-parser hands on with a status of 403) to an OSB error; undefined when `err` is none of
- * those.
+ * router's URIError, zlib errors of a corrupt compressed body) to an OSB error; undefined when
+ * `err` is none of those, or an error of our hierarchy (even with a status field of its own).
  */
 export function requestError(err: unknown): OsbError | undefined {
-  if (typeof err !== "object" || err === null || err instanceof OsbError) return undefined;
+  if (typeof err !== "object" || err === null || err instanceof BaseError) return undefined;
   const e = err as { type?: unknown; status?: unknown; code?: unknown; message?: unknown; name?: unknown; encoding?: unknown };
   const message = typeof e.message === "string" ? e.message : "";
-  if (err instanceof TooDeepError || e.type === "entity.too.deep") {
-    return new BadRequestError(`the request body is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`, { cause: err });
-  }
-  // Any other error of our hierarchy is not the transport's, even with a status field of its own.
-  if (err instanceof BaseError) return undefined;
   if (e.type === "encoding.unsupported") {
     const encoding = typeof e.encoding === "string" ? e.encoding : "this";
     return new UnsupportedMediaTypeError(`Content-Encoding ${JSON.stringify(encoding)} is not supported (${ENCODINGS} are)`, { cause: err });
