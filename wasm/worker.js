@@ -43,17 +43,17 @@ WebAssembly.instantiate(workerData.module, go.importObject).then(
     const module = globalThis.gitopsBrokerModule;
     parentPort.on("message", ({ id, method, request }) => {
       let result;
+      let thrown;
       try {
         result = module.call(method, request);
       } catch (e) {
-        // A Go fatal error (out of memory ...) ends the program: no further call can succeed.
-        parentPort.postMessage({ id, error: printed.trim() ? exitedMessage() : String(e && e.message ? e.message : e), exited: true });
-        return;
+        thrown = e;
       }
-      // A fatal error during the call (out of memory ...) can also end the program without a
-      // throw: the call then returns nothing.
-      if (go.exited) {
-        parentPort.postMessage({ id, error: exitedMessage(), exited: true });
+      // A Go fatal error (out of memory ...) ends the program, with a throw or (go1.21's runtime)
+      // without one, the call then returning nothing: no further call can succeed.
+      if (thrown !== undefined || go.exited) {
+        const error = printed.trim() || thrown === undefined ? exitedMessage() : String(thrown && thrown.message ? thrown.message : thrown);
+        parentPort.postMessage({ id, error, exited: true });
         return;
       }
       const memory = instance.exports.mem.buffer.byteLength;
