@@ -25,7 +25,7 @@ describe("Repacker", () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(ran).toEqual(["compact"]);
     release();
-    await repacker.idle();
+    await repacker.finish();
     expect(ran).toEqual(["compact", "cap"]);
     expect(logs).toEqual(["packs compacted", "fetched pack repacked with short delta chains"]);
   });
@@ -34,7 +34,7 @@ describe("Repacker", () => {
     const { repacker, ran } = setup(false);
     repacker.afterPush();
     repacker.afterFetch(10);
-    await repacker.idle();
+    await repacker.finish();
     expect(ran).toEqual([]);
   });
 });
