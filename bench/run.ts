@@ -87,7 +87,7 @@ interface Start {
   peakRssMb: number;
   loadAvg: [number, number];
   /** From the broker's log lines, seconds after spawn: fetched (writer started), view loaded, a clone's repack started and ended. */
-  phases: { fetchedS?: number; viewLoadedS?: number; repackStartS?: number; repackEndS?: number };
+  phases: { fetchedS?: number | undefined; viewLoadedS?: number | undefined; repackStartS?: number | undefined; repackEndS?: number | undefined };
 }
 
 /** The broker a start runs: this checkout's, or the --baseline's. */
@@ -295,13 +295,18 @@ function phases(broker: BrokerProcess, spawnedAtWall: number): Start["phases"] {
     const line = broker.logs.find((l) => l.msg === msg);
     return typeof line?.time === "string" ? (Date.parse(line.time) - spawnedAtWall) / 1000 : undefined;
   };
-  const repacked = broker.logs.find((l) => l.msg === "fetched pack repacked with short delta chains");
-  const repackEndS = at("fetched pack repacked with short delta chains");
   return {
     fetchedS: at("git writer started"),
     viewLoadedS: at("repository view loaded"),
-    ...(repackEndS !== undefined && typeof repacked?.ms === "number" ? { repackStartS: repackEndS - repacked.ms / 1000, repackEndS } : {}),
+    repackStartS: at("repacking the fetched pack with short delta chains") ?? repackStart(broker, at("fetched pack repacked with short delta chains")),
+    repackEndS: at("fetched pack repacked with short delta chains"),
   };
+}
+
+/** A broker that does not log the repack's start (before 2026-11-29): its end less its duration. */
+function repackStart(broker: BrokerProcess, endS: number | undefined): number | undefined {
+  const ms = broker.logs.find((l) => l.msg === "fetched pack repacked with short delta chains")?.ms;
+  return endS === undefined || typeof ms !== "number" ? undefined : endS - ms / 1000;
 }
 
 /** The broker's command line; with --cpu-prof, node writes a profile into that directory on exit. */

@@ -26,16 +26,9 @@ export class Repacker {
   /** Resolves when repacks may start: `holdUntil` settled, or finish() was called. */
   private readonly released: Promise<void>;
   private release: () => void = () => undefined;
-  private held: boolean;
 
   constructor(private readonly deps: RepackerDeps) {
-    this.held = deps.holdUntil !== undefined;
-    this.released = new Promise<void>((resolve) => {
-      this.release = () => {
-        this.held = false;
-        resolve();
-      };
-    });
+    this.released = new Promise<void>((resolve) => (this.release = resolve));
     if (deps.holdUntil === undefined) this.release();
     else void Promise.resolve(deps.holdUntil).then(this.release, this.release);
   }
@@ -55,11 +48,14 @@ export class Repacker {
    */
   afterFetch(objects: number): void {
     if (objects < CAP_DELTAS_AFTER_FETCHING) return;
-    if (this.held) this.deps.logger.info({ objects }, "fetched pack: its repack with short delta chains waits until the start's reads are done");
-    const held = performance.now();
+    const fetchedAt = performance.now();
     this.inBackground(
-      () => this.deps.store.capDeltaChains(),
-      (ms, started) => ({ msg: "fetched pack repacked with short delta chains", fields: { objects, ms, heldMs: Math.round(started - held) } }),
+      () => {
+        // How long it waited for the hold (and a repack before it): the start's reads went first.
+        this.deps.logger.info({ objects, heldMs: Math.round(performance.now() - fetchedAt) }, "repacking the fetched pack with short delta chains");
+        return this.deps.store.capDeltaChains();
+      },
+      (ms) => ({ msg: "fetched pack repacked with short delta chains", fields: { objects, ms } }),
     );
   }
 
@@ -69,13 +65,13 @@ export class Repacker {
     while (this.running !== undefined) await this.running;
   }
 
-  private inBackground(job: () => Promise<void>, done: (ms: number, started: number) => { msg: string; fields: object }): void {
+  private inBackground(job: () => Promise<void>, done: (ms: number) => { msg: string; fields: object }): void {
     const { logger } = this.deps;
     const run: Promise<void> = (this.running ?? this.released)
       .then(async () => {
         const started = performance.now();
         await job();
-        const { msg, fields } = done(Math.round(performance.now() - started), started);
+        const { msg, fields } = done(Math.round(performance.now() - started));
         logger.info(fields, msg);
       })
       .catch((error: unknown) => logger.warn({ err: error }, "repacking failed"))
