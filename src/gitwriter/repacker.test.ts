@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Repacker } from "./repacker.js";
 
 /** A store double: records the repacks in `events`, which the test appends to as well. */
-function setup(needsCompaction: boolean, holdUntil?: PromiseLike<unknown>) {
+function setup(needsCompaction: boolean, holdUntil?: PromiseLike<unknown>, owed = false) {
   const events: string[] = [];
   let release: () => void = () => undefined;
   let capped: () => void = () => undefined;
@@ -12,8 +12,14 @@ function setup(needsCompaction: boolean, holdUntil?: PromiseLike<unknown>) {
   const store = {
     needsCompaction,
     packCount: 30,
+    deltaCapOwed: owed,
+    oweDeltaCap: () => {
+      store.deltaCapOwed = true;
+      events.push("owe");
+    },
     compact: () => new Promise<void>((resolve) => ((release = resolve), events.push("compact"))),
     capDeltaChains: async () => {
+      store.deltaCapOwed = false;
       events.push("cap");
       capped();
     },
@@ -37,12 +43,12 @@ describe("Repacker", () => {
     const { repacker, events, release, logs } = setup(true);
     repacker.afterPush();
     repacker.afterPush(); // one compaction is running: not a second
-    repacker.afterFetch(50_000); // queued behind it
+    repacker.afterFetch(50_000); // owed, queued behind it
     await turn();
-    expect(events).toEqual(["compact"]);
+    expect(events).toEqual(["owe", "compact"]);
     release();
     await repacker.finish();
-    expect(events).toEqual(["compact", "cap"]);
+    expect(events).toEqual(["owe", "compact", "cap"]);
     expect(logs).toEqual(["packs compacted", "repacking the fetched pack with short delta chains", "fetched pack repacked with short delta chains"]);
   });
 
@@ -63,9 +69,9 @@ describe("Repacker", () => {
     events.push("view loaded");
     hold.resolve();
     await cap;
-    expect(events).toEqual(["view loaded", "cap"]);
+    expect(events).toEqual(["owe", "view loaded", "cap"]);
     await repacker.finish();
-    expect(events).toEqual(["view loaded", "cap"]);
+    expect(events).toEqual(["owe", "view loaded", "cap"]);
   });
 
   it("holds the roll-up after a push too, until the hold is released", async () => {
@@ -85,9 +91,9 @@ describe("Repacker", () => {
     const { repacker, events, logs } = setup(false, new Promise<never>(() => undefined));
     repacker.afterFetch(50_000);
     await turn();
-    expect(events).toEqual([]);
+    expect(events).toEqual(["owe"]);
     await repacker.finish();
-    expect(events).toEqual(["cap"]);
+    expect(events).toEqual(["owe", "cap"]);
     expect(logs.at(-1)).toBe("fetched pack repacked with short delta chains");
   });
 
@@ -96,10 +102,31 @@ describe("Repacker", () => {
     const { repacker, events, cap } = setup(false, hold.promise);
     repacker.afterFetch(50_000);
     await turn();
-    expect(events).toEqual([]);
+    expect(events).toEqual(["owe"]);
     hold.reject(new Error("the catalog did not load"));
     await cap;
-    expect(events).toEqual(["cap"]);
+    expect(events).toEqual(["owe", "cap"]);
     await repacker.finish();
+  });
+
+  it("at start, runs a repack a stopped process owed (held like any), once even when the fetch is large too", async () => {
+    const hold = deferred();
+    const { repacker, events, cap } = setup(false, hold.promise, true);
+    repacker.atStart();
+    repacker.afterFetch(50_000);
+    await turn();
+    expect(events).toEqual(["owe"]);
+    hold.resolve();
+    await cap;
+    await repacker.finish();
+    expect(events).toEqual(["owe", "cap"]);
+  });
+
+  it("at start, owes nothing when nothing is owed", async () => {
+    const { repacker, events } = setup(false);
+    repacker.atStart();
+    repacker.afterFetch(10);
+    await repacker.finish();
+    expect(events).toEqual([]);
   });
 });

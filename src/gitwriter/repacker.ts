@@ -5,7 +5,7 @@ import type { ObjectStore } from "./object-store.js";
 const CAP_DELTAS_AFTER_FETCHING = 20_000;
 
 export interface RepackerDeps {
-  store: Pick<ObjectStore, "needsCompaction" | "packCount" | "compact" | "capDeltaChains">;
+  store: Pick<ObjectStore, "needsCompaction" | "packCount" | "compact" | "capDeltaChains" | "oweDeltaCap" | "deltaCapOwed">;
   logger: PieceLogger;
   /**
    * No repack starts before this settles (resolved or rejected); finish() stops the wait. A broker
@@ -26,6 +26,8 @@ export class Repacker {
   /** Resolves when repacks may start: `holdUntil` settled, or finish() was called. */
   private readonly released: Promise<void>;
   private release: () => void = () => undefined;
+  /** A repack to short delta chains is queued and has not started. */
+  private capQueued = false;
 
   constructor(private readonly deps: RepackerDeps) {
     this.released = new Promise<void>((resolve) => (this.release = resolve));
@@ -48,14 +50,27 @@ export class Repacker {
    */
   afterFetch(objects: number): void {
     if (objects < CAP_DELTAS_AFTER_FETCHING) return;
-    const fetchedAt = performance.now();
+    this.deps.store.oweDeltaCap();
+    this.queueCap({ objects });
+  }
+
+  /** At start, before the fetch: a repack owed by a process stopped before it ran is queued (held like any). */
+  atStart(): void {
+    if (this.deps.store.deltaCapOwed) this.queueCap({ owed: true });
+  }
+
+  private queueCap(fields: { objects?: number; owed?: boolean }): void {
+    if (this.capQueued) return;
+    this.capQueued = true;
+    const queuedAt = performance.now();
     this.inBackground(
       () => {
+        this.capQueued = false;
         // How long it waited for the hold (and a repack before it): the start's reads went first.
-        this.deps.logger.info({ objects, heldMs: Math.round(performance.now() - fetchedAt) }, "repacking the fetched pack with short delta chains");
+        this.deps.logger.info({ ...fields, heldMs: Math.round(performance.now() - queuedAt) }, "repacking the fetched pack with short delta chains");
         return this.deps.store.capDeltaChains();
       },
-      (ms) => ({ msg: "fetched pack repacked with short delta chains", fields: { objects, ms } }),
+      (ms) => ({ msg: "fetched pack repacked with short delta chains", fields: { ...fields, ms } }),
     );
   }
 

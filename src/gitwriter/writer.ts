@@ -274,6 +274,7 @@ export class Writer implements GitWriter {
     await remote.init();
     // What the repository holds already is not news to the fetch below (see fetchTip).
     store.refreshPacks();
+    this.repacker.atStart();
     // The local ref only ever holds a tip the remote had: if the new tip does not descend from
     // it, the branch was rewritten while no broker watched.
     const known = await store.resolveRef(this.branchRef).catch(() => null);

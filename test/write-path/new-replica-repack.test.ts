@@ -114,4 +114,41 @@ describe("a new replica's repack", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     expect(chainsBefore).toBeGreaterThan(4);
     expect(await longestChain(gitdir)).toBeLessThanOrEqual(4);
   });
+
+  it("a start whose process stopped before its repack ran (killed during the fold): the next start repacks", async () => {
+    const gitdir = path.join(root, "killed-early.git");
+    const writer = (logs: string[], holdRepacksUntil?: Promise<never>) => {
+      const log = (_obj: object, msg: string) => void logs.push(msg);
+      return createGitWriter({
+        gitdir,
+        remoteUrl: url,
+        branch: "main",
+        author: { name: "t", email: "t@example.com" },
+        logger: { debug: log, info: log, warn: log, error: log },
+        ...(holdRepacksUntil ? { holdRepacksUntil } : {}),
+      });
+    };
+    // Started and never closed, its hold never settling: what a kill during the fold leaves.
+    const first: string[] = [];
+    const abandoned = writer(first, new Promise<never>(() => undefined));
+    await abandoned.start();
+    expect(first).not.toContain(REPACK_START);
+    expect(await longestChain(gitdir)).toBeGreaterThan(4);
+
+    const logs: string[] = [];
+    const next = writer(logs);
+    await next.start();
+    await next.close();
+    expect(logs.filter((m) => m === REPACK_START || m === REPACKED)).toEqual([REPACK_START, REPACKED]);
+    expect(await longestChain(gitdir)).toBeLessThanOrEqual(4);
+
+    // Owed no more: a further start does not repack.
+    const after: string[] = [];
+    const third = writer(after);
+    await third.start();
+    await third.close();
+    expect(after).toContain("git writer started");
+    expect(after).not.toContain(REPACK_START);
+    await abandoned.close(); // its files, for the test's sake
+  });
 });
