@@ -1,4 +1,4 @@
-import { readdir, rm } from "node:fs/promises";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prefillRemote } from "../../bench/prefill.js";
@@ -28,7 +28,8 @@ let url: string;
 beforeAll(async () => {
   root = await createTempDir("gitops-broker-new-replica-");
   const remotes = path.join(root, "remotes");
-  ({ remoteDir } = await prefillRemote(await mkdirp(remotes), INSTANCES));
+  await mkdir(remotes);
+  ({ remoteDir } = await prefillRemote(remotes, INSTANCES));
   server = await startGitHttpServer({ root: remotes });
   url = server.url(path.basename(remoteDir));
 }, PROCESS_TEST_TIMEOUT_MS);
@@ -38,12 +39,6 @@ afterAll(async () => {
   await server?.close();
   await rm(root, { recursive: true, force: true });
 }, PROCESS_TEST_TIMEOUT_MS);
-
-async function mkdirp(dir: string): Promise<string> {
-  const { mkdir } = await import("node:fs/promises");
-  await mkdir(dir, { recursive: true });
-  return dir;
-}
 
 async function objectsIn(gitdir: string): Promise<number> {
   const out = await git(["--git-dir", gitdir, "count-objects", "-v"]);
