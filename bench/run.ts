@@ -18,6 +18,10 @@
  *   --metrics          the cost of /metrics: the gitwriter cells twice per size, without and with
  *                      the Prometheus exporter (metrics.listen, scraped every second); loopback
  *                      only, no baseline, no restart
+ *   --starts           the start cells only: per size and remote, a new replica (clone) then a
+ *                      restart of it, each with its first provision, `--rounds` times (default 3)
+ *   --baseline=DIR     with --starts: each round starts another checkout's broker first (its
+ *                      dist/ built), then this one's: alternated, side by side in the same run
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -47,6 +51,9 @@ const SIZES = numbers("sizes") ?? (quick ? [1_000, 10_000] : [1_000, 10_000, 100
 const NAIVE_SIZES = numbers("naive-sizes") ?? SIZES.filter((n) => n < 100_000);
 const LATENCIES = metricsCost ? [0] : (numbers("latencies") ?? [...new Set([0, remoteLatencyMs(HOSTED_LATENCY_MS)])]);
 const CPU_PROF = option("cpu-prof");
+const STARTS_ONLY = process.argv.includes("--starts");
+const BASELINE = option("baseline");
+const ROUNDS = numbers("rounds")?.[0] ?? 3;
 const CLIENTS = [1, 20, 200];
 const CELL_MS = quick ? 5_000 : 8_000;
 /** Sending stops after this; a closed loop then waits for what is queued (200 clients: minutes). */
@@ -73,14 +80,26 @@ interface Start {
   instances: number;
   latencyMs: number;
   dataDir: "empty (clone)" | "existing (restart)";
+  /** Which broker: "this checkout", or the --baseline's. */
+  broker: string;
   listeningS: number;
   firstAckS: number;
   peakRssMb: number;
   loadAvg: [number, number];
+  /** From the broker's log lines, seconds after spawn: fetched (writer started), view loaded, a clone's repack started and ended. */
+  phases: { fetchedS?: number | undefined; viewLoadedS?: number | undefined; repackStartS?: number | undefined; repackEndS?: number | undefined };
+}
+
+/** The broker a start runs: this checkout's, or the --baseline's. */
+interface Variant {
+  name: string;
+  command: string[];
 }
 
 const cells: Cell[] = [];
 const starts: Start[] = [];
+/** Numbers the first provisions' instance ids: every start provisions a new instance. */
+let firstProvisions = 0;
 /** By `${instances}/${latencyMs}`. */
 const roundTrips = new Map<string, number>();
 const writerCosts = new Map<number, WriterCost>();
@@ -99,8 +118,8 @@ async function main(): Promise<void> {
   const servers = new Map<number, GitHttpServer>();
   try {
     for (const latencyMs of LATENCIES) servers.set(latencyMs, await startGitHttpServer({ root, latencyMs }));
-    log(`sizes ${SIZES.map(kilo).join(", ")}; naive writer at ${NAIVE_SIZES.map(kilo).join(", ") || "none"}; remote latency ${LATENCIES.join(" and ")} ms`);
-    for (const instances of SIZES) await benchSize(servers, instances);
+    log(`sizes ${SIZES.map(kilo).join(", ")}; ${STARTS_ONLY ? `start cells only, ${ROUNDS} rounds${BASELINE === undefined ? "" : `, baseline ${BASELINE}`}` : `naive writer at ${NAIVE_SIZES.map(kilo).join(", ") || "none"}`}; remote latency ${LATENCIES.join(" and ")} ms`);
+    for (const instances of SIZES) await (STARTS_ONLY ? benchStarts(servers, instances) : benchSize(servers, instances));
   } finally {
     for (const server of servers.values()) await server.close();
     await rm(root, { recursive: true, force: true });
@@ -204,11 +223,50 @@ async function measureMetricsCost(instances: number, dataDir: string, remoteUrl:
   }
 }
 
+/**
+ * --starts: per remote, `ROUNDS` rounds of a new replica (fresh data directory) and a restart of
+ * it, each stopped after its first provision (a stop waits for the writer's background repack);
+ * with --baseline the baseline's broker first in each round, then this checkout's.
+ */
+async function benchStarts(servers: Map<number, GitHttpServer>, instances: number): Promise<void> {
+  const dir = path.join(root, `n${instances}`);
+  await mkdir(dir);
+  const t = performance.now();
+  const { remoteDir } = await prefillRemote(dir, instances);
+  await run("git", ["config", "receive.autogc", "false"], { env: { GIT_DIR: remoteDir, ...BENCH_IDENTITY } });
+  log(`${instances} instances: pre-filled in ${seconds(t)} s`);
+  const variants: Variant[] = [
+    ...(BASELINE === undefined ? [] : [{ name: `baseline (${BASELINE})`, command: [path.resolve(BASELINE, "bin", "gitops-broker.js"), "serve"] }]),
+    { name: "this checkout", command: brokerCommand() },
+  ];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const [latencyMs, git] of servers) {
+      for (const variant of variants) {
+        const dataDir = path.join(dir, `start-${round}-${latencyMs}ms-${variants.indexOf(variant)}`);
+        const remoteUrl = git.url(`n${instances}/remote.git`);
+        for (const kind of ["empty (clone)", "existing (restart)"] as const) {
+          await (await startMeasured(instances, latencyMs, dataDir, remoteUrl, kind, variant)).stop();
+          await maintainRemote(remoteDir);
+        }
+        await rm(dataDir, { recursive: true, force: true });
+      }
+    }
+  }
+}
+
 /** Spawns the broker and provisions one instance: how long until listening, until acknowledged. */
-async function startMeasured(instances: number, latencyMs: number, dataDir: string, remoteUrl: string, kind: Start["dataDir"]): Promise<BrokerProcess> {
+async function startMeasured(
+  instances: number,
+  latencyMs: number,
+  dataDir: string,
+  remoteUrl: string,
+  kind: Start["dataDir"],
+  variant: Variant = { name: "this checkout", command: brokerCommand() },
+): Promise<BrokerProcess> {
   const loadBefore = os.loadavg()[0]!;
-  const broker = await spawnBroker({ dataDir, remoteUrl, command: brokerCommand() });
-  const reply = await broker.osb.provision(`first-${kind === "empty (clone)" ? "clone" : "restart"}`, await provisionBody(broker), {
+  const spawnedAtWall = Date.now();
+  const broker = await spawnBroker({ dataDir, remoteUrl, command: variant.command });
+  const reply = await broker.osb.provision(`first-${kind === "empty (clone)" ? "clone" : "restart"}-${++firstProvisions}`, await provisionBody(broker), {
     query: { accepts_incomplete: "true" },
   });
   if (reply.status >= 300) throw new Error(`first provision answered ${reply.status}: ${JSON.stringify(reply.body)}`);
@@ -217,14 +275,38 @@ async function startMeasured(instances: number, latencyMs: number, dataDir: stri
     instances,
     latencyMs,
     dataDir: kind,
+    broker: variant.name,
+    phases: {},
     listeningS: broker.startMs / 1000,
     firstAckS: firstAckMs / 1000,
     peakRssMb: (await broker.memory()).peakMb,
     loadAvg: [loadBefore, os.loadavg()[0]!],
   };
   starts.push(start);
-  log(`${instances} instances, ${latencyMs} ms, data dir ${kind}: listening after ${start.listeningS.toFixed(1)} s, first provision acknowledged after ${start.firstAckS.toFixed(1)} s, peak RSS ${start.peakRssMb.toFixed(0)} MB, load ${loadAvg(start.loadAvg)}`);
+  // The phases come from log lines, some after the first provision (the repack): read at exit.
+  void broker.exited.then(() => (start.phases = phases(broker, spawnedAtWall)));
+  log(`${variant.name}: ${instances} instances, ${latencyMs} ms, data dir ${kind}: listening after ${start.listeningS.toFixed(1)} s, first provision acknowledged after ${start.firstAckS.toFixed(1)} s, peak RSS ${start.peakRssMb.toFixed(0)} MB, load ${loadAvg(start.loadAvg)}`);
   return broker;
+}
+
+/** Seconds from spawn to the log lines of a start's phases (pino's `time`: wall-clock ms). */
+function phases(broker: BrokerProcess, spawnedAtWall: number): Start["phases"] {
+  const at = (msg: string): number | undefined => {
+    const line = broker.logs.find((l) => l.msg === msg);
+    return typeof line?.time === "string" ? (Date.parse(line.time) - spawnedAtWall) / 1000 : undefined;
+  };
+  return {
+    fetchedS: at("git writer started"),
+    viewLoadedS: at("repository view loaded"),
+    repackStartS: at("repacking the fetched pack with short delta chains") ?? repackStart(broker, at("fetched pack repacked with short delta chains")),
+    repackEndS: at("fetched pack repacked with short delta chains"),
+  };
+}
+
+/** A broker that does not log the repack's start (before 2026-11-29): its end less its duration. */
+function repackStart(broker: BrokerProcess, endS: number | undefined): number | undefined {
+  const ms = broker.logs.find((l) => l.msg === "fetched pack repacked with short delta chains")?.ms;
+  return endS === undefined || typeof ms !== "number" ? undefined : endS - ms / 1000;
 }
 
 /** The broker's command line; with --cpu-prof, node writes a profile into that directory on exit. */
@@ -314,6 +396,12 @@ function printReport(): void {
     printMetricsCost(out);
     return;
   }
+  if (STARTS_ONLY) {
+    out.splice(2);
+    out.push(...startsTable(), "", "| target | measured | |", "|---|---|---|", ...startTargets(), "", `Total run time ${seconds(started)} s.`);
+    process.stdout.write(`\n${out.join("\n")}\n`);
+    return;
+  }
   const compared = cells.filter((c) => c.writer === "naive").map((n) => ({ naive: n, broker: cell(n.instances, n.latencyMs, "gitwriter", n.load.clients) }));
   out.push("", "| instances | remote latency | clients | broker ops/s | naive ops/s | broker / naive | load avg (broker; naive) |", "|---:|---:|---:|---:|---:|---:|---|");
   for (const { naive, broker } of compared) {
@@ -327,12 +415,22 @@ function printReport(): void {
       out.push(`| ${kilo(n)} | ${latencyMs} ms | ${ms(roundTrips.get(key) ?? NaN)} ms | ${cost ? `${cost.cpuMsPerOp.toFixed(2)} ms (${cost.ops} ops)` : "-"} | ${(peakUnderLoad.get(key) ?? NaN).toFixed(0)} MB |`);
     }
   }
-  out.push("", "| instances | remote latency | data dir | listening after | first provision acknowledged after | peak RSS | load avg |", "|---:|---:|---|---:|---:|---:|---:|");
-  for (const s of starts) out.push(`| ${kilo(s.instances)} | ${s.latencyMs} ms | ${s.dataDir} | ${s.listeningS.toFixed(1)} s | ${s.firstAckS.toFixed(1)} s | ${s.peakRssMb.toFixed(0)} MB | ${loadAvg(s.loadAvg)} |`);
+  out.push(...startsTable());
   out.push("", "| target | measured | |", "|---|---|---|");
   out.push(...targets(compared));
   out.push("", `Total run time ${seconds(started)} s.`);
   process.stdout.write(`\n${out.join("\n")}\n`);
+}
+
+function startsTable(): string[] {
+  const out = ["", "| instances | remote latency | broker | data dir | listening after | first provision acknowledged after | peak RSS | load avg | fetched / view loaded / repack s |", "|---:|---:|---|---|---:|---:|---:|---:|---|"];
+  const s1 = (x: number | undefined) => (x === undefined ? "-" : x.toFixed(1));
+  for (const s of starts) {
+    const p = s.phases;
+    const repack = p.repackEndS === undefined ? "none" : `${s1(p.repackStartS)}-${s1(p.repackEndS)}`;
+    out.push(`| ${kilo(s.instances)} | ${s.latencyMs} ms | ${s.broker} | ${s.dataDir} | ${s.listeningS.toFixed(1)} s | ${s.firstAckS.toFixed(1)} s | ${s.peakRssMb.toFixed(0)} MB | ${loadAvg(s.loadAvg)} | ${s1(p.fetchedS)} / ${s1(p.viewLoadedS)} / ${repack} |`);
+  }
+  return out;
 }
 
 function targets(compared: { naive: Cell; broker: Cell | undefined }[]): string[] {
@@ -374,10 +472,15 @@ function targets(compared: { naive: Cell; broker: Cell | undefined }[]): string[
     const ratio = costLarge.cpuMsPerOp / costSmall.cpuMsPerOp;
     out.push(`| git writer alone, CPU per op at ${kilo(big)} within 1.5x of ${kilo(smallest)} | ${costLarge.cpuMsPerOp.toFixed(2)} vs ${costSmall.cpuMsPerOp.toFixed(2)} ms = ${ratio.toFixed(2)}x | ${verdict(ratio <= 1.5)} |`);
   }
-  for (const s of starts.filter((x) => x.instances === 100_000)) {
-    out.push(`| start at 100k: first provision <= 10 s, RSS <= 400 MB (data dir ${s.dataDir}, ${s.latencyMs} ms remote) | first ack ${s.firstAckS.toFixed(1)} s, ${s.peakRssMb.toFixed(0)} MB | ${verdict(s.firstAckS <= 10 && s.peakRssMb <= 400)} |`);
-  }
+  out.push(...startTargets());
   return out;
+}
+
+function startTargets(): string[] {
+  return starts.filter((x) => x.instances === 100_000).map((s) => {
+    const met = s.firstAckS <= 10 && s.peakRssMb <= 400;
+    return `| start at 100k: first provision <= 10 s, RSS <= 400 MB (${s.broker}, data dir ${s.dataDir}, ${s.latencyMs} ms remote) | first ack ${s.firstAckS.toFixed(1)} s, ${s.peakRssMb.toFixed(0)} MB | ${met ? "met" : "MISSED"} |`;
+  });
 }
 
 function printMetricsCost(out: string[]): void {

@@ -23,11 +23,16 @@ export interface OpenedRepository {
  */
 export async function openRepository(
   config: Config,
-  options: Omit<OpenWritersOptions, "clusters">,
+  options: Omit<OpenWritersOptions, "clusters" | "holdRepacksUntil">,
   opened: { writer?: (writer: GitWriter) => void; view?: (view: LiveRepoView) => void } = {},
 ): Promise<OpenedRepository> {
   let clusters: () => readonly { id: string; store?: string | undefined; schedulable: boolean }[] = () => [];
-  const { writer, storeSet } = openWriters(config, { ...options, clusters: () => clusters() });
+  // A clone's repack waits for the view's first load: the cold fold is the start's critical path
+  // and the repack would take CPU from it (ADR 0038, 2026-11-29). A failed start closes the
+  // writers, which runs what is held.
+  let viewLoaded: () => void = () => undefined;
+  const holdRepacksUntil = new Promise<void>((resolve) => (viewLoaded = resolve));
+  const { writer, storeSet } = openWriters(config, { ...options, clusters: () => clusters(), holdRepacksUntil });
   opened.writer?.(writer);
   await writer.start();
   const summaries = createInstanceSummaryCache();
@@ -42,5 +47,6 @@ export async function openRepository(
   clusters = () => view.clusters();
   opened.view?.(view);
   await view.reload();
+  viewLoaded();
   return { writer, ...(storeSet ? { storeSet } : {}), view, summaries };
 }

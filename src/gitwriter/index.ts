@@ -82,6 +82,13 @@ export interface GitWriterOptions {
   progressIntervalMs?: number;
   /** Monotonic milliseconds of the progress lines (default performance.now). */
   clock?: () => number;
+  /**
+   * No background repack starts before this settles (default: at once). The repack of a large
+   * fetched pack (a clone) to short delta chains runs several threads for seconds; a broker passes
+   * its view's first load, so that it does not compete with the cold fold of the instance records
+   * (ADR 0038, 2026-11-29). close() does not wait for it: it runs what is held, then closes.
+   */
+  holdRepacksUntil?: PromiseLike<unknown>;
 }
 
 /**
@@ -142,6 +149,7 @@ export function createGitWriter(options: GitWriterOptions): GitWriter {
     repository: options.repository ?? "the Git remote",
     minPushIntervalMs: options.minPushIntervalMs ?? 0,
     ...(options.confirmRejection ? { confirmRejection: options.confirmRejection } : {}),
+    ...(options.holdRepacksUntil ? { holdRepacksUntil: options.holdRepacksUntil } : {}),
   });
 }
 

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { inflateSync } from "node:zlib";
@@ -47,6 +47,9 @@ const COMPACT_ABOVE_PACKS = 16;
 const execFileAsync = promisify(execFile);
 
 const EMPTY_TREE: TreeObject = { tree: new Map(), raw: Buffer.alloc(0), oidAt: new Map() };
+
+/** In the repository while a repack to short delta chains is owed (see oweDeltaCap). */
+const DELTA_CAP_OWED = "gitops-broker-cap-deltas";
 
 /**
  * Objects and refs of the local bare repository, without a working tree or an index.
@@ -223,6 +226,20 @@ export class ObjectStore {
    */
   async capDeltaChains(): Promise<void> {
     await this.repack(["-a", "--keep-unreachable", "--window=0", "--depth=4"]);
+    rmSync(path.join(this.gitdir, DELTA_CAP_OWED), { force: true });
+  }
+
+  /**
+   * Notes in the repository that capDeltaChains() is owed, until it has run: a process stopped
+   * before it ran (its repack waits for the start's reads) leaves the note for the next start,
+   * whose fetch brings too little to ask for it again.
+   */
+  oweDeltaCap(): void {
+    writeFileSync(path.join(this.gitdir, DELTA_CAP_OWED), "a fetched pack is to be repacked with short delta chains\n");
+  }
+
+  get deltaCapOwed(): boolean {
+    return existsSync(path.join(this.gitdir, DELTA_CAP_OWED));
   }
 
   private async repack(args: string[]): Promise<void> {

@@ -52,6 +52,8 @@ export interface WriterDeps {
    * re-runs the operation before rejecting it (ADR 0012). Default: never.
    */
   confirmRejection?: (error: unknown) => boolean;
+  /** No background repack starts before this settles, nor after close() began (see Repacker). */
+  holdRepacksUntil?: PromiseLike<unknown>;
 }
 
 /** After a rejected push: someone else just pushed, so retry soon. */
@@ -149,7 +151,7 @@ export class Writer implements GitWriter {
     this.reach = new Reachability({ logger, metrics, labels: this.labels, activityTimeoutMs: deps.activityTimeoutMs, waitingMs: () => deps.remote.waitingMs });
     this.window = new PushWindow(deps.minPushIntervalMs);
     this.history = new HistoryWatch({ lostCommits: (a, b, max) => deps.remote.lostCommits(a, b, max), logger, metrics, labels: this.labels, now: deps.now });
-    this.repacker = new Repacker({ store: deps.store, logger });
+    this.repacker = new Repacker({ store: deps.store, logger, ...(deps.holdRepacksUntil ? { holdUntil: deps.holdRepacksUntil } : {}) });
     this.branchRef = `refs/heads/${deps.branch}`;
     this.trackingRef = `refs/remotes/origin/${deps.branch}`;
   }
@@ -261,7 +263,7 @@ export class Writer implements GitWriter {
     // A chain waiting for its push window is pushed at once.
     this.wake?.();
     while (this.worker !== undefined) await this.worker;
-    await this.repacker.idle();
+    await this.repacker.finish();
     this.deps.store.close();
     this.state = "closed";
     this.deps.logger.info({ tip: this.remoteTip.commit }, "git writer closed");
@@ -272,6 +274,7 @@ export class Writer implements GitWriter {
     await remote.init();
     // What the repository holds already is not news to the fetch below (see fetchTip).
     store.refreshPacks();
+    this.repacker.atStart();
     // The local ref only ever holds a tip the remote had: if the new tip does not descend from
     // it, the branch was rewritten while no broker watched.
     const known = await store.resolveRef(this.branchRef).catch(() => null);

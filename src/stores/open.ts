@@ -24,6 +24,8 @@ export interface OpenWritersOptions {
   localPrefix?: string;
   /** Rejected pushes of one batch before its operations fail (the writers' default: 10). */
   maxPushAttempts?: number;
+  /** Every writer's background repacks wait for this (the view's first load; see GitWriterOptions.holdRepacksUntil). */
+  holdRepacksUntil?: PromiseLike<unknown>;
 }
 
 /** Environment for the git CLI: ssh deploy key command, https token (via env, never argv). */
@@ -53,6 +55,7 @@ export function openWriters(config: Config, options: OpenWritersOptions): { writ
     activityTimeoutMs: config.git.activityTimeoutSeconds * 1000,
     ...(options.confirmRejection ? { confirmRejection: options.confirmRejection } : {}),
     ...(options.maxPushAttempts !== undefined ? { maxPushAttempts: options.maxPushAttempts } : {}),
+    ...(options.holdRepacksUntil ? { holdRepacksUntil: options.holdRepacksUntil } : {}),
   };
   const control = createGitWriter({
     ...common,
