@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ClusterMovedError, ClusterMovingError, InstanceMoveAcrossStoresError, StoreMismatchError } from "../errors/index.js";
+import { ClusterMovedError, ClusterMovingError, GitRemoteError, InstanceMoveAcrossStoresError, StoreMismatchError } from "../errors/index.js";
 import { createGitWriter, type Draft, type GitWriter, type OperationOutcome } from "../gitwriter/index.js";
 import { commitImport, type ImportPlan } from "../import/index.js";
 import { silentLogger } from "../log/index.js";
@@ -140,6 +140,26 @@ describe("StoreSet.submitTo: one repository per operation", () => {
     });
     expect(landed.commit).not.toBeNull();
     expect(await readRemoteFile(bare.us, "main", clusterNamespacePath("eu-1"))).toBe("kind: Namespace\n");
+  });
+});
+
+describe("StoreSet.refresh: every store current, or an error naming each that is not", () => {
+  it("two stores that cannot be fetched are both named, not only the first", async () => {
+    const { stores, bare } = await repos();
+    await expect(stores.refresh()).resolves.toBeTypeOf("string");
+    for (const name of ["eu", "us"] as const) await fs.rename(bare[name], `${bare[name]}.gone`);
+    try {
+      const failure = await stores.refresh().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failure).toBeInstanceOf(GitRemoteError);
+      expect((failure as GitRemoteError).repository).toBe("store eu and store us");
+      expect((failure as GitRemoteError).remoteMessage).toMatch(/^store eu: .+; store us: .+/);
+    } finally {
+      for (const name of ["eu", "us"] as const) await fs.rename(`${bare[name]}.gone`, bare[name]);
+    }
+    await expect(stores.refresh()).resolves.toBeTypeOf("string");
   });
 });
 

@@ -1,6 +1,7 @@
 import type { CommitInfo, GitWriter, HistoryRewrite, LogOptions, Operation, PushEvent, SubmitResult, TreeReader } from "../gitwriter/index.js";
-import { InvalidArgumentError, type StoreUnavailableError } from "../errors/index.js";
+import { GitRemoteError, InvalidArgumentError, StoreUnavailableError } from "../errors/index.js";
 import type { Logger } from "../log/index.js";
+import { storeLabel } from "../repo/index.js";
 import type { GitWriterInstruments } from "../metrics/index.js";
 import { CompositeDraft } from "./composite-draft.js";
 import { compositeCommit, compositeTree, emptyTree, parseCompositeCommit, type CompositeTree } from "./composite-tree.js";
@@ -93,14 +94,14 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
     return compositeTree(parts(stores, compositeCommit(commits)));
   }
 
-  /** Fetch every store; the first failure rejects (a "not found" needs every store current). */
+  /** Fetch every store; rejects when one failed, naming every one that did (a "not found" needs every store current). */
   async function refreshAll(): Promise<void> {
     const results = await Promise.allSettled([...writers].map(([name, w]) => {
       const down = unavailable(name);
       return down ? Promise.reject(down) : w.refresh();
     }));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (failed) throw failed.reason;
+    const failures = results.flatMap((r, i): [StoreName, unknown][] => (r.status === "rejected" ? [[names[i]!, r.reason]] : []));
+    if (failures.length > 0) throw failedStores(failures);
   }
 
   const route = createRoute({ snapshot, refreshAll, clusters: () => options.clusters?.() ?? [], readText: (store, path) => writer(store).snapshot().readText(path) });
@@ -160,6 +161,25 @@ export function createStoreSet(options: StoreSetOptions): StoreSet {
       await Promise.all([...writers.values()].map((w) => w.close()));
     },
   };
+}
+
+/**
+ * One error for the stores a refresh could not fetch, so that a 503 names all of them rather than
+ * the first in the list: a store unavailable since start (its clusters' requests are refused until
+ * it answers); else, when every failure is a remote's, one GitRemoteError naming each repository.
+ */
+function failedStores(failures: readonly [StoreName, unknown][]): unknown {
+  const errors = failures.map(([, error]) => error);
+  if (errors.length === 1) return errors[0];
+  const down = errors.find((e) => e instanceof StoreUnavailableError);
+  if (down) return down;
+  if (!errors.every((e) => e instanceof GitRemoteError)) return errors.find((e) => !(e instanceof GitRemoteError));
+  const remotes = failures as [StoreName, GitRemoteError][];
+  return new GitRemoteError("unreachable", remotes.map(([name, e]) => `${storeLabel(name)}: ${e.remoteMessage}`).join("; "), {
+    repository: remotes.map(([name]) => storeLabel(name)).join(" and "),
+    timedOut: remotes.some(([, e]) => e.timedOut),
+    cause: remotes[0]![1],
+  });
 }
 
 /** Each store's state: unavailable since start, or how its last contact with its remote went. */
