@@ -22,7 +22,8 @@ import { toError, WasmCallError } from "../errors/index.js";
  * loads the module.
  *
  * The process's calls go to a pool of such hosts (`WasmPool`), one by default; a command that
- * renders many instances at once (the import's `--render-workers`) sizes it (`setModuleWorkers`). Each call is answered by one host, so the answers are the same whichever
+ * renders many instances at once (the import's `--render-workers`) sizes it
+ * (`setModuleWorkers`). Each call is answered by one host, so the answers are the same whichever
  * host ran it; the order of the results is the callers' (ADR 0026, 2026-11-29).
  */
 
