@@ -24,7 +24,8 @@ export function operationWaits(osb: () => OsbClient, logs: () => string): Operat
   const finished = (instanceId: string, operation: string, timeout = EVENT_CEILING_MS) =>
     eventually(async () => {
       const answer = await lastOperation(instanceId, operation);
-      expect(answer.state, `${answer.description}\n${logs()}`).not.toBe("in progress");
+      // The agent's logs first: a CI log keeps the message's tail, which says what the broker waits for.
+      expect(answer.state, `${logs()}\n\nlast_operation of ${instanceId} (${operation}): ${answer.description}`).not.toBe("in progress");
       return answer;
     }, timeout);
   return { lastOperation, finished };
