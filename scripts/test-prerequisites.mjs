@@ -10,6 +10,7 @@
  *   openssl         the client-certificate and kube-apiserver tests make CAs and certificates with it
  *   nginx           test/broker/behind-a-proxy.test.ts puts it in front of the broker (its service is never started)
  *   redis-server    real Argo CD's cache (test/real-agents/argocd.test.ts, ADR 0035; its service is never started)
+ *   flock           every test file holds one of the machine's test-file slots with it (test/support/file-slots.ts, ADR 0039)
  *   go              1.21 or later: it fetches the release each go.mod names (GOTOOLCHAIN) from the Go
  *                   module proxy, to build the test tools once (scripts/build-test-tools.sh, ADR 0022)
  *
@@ -45,6 +46,7 @@ export const PROGRAMS = [
   { name: "openssl", debian: "openssl" },
   { name: "nginx", debian: "nginx" },
   { name: "redis-server", debian: "redis-server" },
+  { name: "flock", debian: "util-linux" },
   { name: "go", debian: undefined },
 ];
 

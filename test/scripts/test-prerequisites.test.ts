@@ -12,7 +12,7 @@ import { PROCESS_TEST_TIMEOUT_MS, runProcess, trackedTempDir } from "../support/
  */
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const ALL = ["git", "age", "age-keygen", "openssl", "nginx", "redis-server", "go"];
+const ALL = ["git", "age", "age-keygen", "openssl", "nginx", "redis-server", "flock", "go"];
 
 /** A directory holding links to these programs (and the fakes written into it). */
 async function binDir(links: Record<string, string>): Promise<string> {
@@ -41,7 +41,7 @@ describe("npm test on a machine without the programs the tests run", { timeout: 
     expect(code, `${stdout}\n${stderr}`).not.toBe(0);
     expect(stderr).toContain(`The tests need programs this machine does not have: ${ALL.join(", ")}.`);
     const install = process.getuid?.() === 0 ? "" : "sudo ";
-    expect(stderr).toContain(`  ${install}apt-get install -y git age openssl nginx redis-server && curl -fsSL https://go.dev/dl/${TOOLS_GO}.linux-`);
+    expect(stderr).toContain(`  ${install}apt-get install -y git age openssl nginx redis-server util-linux && curl -fsSL https://go.dev/dl/${TOOLS_GO}.linux-`);
     // The prerequisites are all it ran: not the check, not vitest, not a build.
     expect(`${stdout}\n${stderr}`).toContain("> gitops-broker@0.1.0 pretest");
     expect(`${stdout}\n${stderr}`).not.toMatch(/> gitops-broker@0\.1\.0 (test|check|deps|test:vitest)$/m);
@@ -50,7 +50,7 @@ describe("npm test on a machine without the programs the tests run", { timeout: 
 
 describe("findPrograms", () => {
   it("finds a program off PATH in the extra directories, and puts that directory on the PATH it returns", async () => {
-    const onPath = await binDir({ git: "/bin/true", age: "/bin/true", "age-keygen": "/bin/true", openssl: "/bin/true" });
+    const onPath = await binDir({ git: "/bin/true", age: "/bin/true", "age-keygen": "/bin/true", openssl: "/bin/true", flock: "/bin/true" });
     const off = await binDir({ nginx: "/bin/true", "redis-server": "/bin/true" });
     await fakeGo(off, TOOLS_GO);
     const found = findPrograms({ PATH: onPath, GITOPS_BROKER_TEST_PROGRAM_DIRS: off });
@@ -73,8 +73,8 @@ describe("findPrograms", () => {
 describe("the install command", () => {
   it("is one apt-get for Debian's packages (age once for age and age-keygen), with sudo when not root", () => {
     const missing = findPrograms({ PATH: "", GITOPS_BROKER_TEST_PROGRAM_DIRS: "" }).missing.filter((p) => p.name !== "go");
-    expect(installCommand(missing, false)).toBe("sudo apt-get install -y git age openssl nginx redis-server");
-    expect(installCommand(missing, true)).toBe("apt-get install -y git age openssl nginx redis-server");
+    expect(installCommand(missing, false)).toBe("sudo apt-get install -y git age openssl nginx redis-server util-linux");
+    expect(installCommand(missing, true)).toBe("apt-get install -y git age openssl nginx redis-server util-linux");
   });
 
   it("adds Go's release from go.dev when go is missing: Debian 12's golang-go is too old to fetch it", () => {
