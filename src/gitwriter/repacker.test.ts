@@ -25,7 +25,7 @@ function setup(needsCompaction: boolean, holdUntil?: PromiseLike<unknown>, owed 
     },
   };
   const repacker = new Repacker({ store, logger: { info: log, warn: log, error: log }, ...(holdUntil ? { holdUntil } : {}) });
-  return { repacker, events, logs, release: () => release(), cap };
+  return { repacker, events, logs, release: () => release(), cap, store };
 }
 
 /** A promise and what settles it. */
@@ -40,13 +40,14 @@ const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("Repacker", () => {
   it("rolls up packs after a push only when needed, one repack at a time, in order", async () => {
-    const { repacker, events, release, logs } = setup(true);
+    const { repacker, events, release, logs, cap } = setup(true);
     repacker.afterPush();
     repacker.afterPush(); // one compaction is running: not a second
     repacker.afterFetch(50_000); // owed, queued behind it
     await turn();
     expect(events).toEqual(["owe", "compact"]);
     release();
+    await cap;
     await repacker.finish();
     expect(events).toEqual(["owe", "compact", "cap"]);
     expect(logs).toEqual(["packs compacted", "repacking the fetched pack with short delta chains", "fetched pack repacked with short delta chains"]);
@@ -87,14 +88,33 @@ describe("Repacker", () => {
     await repacker.finish();
   });
 
-  it("finish() runs what is held: a writer closed before the view loaded still repacks its clone", async () => {
-    const { repacker, events, logs } = setup(false, new Promise<never>(() => undefined));
+  it("finish() starts nothing held: a writer closed before the view loaded leaves its clone's repack owed to the next start", async () => {
+    const { repacker, events, logs, store } = setup(false, new Promise<never>(() => undefined));
     repacker.afterFetch(50_000);
     await turn();
     expect(events).toEqual(["owe"]);
     await repacker.finish();
-    expect(events).toEqual(["owe", "cap"]);
-    expect(logs.at(-1)).toBe("fetched pack repacked with short delta chains");
+    for (let i = 0; i < 5; i++) await turn();
+    expect(events).toEqual(["owe"]);
+    expect(logs).toEqual([]);
+    expect(store.deltaCapOwed).toBe(true);
+  });
+
+  it("finish() waits for the repack under way and drops the one queued behind it", async () => {
+    const { repacker, events, release, logs, store } = setup(true);
+    repacker.afterPush();
+    repacker.afterFetch(50_000);
+    await turn();
+    expect(events).toEqual(["owe", "compact"]);
+    let finished = false;
+    const finishing = repacker.finish().then(() => (finished = true));
+    for (let i = 0; i < 5; i++) await turn();
+    expect(finished).toBe(false);
+    release();
+    await finishing;
+    expect(events).toEqual(["owe", "compact"]);
+    expect(logs).toEqual(["packs compacted"]);
+    expect(store.deltaCapOwed).toBe(true);
   });
 
   it("a hold that fails (the view did not load) releases the repack as well", async () => {

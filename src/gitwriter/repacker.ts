@@ -8,7 +8,7 @@ export interface RepackerDeps {
   store: Pick<ObjectStore, "needsCompaction" | "packCount" | "compact" | "capDeltaChains" | "oweDeltaCap" | "deltaCapOwed">;
   logger: PieceLogger;
   /**
-   * No repack starts before this settles (resolved or rejected); finish() stops the wait. A broker
+   * No repack starts before this settles (resolved or rejected). A broker
    * passes its view's first load: a clone's repack (several threads) would compete with the cold
    * fold of the records for the CPU (ADR 0038, 2026-11-29). Default: no wait.
    */
@@ -19,12 +19,16 @@ export interface RepackerDeps {
  * Repacking, one of the writer's pieces (ADR 0005): small packs rolled up after pushes, and a
  * large fetched pack (a clone) repacked with short delta chains, in the background, one repack at
  * a time (two repacks of one repository must not race), none before `holdUntil`. Reads go on
- * meanwhile: the store finds objects that moved to the new pack (see ObjectStore.find).
+ * meanwhile: the store finds objects that moved to the new pack (see ObjectStore.find). A writer
+ * that closes waits for a repack under way and starts none: a repack to short chains it leaves is
+ * owed in the repository (ObjectStore.oweDeltaCap), and the next start runs it (atStart).
  */
 export class Repacker {
   private running: Promise<void> | undefined;
   /** Resolves when repacks may start: `holdUntil` settled, or finish() was called. */
   private readonly released: Promise<void>;
+  /** finish() was called: repacks not started yet never start. */
+  private finished = false;
   private release: () => void = () => undefined;
   /** A repack to short delta chains is queued and has not started. */
   private capQueued = false;
@@ -74,8 +78,12 @@ export class Repacker {
     );
   }
 
-  /** Ends the hold and resolves when no repack runs (close(): what a fetch brought is repacked before the writer closes). */
+  /**
+   * close(): resolves once no repack runs. One under way finishes; one not started (held, or queued
+   * behind another) is dropped, so a shutdown never waits for it: the next start runs an owed one.
+   */
   async finish(): Promise<void> {
+    this.finished = true;
     this.release();
     while (this.running !== undefined) await this.running;
   }
@@ -84,6 +92,7 @@ export class Repacker {
     const { logger } = this.deps;
     const run: Promise<void> = (this.running ?? this.released)
       .then(async () => {
+        if (this.finished) return;
         const started = performance.now();
         await job();
         const { msg, fields } = done(Math.round(performance.now() - started));
