@@ -54,6 +54,19 @@ async function longestChain(gitdir: string): Promise<number> {
   return Math.max(0, ...[...out.matchAll(/chain length = (\d+)/g)].map((m) => Number(m[1])));
 }
 
+/** A writer on `gitdir` cloning the prefilled remote, its log messages in `logs`. */
+function writerAt(gitdir: string, logs: string[], holdRepacksUntil?: Promise<never>) {
+  const log = (_obj: object, msg: string) => void logs.push(msg);
+  return createGitWriter({
+    gitdir,
+    remoteUrl: url,
+    branch: "main",
+    author: { name: "t", email: "t@example.com" },
+    logger: { debug: log, info: log, warn: log, error: log },
+    ...(holdRepacksUntil ? { holdRepacksUntil } : {}),
+  });
+}
+
 describe("a new replica's repack", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("runs after the broker's view is loaded, not before, and the broker serves as before", async () => {
     expect(await objectsIn(remoteDir)).toBeGreaterThanOrEqual(20_000);
@@ -91,16 +104,8 @@ describe("a new replica's repack", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("a writer closed while its repack is held closes without repacking; the next start repacks", async () => {
     const gitdir = path.join(root, "closed-early.git");
     const logs: string[] = [];
-    const log = (_obj: object, msg: string) => void logs.push(msg);
-    const writer = createGitWriter({
-      gitdir,
-      remoteUrl: url,
-      branch: "main",
-      author: { name: "t", email: "t@example.com" },
-      logger: { debug: log, info: log, warn: log, error: log },
-      // A view that never loads (a start that failed after the clone).
-      holdRepacksUntil: new Promise<never>(() => undefined),
-    });
+    // A view that never loads (a start that failed after the clone).
+    const writer = writerAt(gitdir, logs, new Promise<never>(() => undefined));
     await writer.start();
     expect(logs).toContain("git writer started");
     expect(logs).not.toContain(REPACK_START);
@@ -109,14 +114,7 @@ describe("a new replica's repack", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     expect(await longestChain(gitdir)).toBeGreaterThan(4);
 
     const next: string[] = [];
-    const record = (_obj: object, msg: string) => void next.push(msg);
-    const again = createGitWriter({
-      gitdir,
-      remoteUrl: url,
-      branch: "main",
-      author: { name: "t", email: "t@example.com" },
-      logger: { debug: record, info: record, warn: record, error: record },
-    });
+    const again = writerAt(gitdir, next);
     await again.start();
     await vi.waitFor(() => expect(next).toContain(REPACKED), { timeout: PROCESS_TEST_TIMEOUT_MS, interval: 100 });
     await again.close();
@@ -126,17 +124,7 @@ describe("a new replica's repack", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
 
   it("a start whose process stopped before its repack ran (killed during the fold): the next start repacks", async () => {
     const gitdir = path.join(root, "killed-early.git");
-    const writer = (logs: string[], holdRepacksUntil?: Promise<never>) => {
-      const log = (_obj: object, msg: string) => void logs.push(msg);
-      return createGitWriter({
-        gitdir,
-        remoteUrl: url,
-        branch: "main",
-        author: { name: "t", email: "t@example.com" },
-        logger: { debug: log, info: log, warn: log, error: log },
-        ...(holdRepacksUntil ? { holdRepacksUntil } : {}),
-      });
-    };
+    const writer = (logs: string[], holdRepacksUntil?: Promise<never>) => writerAt(gitdir, logs, holdRepacksUntil);
     // Started and never closed, its hold never settling: what a kill during the fold leaves.
     const first: string[] = [];
     const abandoned = writer(first, new Promise<never>(() => undefined));
