@@ -38,6 +38,14 @@ function idsFor(store: string, prefix: string, count: number): string[] {
   return ids;
 }
 
+/** Resolves once the broker at `url` says on /readyz that it serves `store`. */
+async function servingStore(url: string, store: string): Promise<void> {
+  await vi.waitFor(async () => expect((await readyz(url)).body.checks.find((c) => c.name === `store ${store}`)).toMatchObject({ ok: true }), {
+    timeout: EVENT_CEILING_MS,
+    interval: 200,
+  });
+}
+
 async function scrape(url: string, line: RegExp): Promise<string | undefined> {
   const text = await (await fetch(url)).text();
   return text.split("\n").find((l) => line.test(l));
@@ -72,10 +80,7 @@ describe("a store that does not answer at start", () => {
     // eu answers, but on a loaded machine its clone may end after the broker's start wait (10 s):
     // it is then served once started, as /readyz says (beside a second suite: "store eu has not
     // answered since the broker started").
-    await vi.waitFor(async () => expect((await readyz(s.h.broker.url)).body.checks.find((c) => c.name === "store eu")).toMatchObject({ ok: true }), {
-      timeout: EVENT_CEILING_MS,
-      interval: 200,
-    });
+    await servingStore(s.h.broker.url, "eu");
     const euReply = await s.h.osb.provision(onEu!, body());
     expect(euReply.status, JSON.stringify(euReply.body)).toBe(201);
     expect(await s.holders(onEu!)).toEqual(["eu"]);
@@ -137,10 +142,7 @@ describe("a store whose remote hangs for 90 s", () => {
       for (const [i, r] of [fresh, restarted].entries()) {
         // A replica serves a store once it has it (the fresh one clones eu after it listens: on a
         // loaded machine, after its first request may arrive).
-        await vi.waitFor(async () => expect((await readyz(r.broker.url)).body.checks.find((c) => c.name === "store eu")).toMatchObject({ ok: true }), {
-          timeout: EVENT_CEILING_MS,
-          interval: 200,
-        });
+        await servingStore(r.broker.url, "eu");
         const reply = await r.osb.provision(euNew[100 + i]!, body());
         served.push({ status: reply.status, ...(reply.status === 201 ? {} : { description: reply.body.description }) });
       }
