@@ -1,5 +1,5 @@
-import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
+import { FILES_PER_RUN } from "./test/support/file-slots.js";
 
 export default defineConfig({
   test: {
@@ -16,8 +16,9 @@ export default defineConfig({
     isolate: false,
     // Two more files at a time than there are cores (vitest's default is one fewer): files wait
     // on git processes, servers, timers and bounds they test, so on 2 cores the default of one
-    // file at a time left a core idle, and 4 beat 3 (ADR 0019).
-    maxWorkers: availableParallelism() + 2,
+    // file at a time left a core idle, and 4 beat 3 (ADR 0019). Also the machine's default number
+    // of test-file slots, shared by every run on it (ADR 0039).
+    maxWorkers: FILES_PER_RUN,
     // Workers without V8's optimizing compiler: a test runs most code a few times, and compiling
     // what got warm (on background threads, a third as much CPU again as the workers' main threads)
     // rarely paid back (ADR 0019, "workers without the optimizing compiler"). Brokers started as

@@ -18,12 +18,18 @@ import type { Socket } from "node:net";
 import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 
-/** Slots on the machine (default: vitest's maxWorkers of one run); 0: no limit. */
+/**
+ * Test files one run keeps in flight, vitest's `maxWorkers` (vitest.config.ts): two more than the
+ * cores, since files wait on git processes, servers and timers (ADR 0019).
+ */
+export const FILES_PER_RUN = availableParallelism() + 2;
+
+/** Slots on the machine (default: FILES_PER_RUN, one run's); 0: no limit. */
 export const SLOTS_VARIABLE = "GITOPS_BROKER_TEST_SLOTS";
 
 export function slotCount(env: NodeJS.ProcessEnv = process.env): number {
   const given = env[SLOTS_VARIABLE];
-  if (given === undefined || given === "") return availableParallelism() + 2;
+  if (given === undefined || given === "") return FILES_PER_RUN;
   const count = Number(given);
   if (!Number.isInteger(count) || count < 0) throw new Error(`${SLOTS_VARIABLE}=${given}: a whole number of test files at once (0: no limit)`);
   return count;
