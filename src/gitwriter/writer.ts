@@ -5,6 +5,7 @@ import type { GitWriterInstruments } from "../metrics/index.js";
 import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
 import { formatCommitMessage } from "./commit-message.js";
 import { HistoryWatch } from "./history-watch.js";
+import { Listeners } from "./listeners.js";
 import { PushDoubts } from "./push-doubts.js";
 import { PushWindow } from "./push-window.js";
 import { Reachability } from "./reachability.js";
@@ -128,8 +129,6 @@ export class Writer implements GitWriter {
   private chain: Chain = { base: EMPTY_TIP, tip: EMPTY_TIP, built: 0 };
   private refreshWaiters: Waiter<string | null>[] = [];
   private worker: Promise<void> | undefined;
-  private readonly listeners = new Set<(tip: string | null, previous: string | null) => void>();
-  private readonly pushListeners = new Set<(event: PushEvent) => void>();
   /** Consecutive rejected pushes of the current batch. */
   private rejections = 0;
   /** Wakes the worker waiting for a push or a window when an operation or a fetch arrives. */
@@ -144,6 +143,8 @@ export class Writer implements GitWriter {
   private readonly inDoubtPushes = new PushDoubts<Entry, { result: unknown; commit: string | null }>();
   private readonly history: HistoryWatch;
   private readonly repacker: Repacker;
+  private readonly tipListeners: Listeners<[tip: string | null, previous: string | null]>;
+  private readonly pushListeners: Listeners<[event: PushEvent]>;
   constructor(deps: WriterDeps) {
     this.deps = deps;
     this.labels = { store: deps.storeName };
@@ -152,6 +153,8 @@ export class Writer implements GitWriter {
     this.window = new PushWindow(deps.minPushIntervalMs);
     this.history = new HistoryWatch({ lostCommits: (a, b, max) => deps.remote.lostCommits(a, b, max), logger, metrics, labels: this.labels, now: deps.now });
     this.repacker = new Repacker({ store: deps.store, logger, ...(deps.holdRepacksUntil ? { holdUntil: deps.holdRepacksUntil } : {}) });
+    this.tipListeners = new Listeners(logger, "onTip");
+    this.pushListeners = new Listeners(logger, "onPushed");
     this.branchRef = `refs/heads/${deps.branch}`;
     this.trackingRef = `refs/remotes/origin/${deps.branch}`;
   }
@@ -235,8 +238,7 @@ export class Writer implements GitWriter {
   }
 
   onTip(listener: (tip: string | null, previous: string | null) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.tipListeners.add(listener);
   }
 
   log(from: string, paths: readonly string[], options: LogOptions = {}): Promise<CommitInfo[]> {
@@ -248,8 +250,7 @@ export class Writer implements GitWriter {
   }
 
   onPushed(listener: (event: PushEvent) => void): () => void {
-    this.pushListeners.add(listener);
-    return () => this.pushListeners.delete(listener);
+    return this.pushListeners.add(listener);
   }
 
   async close(): Promise<void> {
@@ -287,7 +288,7 @@ export class Writer implements GitWriter {
     // close() may have been called while starting.
     if (this.state === "new") this.state = "open";
     logger.info({ tip: tip.commit }, "git writer started");
-    if (tip.commit !== null) this.notify(tip.commit, null);
+    if (tip.commit !== null) this.tipListeners.emit(tip.commit, null);
   }
 
   /** `what` got no answer from the remote within its bound. */
@@ -745,7 +746,7 @@ export class Writer implements GitWriter {
     if (previous.commit === tip.commit) return;
     if (this.inDoubtPushes.size > 0) await this.settleDoubts(tip);
     this.remoteTip = tip;
-    this.notify(tip.commit, previous.commit);
+    this.tipListeners.emit(tip.commit, previous.commit);
     try {
       await this.deps.store.setRef(this.branchRef, tip.commit);
     } catch (error) {
@@ -755,27 +756,10 @@ export class Writer implements GitWriter {
     }
   }
 
-  private notify(tip: string | null, previous: string | null): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(tip, previous);
-      } catch (error) {
-        this.deps.logger.error({ err: error }, "onTip listener failed");
-      }
-    }
-  }
-
   private notifyPushed(previous: string | null, tip: string, batch: Entry[]): void {
     if (this.pushListeners.size === 0) return;
     const commits = batch.flatMap((e) => (typeof e.outcome?.commit === "string" ? [{ commit: e.outcome.commit, paths: e.outcome.paths }] : []));
-    const event: PushEvent = { branch: this.deps.branch, previous, tip, commits };
-    for (const listener of this.pushListeners) {
-      try {
-        listener(event);
-      } catch (error) {
-        this.deps.logger.error({ err: error }, "onPushed listener failed");
-      }
-    }
+    this.pushListeners.emit({ branch: this.deps.branch, previous, tip, commits });
   }
 
   /** Settles `rejected` with `error` and drops the chain: whatever stays queued re-runs from the remote tip. */
