@@ -10,6 +10,7 @@ import { PushDoubts } from "./push-doubts.js";
 import { PushWindow } from "./push-window.js";
 import { Reachability } from "./reachability.js";
 import { Repacker } from "./repacker.js";
+import { WorkLoop } from "./work-loop.js";
 import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
 import type { Remote } from "./remote.js";
 import { DraftTree, TreeView } from "./tree-view.js";
@@ -128,11 +129,8 @@ export class Writer implements GitWriter {
   private readonly entries: Entry[] = [];
   private chain: Chain = { base: EMPTY_TIP, tip: EMPTY_TIP, built: 0 };
   private refreshWaiters: Waiter<string | null>[] = [];
-  private worker: Promise<void> | undefined;
   /** Consecutive rejected pushes of the current batch. */
   private rejections = 0;
-  /** Wakes the worker waiting for a push or a window when an operation or a fetch arrives. */
-  private wake: (() => void) | undefined;
   /** Operations refused on a view older than their request: re-run after the next fetch (ADR 0012). */
   private doubted: Entry[] = [];
   /** The `store` label of every metric update. */
@@ -145,6 +143,7 @@ export class Writer implements GitWriter {
   private readonly repacker: Repacker;
   private readonly tipListeners: Listeners<[tip: string | null, previous: string | null]>;
   private readonly pushListeners: Listeners<[event: PushEvent]>;
+  private readonly loop: WorkLoop;
   constructor(deps: WriterDeps) {
     this.deps = deps;
     this.labels = { store: deps.storeName };
@@ -153,6 +152,7 @@ export class Writer implements GitWriter {
     this.window = new PushWindow(deps.minPushIntervalMs);
     this.history = new HistoryWatch({ lostCommits: (a, b, max) => deps.remote.lostCommits(a, b, max), logger, metrics, labels: this.labels, now: deps.now });
     this.repacker = new Repacker({ store: deps.store, logger, ...(deps.holdRepacksUntil ? { holdUntil: deps.holdRepacksUntil } : {}) });
+    this.loop = new WorkLoop({ hasWork: () => this.hasWork(), turn: () => this.turn(), failed: (error) => this.failed(error) });
     this.tipListeners = new Listeners(logger, "onTip");
     this.pushListeners = new Listeners(logger, "onPushed");
     this.branchRef = `refs/heads/${deps.branch}`;
@@ -191,8 +191,8 @@ export class Writer implements GitWriter {
         reject,
       });
       this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
-      this.wake?.();
-      this.kick();
+      this.loop.wake();
+      this.loop.kick();
     });
   }
 
@@ -232,8 +232,8 @@ export class Writer implements GitWriter {
       };
       this.refreshWaiters.push(waiter);
       // A chain waiting for its push window lets the fetch go first.
-      this.wake?.();
-      this.kick();
+      this.loop.wake();
+      this.loop.kick();
     });
   }
 
@@ -262,8 +262,8 @@ export class Writer implements GitWriter {
     }
     this.state = "closing";
     // A chain waiting for its push window is pushed at once.
-    this.wake?.();
-    while (this.worker !== undefined) await this.worker;
+    this.loop.wake();
+    await this.loop.idle();
     await this.repacker.finish();
     this.deps.store.close();
     this.state = "closed";
@@ -318,27 +318,15 @@ export class Writer implements GitWriter {
     return this.entries.length > 0 || this.refreshWaiters.length > 0 || this.doubted.length > 0;
   }
 
-  private kick(): void {
-    if (this.worker !== undefined) return;
-    this.worker = this.work().finally(() => {
-      this.worker = undefined;
-      if (this.hasWork()) this.kick();
-    });
+  /** One turn of the work loop. Between batches: a refresh waits for the push in flight, never for all queued work. */
+  private turn(): Promise<void> {
+    return this.refreshWaiters.length > 0 || this.doubted.length > 0 ? this.serveRefresh() : this.step();
   }
 
-  private async work(): Promise<void> {
-    while (this.hasWork()) {
-      try {
-        // Between batches: a refresh waits for the push in flight, never for all queued work.
-        if (this.refreshWaiters.length > 0 || this.doubted.length > 0) await this.serveRefresh();
-        else await this.step();
-      } catch (error) {
-        // Not a remote failure (those are handled in step): the local repository failed us.
-        // Whatever is queued cannot be trusted to commit; reject it rather than loop.
-        this.deps.logger.error({ err: error }, "git writer failed");
-        this.rejectEntries([...this.entries], error);
-      }
-    }
+  /** Not a remote failure (those are handled in step): the local repository failed us. Whatever is queued cannot be trusted to commit; reject it rather than loop. */
+  private failed(error: unknown): void {
+    this.deps.logger.error({ err: error }, "git writer failed");
+    this.rejectEntries([...this.entries], error);
   }
 
   /**
@@ -430,16 +418,7 @@ export class Writer implements GitWriter {
         await this.build(() => settled !== undefined || performance.now() >= due);
         continue;
       }
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        pushed,
-        new Promise<void>((resolve) => {
-          this.wake = resolve;
-          if (Number.isFinite(due)) timer = setTimeout(resolve, Math.max(0, due - performance.now()));
-        }),
-      ]);
-      clearTimeout(timer);
-      this.wake = undefined;
+      await this.loop.nap(due - performance.now(), pushed);
     }
     return settled.failure;
   }
@@ -507,14 +486,7 @@ export class Writer implements GitWriter {
         await this.build(done);
         continue;
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => resolve(), Math.max(0, opensAt - performance.now()));
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
+      await this.loop.nap(opensAt - performance.now());
     }
     return this.windowEnds(!fetchWaiting());
   }
