@@ -4,6 +4,7 @@ import { BaseError, GitRemoteError, GitRepositoryError, GitWriterClosedError, In
 import type { GitWriterInstruments } from "../metrics/index.js";
 import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
 import { formatCommitMessage } from "./commit-message.js";
+import { FetchWaiters } from "./fetch-waiters.js";
 import { HistoryWatch } from "./history-watch.js";
 import { Listeners } from "./listeners.js";
 import { PushDoubts } from "./push-doubts.js";
@@ -87,14 +88,6 @@ interface Chain {
   built: number;
 }
 
-interface Waiter<T> {
-  resolve: (value: T) => void;
-  reject: (reason: unknown) => void;
-  /** performance.now() by which it is answered, with the remote's answer or without it. */
-  deadline: number;
-  settled?: boolean;
-}
-
 type State = "new" | "open" | "closing" | "closed";
 
 /**
@@ -128,11 +121,8 @@ export class Writer implements GitWriter {
   // The queue and the chain (group commit), the worker that drains them, and who waits on them.
   private readonly entries: Entry[] = [];
   private chain: Chain = { base: EMPTY_TIP, tip: EMPTY_TIP, built: 0 };
-  private refreshWaiters: Waiter<string | null>[] = [];
   /** Consecutive rejected pushes of the current batch. */
   private rejections = 0;
-  /** Operations refused on a view older than their request: re-run after the next fetch (ADR 0012). */
-  private doubted: Entry[] = [];
   /** The `store` label of every metric update. */
   private readonly labels: { store: string };
   // The pieces, each with its own state.
@@ -144,6 +134,8 @@ export class Writer implements GitWriter {
   private readonly tipListeners: Listeners<[tip: string | null, previous: string | null]>;
   private readonly pushListeners: Listeners<[event: PushEvent]>;
   private readonly loop: WorkLoop;
+  /** Reads and refusals to confirm (ADR 0012) waiting for the next fetch. */
+  private readonly fetchWaiters: FetchWaiters<Entry>;
   constructor(deps: WriterDeps) {
     this.deps = deps;
     this.labels = { store: deps.storeName };
@@ -153,6 +145,7 @@ export class Writer implements GitWriter {
     this.history = new HistoryWatch({ lostCommits: (a, b, max) => deps.remote.lostCommits(a, b, max), logger, metrics, labels: this.labels, now: deps.now });
     this.repacker = new Repacker({ store: deps.store, logger, ...(deps.holdRepacksUntil ? { holdUntil: deps.holdRepacksUntil } : {}) });
     this.loop = new WorkLoop({ hasWork: () => this.hasWork(), turn: () => this.turn(), failed: (error) => this.failed(error) });
+    this.fetchWaiters = new FetchWaiters(deps.remoteTimeoutMs);
     this.tipListeners = new Listeners(logger, "onTip");
     this.pushListeners = new Listeners(logger, "onPushed");
     this.branchRef = `refs/heads/${deps.branch}`;
@@ -213,28 +206,11 @@ export class Writer implements GitWriter {
    */
   refresh(): Promise<string | null> {
     if (this.state !== "open" && this.state !== "closing") return Promise.reject(this.notOpenError());
-    return new Promise<string | null>((resolve, reject) => {
-      const waiter: Waiter<string | null> = { resolve, reject, deadline: performance.now() + this.deps.remoteTimeoutMs };
-      const timer = setTimeout(() => {
-        if (waiter.settled) return;
-        waiter.settled = true;
-        reject(this.timeoutError("a read"));
-      }, this.deps.remoteTimeoutMs);
-      waiter.resolve = (tip) => {
-        clearTimeout(timer);
-        if (!waiter.settled) resolve(tip);
-        waiter.settled = true;
-      };
-      waiter.reject = (error) => {
-        clearTimeout(timer);
-        if (!waiter.settled) reject(error);
-        waiter.settled = true;
-      };
-      this.refreshWaiters.push(waiter);
-      // A chain waiting for its push window lets the fetch go first.
-      this.loop.wake();
-      this.loop.kick();
-    });
+    const read = this.fetchWaiters.read(() => this.timeoutError("a read"));
+    // A chain waiting for its push window lets the fetch go first.
+    this.loop.wake();
+    this.loop.kick();
+    return read;
   }
 
   onTip(listener: (tip: string | null, previous: string | null) => void): () => void {
@@ -315,12 +291,12 @@ export class Writer implements GitWriter {
   }
 
   private hasWork(): boolean {
-    return this.entries.length > 0 || this.refreshWaiters.length > 0 || this.doubted.length > 0;
+    return this.entries.length > 0 || this.fetchWaiters.waiting;
   }
 
   /** One turn of the work loop. Between batches: a refresh waits for the push in flight, never for all queued work. */
   private turn(): Promise<void> {
-    return this.refreshWaiters.length > 0 || this.doubted.length > 0 ? this.serveRefresh() : this.step();
+    return this.fetchWaiters.waiting ? this.serveRefresh() : this.step();
   }
 
   /** Not a remote failure (those are handled in step): the local repository failed us. Whatever is queued cannot be trusted to commit; reject it rather than loop. */
@@ -413,7 +389,7 @@ export class Writer implements GitWriter {
     const behind = () => this.entries.slice(batchLength);
     while (settled === undefined) {
       this.expireBehind(batchLength, tip);
-      const due = Math.min(...[...behind(), ...this.doubted].map((e) => this.deadline(e)));
+      const due = Math.min(...[...behind(), ...this.fetchWaiters.refused].map((e) => this.deadline(e)));
       if (this.chain.built < this.entries.length) {
         await this.build(() => settled !== undefined || performance.now() >= due);
         continue;
@@ -430,11 +406,7 @@ export class Writer implements GitWriter {
    */
   private expireBehind(batchLength: number, pushedTip: Tip): void {
     const now = performance.now();
-    const late = this.doubted.filter((e) => now >= this.deadline(e));
-    if (late.length > 0) {
-      this.doubted = this.doubted.filter((e) => !late.includes(e));
-      for (const entry of late) entry.reject(this.timeoutError("a write waiting to be confirmed"));
-    }
+    for (const entry of this.fetchWaiters.dropLate((e) => now >= this.deadline(e))) entry.reject(this.timeoutError("a write waiting to be confirmed"));
     const expired = this.entries.slice(batchLength).filter((e) => now >= this.deadline(e));
     if (expired.length === 0) return;
     const set = new Set(expired);
@@ -477,7 +449,7 @@ export class Writer implements GitWriter {
    */
   private async awaitWindow(): Promise<boolean> {
     const opensAt = this.window.opensAt;
-    const fetchWaiting = () => this.refreshWaiters.length > 0 || this.doubted.length > 0;
+    const fetchWaiting = () => this.fetchWaiters.waiting;
     const done = () => this.state !== "open" || fetchWaiting() || performance.now() >= opensAt;
     if (done()) return this.windowEnds(!fetchWaiting());
     this.window.hold(performance.now());
@@ -515,7 +487,7 @@ export class Writer implements GitWriter {
         if (this.doubts(entry, error)) {
           // Its view of the remote predates the request: a replica may have written what it
           // says is missing. Confirm with a fetch (serveRefresh) and run it again.
-          this.doubted.push(entry);
+          this.fetchWaiters.confirm(entry);
           continue;
         }
         this.deps.logger.debug({ err: error }, "operation rejected");
@@ -657,11 +629,8 @@ export class Writer implements GitWriter {
   }
 
   private async serveRefresh(): Promise<void> {
-    // Those that ran out of time were answered already (see refresh, expireBehind).
-    const waiters = this.refreshWaiters.filter((w) => !w.settled);
-    const doubted = this.doubted;
-    this.refreshWaiters = [];
-    this.doubted = [];
+    // Those that ran out of time were answered already (see FetchWaiters, expireBehind).
+    const { reads: waiters, refusals: doubted } = this.fetchWaiters.take();
     if (waiters.length === 0 && doubted.length === 0) return;
     // Killed by the first deadline of whatever waits: a read, a refusal to confirm, or a queued
     // write (which is answered right after, see below: a fetch must not hold it past its time).
