@@ -1,11 +1,12 @@
 import { performance } from "node:perf_hooks";
-import { BaseError, GitRemoteError, GitRepositoryError, GitWriterClosedError, InvalidArgumentError } from "../errors/index.js";
+import { GitRemoteError, GitRepositoryError, InvalidArgumentError } from "../errors/index.js";
 import type { GitWriterInstruments } from "../metrics/index.js";
 import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
 import { applyOperation } from "./apply-operation.js";
 import { CommitQueue, type Entry } from "./commit-queue.js";
 import { FetchWaiters } from "./fetch-waiters.js";
 import { HistoryWatch } from "./history-watch.js";
+import { Lifecycle } from "./lifecycle.js";
 import { Listeners } from "./listeners.js";
 import { PushDoubts } from "./push-doubts.js";
 import { PushWindow } from "./push-window.js";
@@ -64,8 +65,6 @@ const REJECTED_BACKOFF: BackoffPolicy = { baseMs: 25, capMs: 1_000 };
 /** While the remote is unreachable. */
 const UNREACHABLE_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 5_000 };
 
-type State = "new" | "open" | "closing" | "closed";
-
 /**
  * One queue per writer, drained by one worker loop, as a two-stage pipeline: queued operations run
  * in order on top of the chain (one commit each, objects in memory), and the chain's tip is pushed
@@ -91,12 +90,11 @@ export class Writer implements GitWriter {
   private readonly deps: WriterDeps;
   private readonly branchRef: string;
   private readonly trackingRef: string;
-  private state: State = "new";
-  private starting: Promise<void> | undefined;
   private remoteTip: Tip = EMPTY_TIP;
   /** The `store` label of every metric update. */
   private readonly labels: { store: string };
   // The pieces, each with its own state.
+  private readonly life = new Lifecycle();
   private readonly queue: CommitQueue;
   private readonly reach: Reachability;
   private readonly window: PushWindow;
@@ -144,15 +142,11 @@ export class Writer implements GitWriter {
 
   start(): Promise<void> {
     // A failed start (remote unreachable) may be retried.
-    this.starting ??= this.doStart().catch((error: unknown) => {
-      this.starting = undefined;
-      throw error;
-    });
-    return this.starting;
+    return this.life.start(() => this.doStart());
   }
 
   submit<R>(op: Operation<R>): Promise<SubmitResult<R>> {
-    if (this.state !== "open") return Promise.reject(this.notOpenError());
+    if (this.life.state !== "open") return Promise.reject(this.life.notOpenError());
     if (typeof op !== "function") return Promise.reject(new InvalidArgumentError("an operation must be a function"));
     return new Promise<SubmitResult<R>>((resolve, reject) => {
       this.queue.add({
@@ -182,7 +176,8 @@ export class Writer implements GitWriter {
    * write for the remote.
    */
   refresh(): Promise<string | null> {
-    if (this.state !== "open" && this.state !== "closing") return Promise.reject(this.notOpenError());
+    const { state } = this.life;
+    if (state !== "open" && state !== "closing") return Promise.reject(this.life.notOpenError());
     const read = this.fetchWaiters.read(() => this.timeoutError("a read"));
     // A chain waiting for its push window lets the fetch go first.
     this.loop.wake();
@@ -207,20 +202,14 @@ export class Writer implements GitWriter {
   }
 
   async close(): Promise<void> {
-    if (this.state === "closed") return;
-    if (this.state === "new") {
-      this.state = "closed";
-      await this.starting?.catch(() => undefined);
-      return;
-    }
-    this.state = "closing";
-    // A chain waiting for its push window is pushed at once.
-    this.loop.wake();
-    await this.loop.idle();
-    await this.repacker.finish();
-    this.deps.store.close();
-    this.state = "closed";
-    this.deps.logger.info({ tip: this.remoteTip.commit }, "git writer closed");
+    const drained = await this.life.close(async () => {
+      // A chain waiting for its push window is pushed at once.
+      this.loop.wake();
+      await this.loop.idle();
+      await this.repacker.finish();
+      this.deps.store.close();
+    });
+    if (drained) this.deps.logger.info({ tip: this.remoteTip.commit }, "git writer closed");
   }
 
   private async doStart(): Promise<void> {
@@ -239,7 +228,7 @@ export class Writer implements GitWriter {
     this.remoteTip = tip;
     this.queue.reset(tip);
     // close() may have been called while starting.
-    if (this.state === "new") this.state = "open";
+    this.life.opened();
     logger.info({ tip: tip.commit }, "git writer started");
     if (tip.commit !== null) this.tipListeners.emit(tip.commit, null);
   }
@@ -261,10 +250,6 @@ export class Writer implements GitWriter {
 
   private inDoubt(entry: Entry): boolean {
     return this.inDoubtPushes.has(entry);
-  }
-
-  private notOpenError(): BaseError {
-    return new GitWriterClosedError(this.state === "new" ? "git writer not started" : "git writer is closed");
   }
 
   private hasWork(): boolean {
@@ -414,7 +399,7 @@ export class Writer implements GitWriter {
   private async awaitWindow(): Promise<boolean> {
     const opensAt = this.window.opensAt;
     const fetchWaiting = () => this.fetchWaiters.waiting;
-    const done = () => this.state !== "open" || fetchWaiting() || performance.now() >= opensAt;
+    const done = () => this.life.state !== "open" || fetchWaiting() || performance.now() >= opensAt;
     if (done()) return this.windowEnds(!fetchWaiting());
     this.window.hold(performance.now());
     while (!done()) {
@@ -521,7 +506,7 @@ export class Writer implements GitWriter {
     this.reach.failed(error);
     const attempt = this.reach.attempt();
     const now = performance.now();
-    if (this.state === "closing") {
+    if (this.life.state === "closing") {
       // Shutting down: a push in doubt is not waited for past its operations' time; their answer
       // says that the remote may have taken them (a retry is answered from the repository).
       const unknown = this.queue.entries.filter((e) => this.inDoubt(e) && now >= this.deadline(e));
