@@ -2,12 +2,11 @@ import { describe, expect, it } from "vitest";
 import { GitWriterClosedError } from "../errors/index.js";
 import { Lifecycle } from "./lifecycle.js";
 
-/** A promise and what settles it. */
-function deferred(): { promise: Promise<void>; resolve: () => void; reject: (error: Error) => void } {
-  let resolve: () => void = () => undefined;
-  let reject: (error: Error) => void = () => undefined;
-  const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
-  return { promise, resolve, reject };
+/** A promise that resolves when `open()` is called. */
+function gate(): { passed: Promise<void>; open: () => void } {
+  let open: () => void = () => undefined;
+  const passed = new Promise<void>((resolve) => (open = resolve));
+  return { passed, open };
 }
 
 describe("Lifecycle", () => {
@@ -37,13 +36,13 @@ describe("Lifecycle", () => {
   it("closes an open writer: closing while it drains, then closed, once", async () => {
     const life = new Lifecycle();
     await life.start(async () => life.opened());
-    const drained = deferred();
+    const drained = gate();
     const states: string[] = [];
     const closed = life.close(async () => {
       states.push(life.state);
-      await drained.promise;
+      await drained.passed;
     });
-    drained.resolve();
+    drained.open();
     expect(await closed).toBe(true);
     expect(states).toEqual(["closing"]);
     expect(life.state).toBe("closed");
@@ -54,9 +53,9 @@ describe("Lifecycle", () => {
 
   it("a close during the start waits for it and leaves the writer closed, without draining", async () => {
     const life = new Lifecycle();
-    const gate = deferred();
+    const startGate = gate();
     const started = life.start(async () => {
-      await gate.promise;
+      await startGate.passed;
       life.opened();
     });
     let drained = false;
@@ -64,7 +63,7 @@ describe("Lifecycle", () => {
     const closed = life.close(async () => void (drained = true)).then((value) => ((closedYet = true), value));
     await new Promise((resolve) => setImmediate(resolve));
     expect(closedYet).toBe(false); // waits for the start under way
-    gate.resolve();
+    startGate.open();
     await started;
     expect(await closed).toBe(false);
     expect(drained).toBe(false);

@@ -78,24 +78,34 @@ const UNREACHABLE_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 5_000 };
  * still only after the push (see awaitWindow).
  *
  * The local branch ref only ever moves to a tip the remote holds (after a push or a fetch);
- * unpushed commits live in `chain` only, so nothing unpushed is ever visible and a crash loses
+ * unpushed commits live on the chain only, so nothing unpushed is ever visible and a crash loses
  * nothing that was acknowledged.
  *
- * The writer holds the queue and the chain and composes pieces that keep their own state, each
- * with its own tests: Reachability (last contact, outage attempts, the view's age), PushWindow
- * (pacing), PushDoubts (pushes whose outcome is unknown), HistoryWatch (force-pushes) and
- * Repacker (background repacks); the remote's commands with their deadlines are Remote's.
+ * The writer is the composition: the flow of start, step (build, window, push), the push's
+ * failures and the fetches, calling pieces that each keep their own state, with their own tests
+ * (ADR 0005's addendum "the writer as pieces"): Lifecycle (new, open, closing, closed; the start
+ * under way), CommitQueue (the queue and the chain; applyOperation runs one operation on a draft),
+ * WorkLoop (the worker and its wake-up), FetchWaiters (reads and refusals waiting for a fetch),
+ * Reachability, PushWindow, PushDoubts, HistoryWatch, Repacker, and Listeners (onTip, onPushed);
+ * the remote's commands with their deadlines are Remote's. Its one field of its own that changes
+ * is `remoteTip`, the remote tip it knows: every piece is handed it, and adopt() moves it in the
+ * order the pieces need (pushes in doubt settled against the old one first, then the listeners,
+ * then the local ref).
  */
 export class Writer implements GitWriter {
   private readonly deps: WriterDeps;
   private readonly branchRef: string;
   private readonly trackingRef: string;
-  private remoteTip: Tip = EMPTY_TIP;
   /** The `store` label of every metric update. */
   private readonly labels: { store: string };
+  /** The remote tip known: what snapshot() reads and the chain is built on; only adopt() (and the start) moves it. */
+  private remoteTip: Tip = EMPTY_TIP;
   // The pieces, each with its own state.
   private readonly life = new Lifecycle();
   private readonly queue: CommitQueue;
+  private readonly loop: WorkLoop;
+  /** Reads and refusals to confirm (ADR 0012) waiting for the next fetch. */
+  private readonly fetchWaiters: FetchWaiters<Entry>;
   private readonly reach: Reachability;
   private readonly window: PushWindow;
   private readonly inDoubtPushes = new PushDoubts<Entry, { result: unknown; commit: string | null }>();
@@ -103,17 +113,11 @@ export class Writer implements GitWriter {
   private readonly repacker: Repacker;
   private readonly tipListeners: Listeners<[tip: string | null, previous: string | null]>;
   private readonly pushListeners: Listeners<[event: PushEvent]>;
-  private readonly loop: WorkLoop;
-  /** Reads and refusals to confirm (ADR 0012) waiting for the next fetch. */
-  private readonly fetchWaiters: FetchWaiters<Entry>;
+
   constructor(deps: WriterDeps) {
     this.deps = deps;
     this.labels = { store: deps.storeName };
     const { logger, metrics } = deps;
-    this.reach = new Reachability({ logger, metrics, labels: this.labels, activityTimeoutMs: deps.activityTimeoutMs, waitingMs: () => deps.remote.waitingMs });
-    this.window = new PushWindow(deps.minPushIntervalMs);
-    this.history = new HistoryWatch({ lostCommits: (a, b, max) => deps.remote.lostCommits(a, b, max), logger, metrics, labels: this.labels, now: deps.now });
-    this.repacker = new Repacker({ store: deps.store, logger, ...(deps.holdRepacksUntil ? { holdUntil: deps.holdRepacksUntil } : {}) });
     this.queue = new CommitQueue({
       apply: (op, base) => applyOperation(deps, op, base),
       refused: (entry, error) => this.refused(entry, error),
@@ -122,6 +126,10 @@ export class Writer implements GitWriter {
     });
     this.loop = new WorkLoop({ hasWork: () => this.hasWork(), turn: () => this.turn(), failed: (error) => this.failed(error) });
     this.fetchWaiters = new FetchWaiters(deps.remoteTimeoutMs);
+    this.reach = new Reachability({ logger, metrics, labels: this.labels, activityTimeoutMs: deps.activityTimeoutMs, waitingMs: () => deps.remote.waitingMs });
+    this.window = new PushWindow(deps.minPushIntervalMs);
+    this.history = new HistoryWatch({ lostCommits: (a, b, max) => deps.remote.lostCommits(a, b, max), logger, metrics, labels: this.labels, now: deps.now });
+    this.repacker = new Repacker({ store: deps.store, logger, ...(deps.holdRepacksUntil ? { holdUntil: deps.holdRepacksUntil } : {}) });
     this.tipListeners = new Listeners(logger, "onTip");
     this.pushListeners = new Listeners(logger, "onPushed");
     this.branchRef = `refs/heads/${deps.branch}`;
