@@ -152,13 +152,14 @@ describe("CommitQueue", () => {
     expect(queue.tip).toEqual(pushedTip);
   });
 
-  it("puts confirmed refusals back after what ran on the chain, ahead of what has not", async () => {
-    const { queue, entry, add } = setup();
+  it("puts confirmed refusals back after what ran on the chain, ahead of what has not, and counts them", async () => {
+    const { queue, entry, add, gauge } = setup();
     const [a, b] = add(entry("a"), entry("b"));
     await queue.build(R, () => queue.built > 0);
     const again = entry("again");
     queue.requeue([again]);
     expect(queue.entries).toEqual([a, again, b]);
+    expect(gauge.at(-1)).toBe(3);
     await queue.build(R);
     expect(commits(queue.entries)).toEqual(["r1>a", "r1>a>again", "r1>a>again>b"]);
   });

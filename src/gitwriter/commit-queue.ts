@@ -24,7 +24,7 @@ export interface CommitQueueDeps {
   apply: (op: Operation<unknown>, base: Tip) => Promise<Applied>;
   /** `entry` threw on the chain; it is out of the queue already, the writer answers it. */
   refused: (entry: Entry, error: unknown) => void;
-  /** gitops_broker_git_queued_operations, set to the queue's length whenever it shrinks or grows by a submit. */
+  /** gitops_broker_git_queued_operations, set to the queue's length whenever it changes. */
   queued: Pick<Gauge, "set">;
   labels: { store: string };
 }
@@ -175,6 +175,7 @@ export class CommitQueue {
   /** Puts `entries` back ahead of what has not run yet; what ran on the chain keeps its place. */
   requeue(entries: readonly Entry[]): void {
     this.queue.splice(Math.min(this.builtCount, this.queue.length), 0, ...entries);
+    this.deps.queued.set(this.queue.length, this.deps.labels);
   }
 
   /** A push of the current batch lost a race; returns how many did in a row. */
