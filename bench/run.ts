@@ -21,7 +21,11 @@
  *   --starts           the start cells only: per size and remote, a new replica (clone) then a
  *                      restart of it, each with its first provision, `--rounds` times (default 3)
  *   --baseline=DIR     with --starts: each round starts another checkout's broker first (its
- *                      dist/ built), then this one's: alternated, side by side in the same run
+ *                      dist/ built), then this one's: alternated, side by side in the same run.
+ *                      Without --starts: the broker cells only, this checkout's and the
+ *                      baseline's brokers both running on the same remote, their cells
+ *                      alternated `--rounds` times (the order swapped every round)
+ *   --clients=200      the cells of these client counts only (default 1, 20, 200)
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -54,7 +58,7 @@ const CPU_PROF = option("cpu-prof");
 const STARTS_ONLY = process.argv.includes("--starts");
 const BASELINE = option("baseline");
 const ROUNDS = numbers("rounds")?.[0] ?? 3;
-const CLIENTS = [1, 20, 200];
+const CLIENTS = numbers("clients") ?? [1, 20, 200];
 const CELL_MS = quick ? 5_000 : 8_000;
 /** Sending stops after this; a closed loop then waits for what is queued (200 clients: minutes). */
 const NAIVE_CELL_MS = quick ? 4_000 : 6_000;
@@ -74,6 +78,8 @@ interface Cell {
   opsPerPush: number | undefined;
   /** One-minute load average before and after the cell. */
   loadAvg: [number, number];
+  /** With --baseline (cells): which broker, and in which round. */
+  variant?: { name: string; round: number };
 }
 
 interface Start {
@@ -118,8 +124,13 @@ async function main(): Promise<void> {
   const servers = new Map<number, GitHttpServer>();
   try {
     for (const latencyMs of LATENCIES) servers.set(latencyMs, await startGitHttpServer({ root, latencyMs }));
-    log(`sizes ${SIZES.map(kilo).join(", ")}; ${STARTS_ONLY ? `start cells only, ${ROUNDS} rounds${BASELINE === undefined ? "" : `, baseline ${BASELINE}`}` : `naive writer at ${NAIVE_SIZES.map(kilo).join(", ") || "none"}`}; remote latency ${LATENCIES.join(" and ")} ms`);
-    for (const instances of SIZES) await (STARTS_ONLY ? benchStarts(servers, instances) : benchSize(servers, instances));
+    const what = STARTS_ONLY ? `start cells only, ${ROUNDS} rounds` : BASELINE !== undefined ? `broker cells only, ${ROUNDS} rounds` : `naive writer at ${NAIVE_SIZES.map(kilo).join(", ") || "none"}`;
+    log(`sizes ${SIZES.map(kilo).join(", ")}; ${what}${BASELINE === undefined ? "" : `, baseline ${BASELINE}`}; remote latency ${LATENCIES.join(" and ")} ms`);
+    for (const instances of SIZES) {
+      if (STARTS_ONLY) await benchStarts(servers, instances);
+      else if (BASELINE !== undefined) await benchAgainstBaseline(servers, instances);
+      else await benchSize(servers, instances);
+    }
   } finally {
     for (const server of servers.values()) await server.close();
     await rm(root, { recursive: true, force: true });
@@ -170,6 +181,45 @@ async function benchBroker(instances: number, latencyMs: number, dataDir: string
   await broker.stop();
   if (!metricsCost && instances === SIZES[SIZES.length - 1]) {
     await (await startMeasured(instances, latencyMs, dataDir, remoteUrl, "existing (restart)")).stop();
+  }
+}
+
+/**
+ * --baseline without --starts: this checkout's broker and the baseline's, both cloned and running
+ * on the same remote, their cells alternated ROUNDS times, the order swapped every round: the
+ * same remote, load and machine for both. A broker whose turn comes finds the remote moved on;
+ * its warm-up (not measured) takes the rejected push and the fetch that follows.
+ */
+async function benchAgainstBaseline(servers: Map<number, GitHttpServer>, instances: number): Promise<void> {
+  const dir = path.join(root, `n${instances}`);
+  await mkdir(dir);
+  const { remoteDir } = await prefillRemote(dir, instances);
+  await run("git", ["config", "receive.autogc", "false"], { env: { GIT_DIR: remoteDir, ...BENCH_IDENTITY } });
+  const variants: Variant[] = [
+    { name: `baseline (${BASELINE})`, command: [path.resolve(BASELINE!, "bin", "gitops-broker.js"), "serve"] },
+    { name: "this checkout", command: brokerCommand() },
+  ];
+  for (const [latencyMs, git] of servers) {
+    const remoteUrl = git.url(`n${instances}/remote.git`);
+    const brokers: BrokerProcess[] = [];
+    try {
+      for (const [i, variant] of variants.entries()) {
+        brokers.push(await spawnBroker({ dataDir: path.join(dir, `ab-${latencyMs}ms-${i}`), remoteUrl, command: variant.command }));
+      }
+      for (let round = 1; round <= ROUNDS; round++) {
+        const order = round % 2 === 1 ? [0, 1] : [1, 0];
+        for (const clients of CLIENTS) {
+          for (const i of order) {
+            const c = await measure(brokers[i]!, instances, latencyMs, "gitwriter", clients, CELL_MS, `r${round}-v${i}`);
+            cells.push({ ...c, variant: { name: variants[i]!.name, round } });
+            log(`  (${variants[i]!.name}, round ${round})`);
+            await maintainRemote(remoteDir);
+          }
+        }
+      }
+    } finally {
+      for (const broker of brokers) await broker.stop();
+    }
   }
 }
 
@@ -314,9 +364,9 @@ function brokerCommand(): string[] {
   return CPU_PROF === undefined ? GITWRITER_BROKER : ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`, ...GITWRITER_BROKER];
 }
 
-async function measure(broker: BrokerProcess, instances: number, latencyMs: number, writer: Cell["writer"], clients: number, maxMs: number): Promise<Cell> {
+async function measure(broker: BrokerProcess, instances: number, latencyMs: number, writer: Cell["writer"], clients: number, maxMs: number, tag = ""): Promise<Cell> {
   const body = await provisionBody(broker);
-  const prefix = `${writer}-${latencyMs}ms-${clients}`;
+  const prefix = `${writer}-${latencyMs}ms-${clients}${tag === "" ? "" : `-${tag}`}`;
   // Warm-up, not measured: JIT, connection pool, caches.
   await runLoad({ url: broker.url, credentials: CREDENTIALS, body, clients: Math.min(clients, 10), maxOps: 10, maxMs, idPrefix: `${prefix}-warm` });
   const pushesBefore = broker.logs.filter((l) => l.msg === "pushed").length;
@@ -396,6 +446,12 @@ function printReport(): void {
     printMetricsCost(out);
     return;
   }
+  if (BASELINE !== undefined && !STARTS_ONLY) {
+    out.splice(2);
+    out.push(...againstBaselineTable(), "", `Total run time ${seconds(started)} s.`);
+    process.stdout.write(`\n${out.join("\n")}\n`);
+    return;
+  }
   if (STARTS_ONLY) {
     out.splice(2);
     out.push(...startsTable(), "", "| target | measured | |", "|---|---|---|", ...startTargets(), "", `Total run time ${seconds(started)} s.`);
@@ -420,6 +476,35 @@ function printReport(): void {
   out.push(...targets(compared));
   out.push("", `Total run time ${seconds(started)} s.`);
   process.stdout.write(`\n${out.join("\n")}\n`);
+}
+
+/** --baseline cells: per round both brokers side by side, then the medians and their ratio. */
+function againstBaselineTable(): string[] {
+  const out = ["| instances | remote latency | clients | round | baseline ops/s | this ops/s | baseline CPU ms/op | this CPU ms/op | load avg (baseline; this) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---|"];
+  const summary = ["", "| instances | remote latency | clients | rounds | ops/s: baseline / this (median) | CPU ms/op: baseline / this (median) | CPU this / baseline |", "|---:|---:|---:|---:|---:|---:|---:|"];
+  // The middle value; of an even count, the mean of the two middle ones.
+  const median = (xs: number[]) => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    const mid = sorted.length / 2;
+    return Number.isInteger(mid) ? (sorted[mid - 1]! + sorted[mid]!) / 2 : sorted[Math.floor(mid)]!;
+  };
+  for (const n of SIZES) {
+    for (const latencyMs of LATENCIES) {
+      for (const clients of CLIENTS) {
+        const of = (i: 0 | 1) => cells.filter((c) => c.instances === n && c.latencyMs === latencyMs && c.load.clients === clients && c.variant !== undefined && (i === 0) === c.variant.name.startsWith("baseline"));
+        const [base, mine] = [of(0), of(1)];
+        for (let round = 1; round <= ROUNDS; round++) {
+          const [b, m] = [base.find((c) => c.variant!.round === round), mine.find((c) => c.variant!.round === round)];
+          if (b && m) out.push(`| ${kilo(n)} | ${latencyMs} ms | ${clients} | ${round} | ${rate(b).toFixed(1)} | ${rate(m).toFixed(1)} | ${b.cpuMsPerOp.toFixed(2)} | ${m.cpuMsPerOp.toFixed(2)} | ${loadAvg(b.loadAvg)}; ${loadAvg(m.loadAvg)} |`);
+        }
+        if (base.length === 0 || mine.length === 0) continue;
+        const [rb, rm] = [median(base.map(rate)), median(mine.map(rate))];
+        const [cb, cm] = [median(base.map((c) => c.cpuMsPerOp)), median(mine.map((c) => c.cpuMsPerOp))];
+        summary.push(`| ${kilo(n)} | ${latencyMs} ms | ${clients} | ${Math.min(base.length, mine.length)} | ${rb.toFixed(1)} / ${rm.toFixed(1)} | ${cb.toFixed(2)} / ${cm.toFixed(2)} | ${(cm / cb).toFixed(2)}x |`);
+      }
+    }
+  }
+  return [...out, ...summary];
 }
 
 function startsTable(): string[] {

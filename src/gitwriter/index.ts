@@ -1,8 +1,9 @@
 /**
  * The git writer: the only store of gitops-broker. Operations edit drafts over the branch tip;
  * their commits are built from objects (no working tree, no index) in a local bare repository,
- * written as one pack per push and pushed with the git CLI. See writer.ts for the queue and retry
- * rules, object-store.ts and pack.ts for the objects, docs/adr/0005-write-path.md for why.
+ * written as one pack per push and pushed with the git CLI. See writer.ts for the flow and retry
+ * rules and the pieces it composes (commit-queue.ts: the queue and the chain), object-store.ts and
+ * pack.ts for the objects, docs/adr/0005-write-path.md for why.
  */
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";

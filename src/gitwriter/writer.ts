@@ -1,18 +1,22 @@
 import { performance } from "node:perf_hooks";
-import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { BaseError, GitRemoteError, GitRepositoryError, GitWriterClosedError, InvalidArgumentError } from "../errors/index.js";
+import { GitRemoteError, GitRepositoryError, InvalidArgumentError } from "../errors/index.js";
 import type { GitWriterInstruments } from "../metrics/index.js";
 import { backoffDelayMs, type BackoffPolicy } from "../retry/index.js";
-import { formatCommitMessage } from "./commit-message.js";
+import { applyOperation } from "./apply-operation.js";
+import { CommitQueue, type Entry } from "./commit-queue.js";
+import { FetchWaiters } from "./fetch-waiters.js";
 import { HistoryWatch } from "./history-watch.js";
+import { Lifecycle } from "./lifecycle.js";
+import { Listeners } from "./listeners.js";
 import { PushDoubts } from "./push-doubts.js";
 import { PushWindow } from "./push-window.js";
 import { Reachability } from "./reachability.js";
 import { Repacker } from "./repacker.js";
-import { EMPTY_TIP, EMPTY_TREE_OID, type ObjectStore, type Tip } from "./object-store.js";
+import { WorkLoop } from "./work-loop.js";
+import { EMPTY_TIP, type ObjectStore, type Tip } from "./object-store.js";
 import type { Remote } from "./remote.js";
-import { DraftTree, TreeView } from "./tree-view.js";
-import type { CommitInfo, GitAuthor, LogOptions, GitWriter, HistoryRewrite, Operation, OperationOutcome, PushEvent, SubmitResult, TreeReader } from "./types.js";
+import { TreeView } from "./tree-view.js";
+import type { CommitInfo, GitAuthor, LogOptions, GitWriter, HistoryRewrite, Operation, PushEvent, SubmitResult, TreeReader } from "./types.js";
 
 export { pushSpacingMs } from "./push-window.js";
 
@@ -61,40 +65,6 @@ const REJECTED_BACKOFF: BackoffPolicy = { baseMs: 25, capMs: 1_000 };
 /** While the remote is unreachable. */
 const UNREACHABLE_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 5_000 };
 
-interface Entry {
-  readonly op: Operation<unknown>;
-  /** performance.now() at submit; the unreachable deadline counts from here. */
-  readonly queuedAt: number;
-  readonly resolve: (value: SubmitResult<unknown>) => void;
-  readonly reject: (reason: unknown) => void;
-  /** Set when the operation ran on the current chain; `paths`: what its commit edited. */
-  outcome?: { commit: string | null; result: unknown; paths: string[] };
-  /** Re-queued after a fetch confirmed the view: its next rejection is final. */
-  confirmed?: boolean;
-  /** Time it waited for push windows so far (see awaitWindow). */
-  windowWaitMs?: number;
-}
-
-/**
- * Commits of queued operations not yet on the remote: `entries[0, built)` ran, in order, on
- * drafts starting at `base` (the remote tip they were built on); `tip` is the last commit.
- */
-interface Chain {
-  base: Tip;
-  tip: Tip;
-  built: number;
-}
-
-interface Waiter<T> {
-  resolve: (value: T) => void;
-  reject: (reason: unknown) => void;
-  /** performance.now() by which it is answered, with the remote's answer or without it. */
-  deadline: number;
-  settled?: boolean;
-}
-
-type State = "new" | "open" | "closing" | "closed";
-
 /**
  * One queue per writer, drained by one worker loop, as a two-stage pipeline: queued operations run
  * in order on top of the chain (one commit each, objects in memory), and the chain's tip is pushed
@@ -108,50 +78,60 @@ type State = "new" | "open" | "closing" | "closed";
  * still only after the push (see awaitWindow).
  *
  * The local branch ref only ever moves to a tip the remote holds (after a push or a fetch);
- * unpushed commits live in `chain` only, so nothing unpushed is ever visible and a crash loses
+ * unpushed commits live on the chain only, so nothing unpushed is ever visible and a crash loses
  * nothing that was acknowledged.
  *
- * The writer holds the queue and the chain and composes pieces that keep their own state, each
- * with its own tests: Reachability (last contact, outage attempts, the view's age), PushWindow
- * (pacing), PushDoubts (pushes whose outcome is unknown), HistoryWatch (force-pushes) and
- * Repacker (background repacks); the remote's commands with their deadlines are Remote's.
+ * The writer is the composition: the flow of start, step (build, window, push), the push's
+ * failures and the fetches, calling pieces that each keep their own state, with their own tests
+ * (ADR 0005's addendum "the writer as pieces"): Lifecycle (new, open, closing, closed; the start
+ * under way), CommitQueue (the queue and the chain; applyOperation runs one operation on a draft),
+ * WorkLoop (the worker and its wake-up), FetchWaiters (reads and refusals waiting for a fetch),
+ * Reachability, PushWindow, PushDoubts, HistoryWatch, Repacker, and Listeners (onTip, onPushed);
+ * the remote's commands with their deadlines are Remote's. Its one field of its own that changes
+ * is `remoteTip`, the remote tip it knows: every piece is handed it, and adopt() moves it in the
+ * order the pieces need (pushes in doubt settled against the old one first, then the listeners,
+ * then the local ref).
  */
 export class Writer implements GitWriter {
   private readonly deps: WriterDeps;
   private readonly branchRef: string;
   private readonly trackingRef: string;
-  private state: State = "new";
-  private starting: Promise<void> | undefined;
-  private remoteTip: Tip = EMPTY_TIP;
-  // The queue and the chain (group commit), the worker that drains them, and who waits on them.
-  private readonly entries: Entry[] = [];
-  private chain: Chain = { base: EMPTY_TIP, tip: EMPTY_TIP, built: 0 };
-  private refreshWaiters: Waiter<string | null>[] = [];
-  private worker: Promise<void> | undefined;
-  private readonly listeners = new Set<(tip: string | null, previous: string | null) => void>();
-  private readonly pushListeners = new Set<(event: PushEvent) => void>();
-  /** Consecutive rejected pushes of the current batch. */
-  private rejections = 0;
-  /** Wakes the worker waiting for a push or a window when an operation or a fetch arrives. */
-  private wake: (() => void) | undefined;
-  /** Operations refused on a view older than their request: re-run after the next fetch (ADR 0012). */
-  private doubted: Entry[] = [];
   /** The `store` label of every metric update. */
   private readonly labels: { store: string };
+  /** The remote tip known: what snapshot() reads and the chain is built on; only adopt() (and the start) moves it. */
+  private remoteTip: Tip = EMPTY_TIP;
   // The pieces, each with its own state.
+  private readonly life = new Lifecycle();
+  private readonly queue: CommitQueue;
+  private readonly loop: WorkLoop;
+  /** Reads and refusals to confirm (ADR 0012) waiting for the next fetch. */
+  private readonly fetchWaiters: FetchWaiters<Entry>;
   private readonly reach: Reachability;
   private readonly window: PushWindow;
   private readonly inDoubtPushes = new PushDoubts<Entry, { result: unknown; commit: string | null }>();
   private readonly history: HistoryWatch;
   private readonly repacker: Repacker;
+  private readonly tipListeners: Listeners<[tip: string | null, previous: string | null]>;
+  private readonly pushListeners: Listeners<[event: PushEvent]>;
+
   constructor(deps: WriterDeps) {
     this.deps = deps;
     this.labels = { store: deps.storeName };
     const { logger, metrics } = deps;
+    this.queue = new CommitQueue({
+      apply: (op, base) => applyOperation(deps, op, base),
+      refused: (entry, error) => this.refused(entry, error),
+      queued: metrics.queuedOperations,
+      labels: this.labels,
+    });
+    this.loop = new WorkLoop({ hasWork: () => this.hasWork(), turn: () => this.turn(), failed: (error) => this.failed(error) });
+    this.fetchWaiters = new FetchWaiters(deps.remoteTimeoutMs);
     this.reach = new Reachability({ logger, metrics, labels: this.labels, activityTimeoutMs: deps.activityTimeoutMs, waitingMs: () => deps.remote.waitingMs });
     this.window = new PushWindow(deps.minPushIntervalMs);
     this.history = new HistoryWatch({ lostCommits: (a, b, max) => deps.remote.lostCommits(a, b, max), logger, metrics, labels: this.labels, now: deps.now });
     this.repacker = new Repacker({ store: deps.store, logger, ...(deps.holdRepacksUntil ? { holdUntil: deps.holdRepacksUntil } : {}) });
+    this.tipListeners = new Listeners(logger, "onTip");
+    this.pushListeners = new Listeners(logger, "onPushed");
     this.branchRef = `refs/heads/${deps.branch}`;
     this.trackingRef = `refs/remotes/origin/${deps.branch}`;
   }
@@ -170,26 +150,21 @@ export class Writer implements GitWriter {
 
   start(): Promise<void> {
     // A failed start (remote unreachable) may be retried.
-    this.starting ??= this.doStart().catch((error: unknown) => {
-      this.starting = undefined;
-      throw error;
-    });
-    return this.starting;
+    return this.life.start(() => this.doStart());
   }
 
   submit<R>(op: Operation<R>): Promise<SubmitResult<R>> {
-    if (this.state !== "open") return Promise.reject(this.notOpenError());
+    if (this.life.state !== "open") return Promise.reject(this.life.notOpenError());
     if (typeof op !== "function") return Promise.reject(new InvalidArgumentError("an operation must be a function"));
     return new Promise<SubmitResult<R>>((resolve, reject) => {
-      this.entries.push({
+      this.queue.add({
         op,
         queuedAt: performance.now(),
         resolve: resolve as (value: SubmitResult<unknown>) => void,
         reject,
       });
-      this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
-      this.wake?.();
-      this.kick();
+      this.loop.wake();
+      this.loop.kick();
     });
   }
 
@@ -209,34 +184,17 @@ export class Writer implements GitWriter {
    * write for the remote.
    */
   refresh(): Promise<string | null> {
-    if (this.state !== "open" && this.state !== "closing") return Promise.reject(this.notOpenError());
-    return new Promise<string | null>((resolve, reject) => {
-      const waiter: Waiter<string | null> = { resolve, reject, deadline: performance.now() + this.deps.remoteTimeoutMs };
-      const timer = setTimeout(() => {
-        if (waiter.settled) return;
-        waiter.settled = true;
-        reject(this.timeoutError("a read"));
-      }, this.deps.remoteTimeoutMs);
-      waiter.resolve = (tip) => {
-        clearTimeout(timer);
-        if (!waiter.settled) resolve(tip);
-        waiter.settled = true;
-      };
-      waiter.reject = (error) => {
-        clearTimeout(timer);
-        if (!waiter.settled) reject(error);
-        waiter.settled = true;
-      };
-      this.refreshWaiters.push(waiter);
-      // A chain waiting for its push window lets the fetch go first.
-      this.wake?.();
-      this.kick();
-    });
+    const { state } = this.life;
+    if (state !== "open" && state !== "closing") return Promise.reject(this.life.notOpenError());
+    const read = this.fetchWaiters.read(() => this.timeoutError("a read"));
+    // A chain waiting for its push window lets the fetch go first.
+    this.loop.wake();
+    this.loop.kick();
+    return read;
   }
 
   onTip(listener: (tip: string | null, previous: string | null) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.tipListeners.add(listener);
   }
 
   log(from: string, paths: readonly string[], options: LogOptions = {}): Promise<CommitInfo[]> {
@@ -248,25 +206,18 @@ export class Writer implements GitWriter {
   }
 
   onPushed(listener: (event: PushEvent) => void): () => void {
-    this.pushListeners.add(listener);
-    return () => this.pushListeners.delete(listener);
+    return this.pushListeners.add(listener);
   }
 
   async close(): Promise<void> {
-    if (this.state === "closed") return;
-    if (this.state === "new") {
-      this.state = "closed";
-      await this.starting?.catch(() => undefined);
-      return;
-    }
-    this.state = "closing";
-    // A chain waiting for its push window is pushed at once.
-    this.wake?.();
-    while (this.worker !== undefined) await this.worker;
-    await this.repacker.finish();
-    this.deps.store.close();
-    this.state = "closed";
-    this.deps.logger.info({ tip: this.remoteTip.commit }, "git writer closed");
+    const drained = await this.life.close(async () => {
+      // A chain waiting for its push window is pushed at once.
+      this.loop.wake();
+      await this.loop.idle();
+      await this.repacker.finish();
+      this.deps.store.close();
+    });
+    if (drained) this.deps.logger.info({ tip: this.remoteTip.commit }, "git writer closed");
   }
 
   private async doStart(): Promise<void> {
@@ -283,11 +234,11 @@ export class Writer implements GitWriter {
     // Unconditionally: the ref may hold a commit a crashed process never got acknowledged.
     await store.setRef(this.branchRef, tip.commit);
     this.remoteTip = tip;
-    this.chain = { base: tip, tip, built: 0 };
+    this.queue.reset(tip);
     // close() may have been called while starting.
-    if (this.state === "new") this.state = "open";
+    this.life.opened();
     logger.info({ tip: tip.commit }, "git writer started");
-    if (tip.commit !== null) this.notify(tip.commit, null);
+    if (tip.commit !== null) this.tipListeners.emit(tip.commit, null);
   }
 
   /** `what` got no answer from the remote within its bound. */
@@ -309,35 +260,19 @@ export class Writer implements GitWriter {
     return this.inDoubtPushes.has(entry);
   }
 
-  private notOpenError(): BaseError {
-    return new GitWriterClosedError(this.state === "new" ? "git writer not started" : "git writer is closed");
-  }
-
   private hasWork(): boolean {
-    return this.entries.length > 0 || this.refreshWaiters.length > 0 || this.doubted.length > 0;
+    return this.queue.length > 0 || this.fetchWaiters.waiting;
   }
 
-  private kick(): void {
-    if (this.worker !== undefined) return;
-    this.worker = this.work().finally(() => {
-      this.worker = undefined;
-      if (this.hasWork()) this.kick();
-    });
+  /** One turn of the work loop. Between batches: a refresh waits for the push in flight, never for all queued work. */
+  private turn(): Promise<void> {
+    return this.fetchWaiters.waiting ? this.serveRefresh() : this.step();
   }
 
-  private async work(): Promise<void> {
-    while (this.hasWork()) {
-      try {
-        // Between batches: a refresh waits for the push in flight, never for all queued work.
-        if (this.refreshWaiters.length > 0 || this.doubted.length > 0) await this.serveRefresh();
-        else await this.step();
-      } catch (error) {
-        // Not a remote failure (those are handled in step): the local repository failed us.
-        // Whatever is queued cannot be trusted to commit; reject it rather than loop.
-        this.deps.logger.error({ err: error }, "git writer failed");
-        this.rejectEntries([...this.entries], error);
-      }
-    }
+  /** Not a remote failure (those are handled in step): the local repository failed us. Whatever is queued cannot be trusted to commit; reject it rather than loop. */
+  private failed(error: unknown): void {
+    this.deps.logger.error({ err: error }, "git writer failed");
+    this.rejectEntries([...this.queue.entries], error);
   }
 
   /**
@@ -348,23 +283,22 @@ export class Writer implements GitWriter {
     // Push as soon as one operation is on the chain: the others run during that push, and what
     // ran during a push goes out with the next. Building everything first would leave the remote
     // idle while the CPU works, then the CPU idle while the remote works.
-    if (this.chain.built === 0 || this.chain.base.commit !== this.remoteTip.commit) {
-      await this.build(() => this.chain.built > 0);
+    const { queue } = this;
+    if (queue.built === 0 || queue.base.commit !== this.remoteTip.commit) {
+      await queue.build(this.remoteTip, () => queue.built > 0);
     }
     // Paced: the chain waits for the window, taking on arrivals; a fetch to serve comes first.
-    if (this.deps.minPushIntervalMs > 0 && this.chain.tip.commit !== this.remoteTip.commit && !(await this.awaitWindow())) return;
+    if (this.deps.minPushIntervalMs > 0 && queue.tip.commit !== this.remoteTip.commit && !(await this.awaitWindow())) return;
     // What ran out of time while it ran or waited is answered now, never pushed.
-    this.expire(this.entries, performance.now());
-    const batch = this.entries.slice(0, this.chain.built);
+    this.expire(queue.entries, performance.now());
+    const batch = queue.batch();
     if (batch.length === 0) return;
-    const tip = this.chain.tip;
+    const tip = queue.tip;
     const before = this.remoteTip.commit;
     const pushed = tip.commit !== before;
     if (pushed && !(await this.pushBatch(tip, batch))) return;
     // Whatever ran on top of the pushed tip stays on the chain, now based on that tip.
-    this.entries.splice(0, batch.length);
-    this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
-    this.chain = { base: tip, tip: this.chain.tip, built: this.chain.built - batch.length };
+    queue.pushed(batch.length, tip);
     await this.adopt(tip);
     if (pushed) this.notifyPushed(before, tip.commit!, batch);
     const paced = this.deps.minPushIntervalMs > 0;
@@ -399,7 +333,7 @@ export class Writer implements GitWriter {
     this.inDoubtPushes.clear();
     metrics.pushes.inc({ ...this.labels, result: "accepted" });
     metrics.batchOperations.observe(batch.length, this.labels);
-    this.rejections = 0;
+    this.queue.pushesSettled();
     this.reach.reached(started);
     const commits = batch.filter((e) => typeof e.outcome?.commit === "string").length;
     const ms = Math.round(performance.now() - started);
@@ -421,24 +355,15 @@ export class Writer implements GitWriter {
       () => void (settled = { failure: undefined }),
       (error: unknown) => void (settled = { failure: { error } }),
     );
-    const behind = () => this.entries.slice(batchLength);
+    const behind = () => this.queue.entries.slice(batchLength);
     while (settled === undefined) {
       this.expireBehind(batchLength, tip);
-      const due = Math.min(...[...behind(), ...this.doubted].map((e) => this.deadline(e)));
-      if (this.chain.built < this.entries.length) {
-        await this.build(() => settled !== undefined || performance.now() >= due);
+      const due = Math.min(...[...behind(), ...this.fetchWaiters.refused].map((e) => this.deadline(e)));
+      if (this.queue.unbuilt) {
+        await this.queue.build(this.remoteTip, () => settled !== undefined || performance.now() >= due);
         continue;
       }
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        pushed,
-        new Promise<void>((resolve) => {
-          this.wake = resolve;
-          if (Number.isFinite(due)) timer = setTimeout(resolve, Math.max(0, due - performance.now()));
-        }),
-      ]);
-      clearTimeout(timer);
-      this.wake = undefined;
+      await this.loop.nap(due - performance.now(), pushed);
     }
     return settled.failure;
   }
@@ -450,37 +375,21 @@ export class Writer implements GitWriter {
    */
   private expireBehind(batchLength: number, pushedTip: Tip): void {
     const now = performance.now();
-    const late = this.doubted.filter((e) => now >= this.deadline(e));
-    if (late.length > 0) {
-      this.doubted = this.doubted.filter((e) => !late.includes(e));
-      for (const entry of late) entry.reject(this.timeoutError("a write waiting to be confirmed"));
-    }
-    const expired = this.entries.slice(batchLength).filter((e) => now >= this.deadline(e));
+    for (const entry of this.fetchWaiters.dropLate((e) => now >= this.deadline(e))) entry.reject(this.timeoutError("a write waiting to be confirmed"));
+    const expired = this.queue.dropBehind(batchLength, pushedTip, (e) => now >= this.deadline(e));
     if (expired.length === 0) return;
-    const set = new Set(expired);
-    if (this.entries.slice(batchLength, this.chain.built).some((e) => set.has(e))) {
-      this.chain = { base: this.chain.base, tip: pushedTip, built: batchLength };
-    }
-    this.removeEntries(set);
     const error = this.timeoutError("a write queued behind a push that is still waiting for it");
     this.deps.logger.error({ ops: expired.length, remoteMessage: error.remoteMessage }, "git remote not answering, queued operations rejected");
     for (const entry of expired) entry.reject(error);
   }
 
   /** Answers `candidates` whose time is up and that are in no push in doubt (503: never pushed, or the push failed for sure). */
-  private expire(candidates: Entry[], now: number, error?: GitRemoteError): void {
+  private expire(candidates: readonly Entry[], now: number, error?: GitRemoteError): void {
     const expired = candidates.filter((e) => now >= this.deadline(e) && !this.inDoubt(e));
     if (expired.length === 0) return;
     const reason = error ?? this.timeoutError("a write");
     this.deps.logger.error({ remoteMessage: reason.remoteMessage, ops: expired.length }, "git remote unreachable, operations rejected");
     this.rejectEntries(expired, reason);
-  }
-
-  private removeEntries(set: ReadonlySet<Entry>): void {
-    for (let i = this.entries.length - 1; i >= 0; i--) {
-      if (set.has(this.entries[i]!)) this.entries.splice(i, 1);
-    }
-    this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
   }
 
   /**
@@ -497,137 +406,79 @@ export class Writer implements GitWriter {
    */
   private async awaitWindow(): Promise<boolean> {
     const opensAt = this.window.opensAt;
-    const fetchWaiting = () => this.refreshWaiters.length > 0 || this.doubted.length > 0;
-    const done = () => this.state !== "open" || fetchWaiting() || performance.now() >= opensAt;
+    const fetchWaiting = () => this.fetchWaiters.waiting;
+    const done = () => this.life.state !== "open" || fetchWaiting() || performance.now() >= opensAt;
     if (done()) return this.windowEnds(!fetchWaiting());
     this.window.hold(performance.now());
     while (!done()) {
-      if (this.chain.built < this.entries.length) {
-        await this.build(done);
+      if (this.queue.unbuilt) {
+        await this.queue.build(this.remoteTip, done);
         continue;
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => resolve(), Math.max(0, opensAt - performance.now()));
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
+      await this.loop.nap(opensAt - performance.now());
     }
     return this.windowEnds(!fetchWaiting());
   }
 
   /** Ends a wait for the window (`open`: the chain is pushed now); the operations on the chain count what they waited. */
   private windowEnds(open: boolean): boolean {
-    if (open) this.window.open(performance.now(), this.entries.slice(0, this.chain.built));
+    if (open) this.window.open(performance.now(), this.queue.batch());
     return open;
   }
 
-  /** Runs the queued operations that have not run on the chain yet, in order, until `stop()` says so. */
-  private async build(stop: () => boolean = () => false): Promise<void> {
-    if (this.chain.base.commit !== this.remoteTip.commit) {
-      this.chain = { base: this.remoteTip, tip: this.remoteTip, built: 0 };
+  /** An operation threw on the chain (it left the queue): confirmed on a fresh view first when its view may be too old, else rejected. */
+  private refused(entry: Entry, error: unknown): void {
+    if (this.doubts(entry, error)) {
+      // Its view of the remote predates the request: a replica may have written what it
+      // says is missing. Confirm with a fetch (serveRefresh) and run it again.
+      this.fetchWaiters.confirm(entry);
+      return;
     }
-    while (this.chain.built < this.entries.length && !stop()) {
-      const index = this.chain.built;
-      const entry = this.entries[index]!;
-      const base = this.chain.tip;
-      let applied: { tip: Tip; result: unknown; paths: string[] };
-      try {
-        applied = await this.apply(entry.op, base);
-      } catch (error) {
-        this.entries.splice(index, 1);
-        this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
-        if (this.doubts(entry, error)) {
-          // Its view of the remote predates the request: a replica may have written what it
-          // says is missing. Confirm with a fetch (serveRefresh) and run it again.
-          this.doubted.push(entry);
-          continue;
-        }
-        this.deps.logger.debug({ err: error }, "operation rejected");
-        entry.reject(error);
-        continue;
-      }
-      if (applied.tip.commit === base.commit && base.commit === this.remoteTip.commit) {
-        // No commit and nothing unpushed before it: everything it read is on the remote.
-        this.entries.splice(index, 1);
-        this.deps.metrics.queuedOperations.set(this.entries.length, this.labels);
-        entry.resolve({ result: applied.result, commit: null });
-        continue;
-      }
-      const commit = applied.tip.commit === base.commit ? null : applied.tip.commit;
-      entry.outcome = { commit, result: applied.result, paths: commit === null ? [] : applied.paths };
-      this.chain.tip = applied.tip;
-      this.chain.built += 1;
-      // An operation reads from memory and page cache only, so it never waits for I/O: without
-      // this, a long queue would hold back HTTP requests and the end of the push in flight.
-      await yieldToEventLoop();
-    }
-  }
-
-  /** Runs one operation on a draft over `base`; resolves with the new tip (`base` when nothing to commit). */
-  private async apply(op: Operation<unknown>, base: Tip): Promise<{ tip: Tip; result: unknown; paths: string[] }> {
-    const draft = new DraftTree(this.deps.store, base);
-    let outcome: unknown;
-    try {
-      outcome = await op(draft);
-    } finally {
-      draft.seal();
-    }
-    if (typeof outcome !== "object" || outcome === null || !("commit" in outcome)) {
-      throw new InvalidArgumentError("an operation must resolve with { commit, result }");
-    }
-    const { commit: spec, result } = outcome as OperationOutcome<unknown>;
-    if (spec === null || !draft.changed) return { tip: base, result, paths: [] };
-    const message = formatCommitMessage(spec);
-    const tree = await draft.writeTree();
-    if (tree === (base.tree ?? EMPTY_TREE_OID)) return { tip: base, result, paths: [] };
-    const commit = this.deps.store.writeCommit({
-      tree,
-      parent: base.commit,
-      message,
-      author: this.deps.author,
-      date: this.deps.now(),
-    });
-    return { tip: { commit, tree }, result, paths: draft.editedPaths() };
+    this.deps.logger.debug({ err: error }, "operation rejected");
+    entry.reject(error);
   }
 
   private async onPushFailure(error: GitRemoteError, batch: Entry[], tip: Tip): Promise<void> {
-    const { logger, maxPushAttempts, delay } = this.deps;
+    const { logger } = this.deps;
     switch (error.kind) {
       case "hook":
         this.reach.reached();
-        this.rejections = 0;
+        this.queue.pushesSettled();
         this.inDoubtPushes.clear();
         logger.error({ remoteMessage: error.remoteMessage, ops: batch.length }, "push refused by the remote");
         this.rejectEntries(batch, error);
         return;
       case "rejected":
         this.reach.reached();
-        this.rejections += 1;
-        if (this.rejections >= maxPushAttempts) {
-          logger.warn({ attempts: this.rejections, ops: batch.length }, "push rejected too often, giving up");
-          this.rejections = 0;
-          this.rejectEntries(batch.filter((e) => !this.inDoubt(e)), error);
-          return;
-        }
-        logger.info(
-          { attempt: this.rejections, reason: error.remoteMessage },
-          "push rejected, retrying on the new remote tip",
-        );
-        await delay(backoffDelayMs(this.rejections, REJECTED_BACKOFF));
-        try {
-          const bounded = this.entries.filter((e) => !this.inDoubt(e));
-          await this.adopt(await this.fetchTip(bounded.length === 0 ? undefined : Math.min(...bounded.map((e) => this.deadline(e)))));
-        } catch (fetchError) {
-          if (!(fetchError instanceof GitRemoteError)) throw fetchError;
-          await this.onUnreachable(fetchError);
-        }
+        await this.onLostRace(error, batch);
         return;
       case "unreachable":
         if (error.inDoubt) this.recordDoubt(tip, batch, error);
         await this.onUnreachable(error);
+    }
+  }
+
+  /** A push of `batch` lost a race (non-fast-forward): fetch the new tip after a backoff, so that the batch re-runs on it; give up after maxPushAttempts in a row. */
+  private async onLostRace(error: GitRemoteError, batch: Entry[]): Promise<void> {
+    const { logger, maxPushAttempts, delay } = this.deps;
+    const rejections = this.queue.pushRejected();
+    if (rejections >= maxPushAttempts) {
+      logger.warn({ attempts: rejections, ops: batch.length }, "push rejected too often, giving up");
+      this.queue.pushesSettled();
+      this.rejectEntries(batch.filter((e) => !this.inDoubt(e)), error);
+      return;
+    }
+    logger.info(
+      { attempt: rejections, reason: error.remoteMessage },
+      "push rejected, retrying on the new remote tip",
+    );
+    await delay(backoffDelayMs(rejections, REJECTED_BACKOFF));
+    try {
+      const bounded = this.queue.entries.filter((e) => !this.inDoubt(e));
+      await this.adopt(await this.fetchTip(bounded.length === 0 ? undefined : Math.min(...bounded.map((e) => this.deadline(e)))));
+    } catch (fetchError) {
+      if (!(fetchError instanceof GitRemoteError)) throw fetchError;
+      await this.onUnreachable(fetchError);
     }
   }
 
@@ -650,8 +501,8 @@ export class Writer implements GitWriter {
     const holds = async (commit: string, at: string) => (await this.deps.remote.lostCommits(commit, at, 1)).length === 0;
     const landed = await this.inDoubtPushes.settle(tip.commit, holds);
     if (landed.size === 0) return;
-    const entries = [...landed.keys()].filter((e) => this.entries.includes(e));
-    this.removeEntries(new Set(entries));
+    const entries = [...landed.keys()].filter((e) => this.queue.entries.includes(e));
+    this.queue.remove(new Set(entries));
     this.deps.logger.info({ tip: tip.commit, ops: entries.length }, "the push in doubt is on the remote: its operations are acknowledged");
     for (const entry of entries) entry.resolve(landed.get(entry)!);
   }
@@ -663,16 +514,16 @@ export class Writer implements GitWriter {
     this.reach.failed(error);
     const attempt = this.reach.attempt();
     const now = performance.now();
-    if (this.state === "closing") {
+    if (this.life.state === "closing") {
       // Shutting down: a push in doubt is not waited for past its operations' time; their answer
       // says that the remote may have taken them (a retry is answered from the repository).
-      const unknown = this.entries.filter((e) => this.inDoubt(e) && now >= this.deadline(e));
+      const unknown = this.queue.entries.filter((e) => this.inDoubt(e) && now >= this.deadline(e));
       if (unknown.length > 0) this.rejectEntries(unknown, new GitRemoteError("unreachable", error.remoteMessage, { repository: this.deps.repository, inDoubt: true }));
     }
-    this.expire(this.entries, now, error);
-    if (this.entries.length === 0) return;
+    this.expire(this.queue.entries, now, error);
+    if (this.queue.length === 0) return;
     logger.warn({ remoteMessage: error.remoteMessage, attempt }, "git remote unreachable, retrying");
-    const bounded = this.entries.filter((e) => !this.inDoubt(e));
+    const bounded = this.queue.entries.filter((e) => !this.inDoubt(e));
     const nextDeadline = bounded.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...bounded.map((e) => this.deadline(e)));
     await delay(Math.max(0, Math.min(backoffDelayMs(attempt, UNREACHABLE_BACKOFF), nextDeadline - now)));
   }
@@ -684,15 +535,12 @@ export class Writer implements GitWriter {
   }
 
   private async serveRefresh(): Promise<void> {
-    // Those that ran out of time were answered already (see refresh, expireBehind).
-    const waiters = this.refreshWaiters.filter((w) => !w.settled);
-    const doubted = this.doubted;
-    this.refreshWaiters = [];
-    this.doubted = [];
+    // Those that ran out of time were answered already (see FetchWaiters, expireBehind).
+    const { reads: waiters, refusals: doubted } = this.fetchWaiters.take();
     if (waiters.length === 0 && doubted.length === 0) return;
     // Killed by the first deadline of whatever waits: a read, a refusal to confirm, or a queued
     // write (which is answered right after, see below: a fetch must not hold it past its time).
-    const queued = this.entries.filter((e) => !this.inDoubt(e)).map((e) => this.deadline(e));
+    const queued = this.queue.entries.filter((e) => !this.inDoubt(e)).map((e) => this.deadline(e));
     try {
       const tip = await this.fetchTip(Math.min(...waiters.map((w) => w.deadline), ...doubted.map((e) => this.deadline(e)), ...queued));
       const previous = this.remoteTip.commit;
@@ -702,14 +550,14 @@ export class Writer implements GitWriter {
         this.deps.logger.debug({ ops: doubted.length, moved: previous !== tip.commit }, "refusals re-run on a fetched tip");
         // Ahead of what has not run yet; what ran on the chain keeps its place.
         for (const entry of doubted) entry.confirmed = true;
-        this.entries.splice(Math.min(this.chain.built, this.entries.length), 0, ...doubted);
+        this.queue.requeue(doubted);
       }
     } catch (error) {
       for (const waiter of waiters) waiter.reject(error);
       // The refusal cannot be confirmed: the remote is not reachable, say so (503), not "gone".
       for (const entry of doubted) entry.reject(error);
     }
-    this.expire(this.entries, performance.now());
+    this.expire(this.queue.entries, performance.now());
   }
 
   /** Fetches the branch; resolves with the remote tip. Marks the remote (un)reachable. */
@@ -745,7 +593,7 @@ export class Writer implements GitWriter {
     if (previous.commit === tip.commit) return;
     if (this.inDoubtPushes.size > 0) await this.settleDoubts(tip);
     this.remoteTip = tip;
-    this.notify(tip.commit, previous.commit);
+    this.tipListeners.emit(tip.commit, previous.commit);
     try {
       await this.deps.store.setRef(this.branchRef, tip.commit);
     } catch (error) {
@@ -755,33 +603,14 @@ export class Writer implements GitWriter {
     }
   }
 
-  private notify(tip: string | null, previous: string | null): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(tip, previous);
-      } catch (error) {
-        this.deps.logger.error({ err: error }, "onTip listener failed");
-      }
-    }
-  }
-
   private notifyPushed(previous: string | null, tip: string, batch: Entry[]): void {
     if (this.pushListeners.size === 0) return;
     const commits = batch.flatMap((e) => (typeof e.outcome?.commit === "string" ? [{ commit: e.outcome.commit, paths: e.outcome.paths }] : []));
-    const event: PushEvent = { branch: this.deps.branch, previous, tip, commits };
-    for (const listener of this.pushListeners) {
-      try {
-        listener(event);
-      } catch (error) {
-        this.deps.logger.error({ err: error }, "onPushed listener failed");
-      }
-    }
+    this.pushListeners.emit({ branch: this.deps.branch, previous, tip, commits });
   }
 
   /** Settles `rejected` with `error` and drops the chain: whatever stays queued re-runs from the remote tip. */
-  private rejectEntries(rejected: Entry[], error: unknown): void {
-    this.removeEntries(new Set(rejected));
-    for (const entry of rejected) entry.reject(error);
-    this.chain = { base: this.remoteTip, tip: this.remoteTip, built: 0 };
+  private rejectEntries(rejected: readonly Entry[], error: unknown): void {
+    this.queue.reject(rejected, error, this.remoteTip);
   }
 }

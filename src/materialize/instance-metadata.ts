@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { parse } from "yaml";
 import type { Plan, Service } from "../catalog/index.js";
 import { RenderError } from "../errors/index.js";
@@ -72,8 +73,24 @@ export function renderInstanceMetadataNow(p: MetadataInput): InstanceMetadata {
   return metadataOf(renderTextNow(metadataRequest(p)), p.plan.name);
 }
 
+/**
+ * Metadata by the text it was parsed from. A plan's metadata template renders the same text for
+ * most of its instances (one per cluster, region and version), and parsing it was about 5 % of a
+ * provision's CPU with 200 clients at 10k instances (profile of 2026-11-29). Only valid metadata
+ * is kept; every caller gets its own copy.
+ */
+const parsedMetadata = new LRUCache<string, InstanceMetadata>({ max: 512 });
+
 /** The metadata a rendered `metadata` template says; RenderError for output of another shape. */
 function metadataOf(text: string, planName: string): InstanceMetadata {
+  const hit = parsedMetadata.get(text);
+  if (hit !== undefined) return structuredClone(hit);
+  const metadata = parseMetadata(text, planName);
+  parsedMetadata.set(text, structuredClone(metadata));
+  return metadata;
+}
+
+function parseMetadata(text: string, planName: string): InstanceMetadata {
   const where = `plan ${planName}: template metadata`;
   let doc: unknown;
   try {
