@@ -53,13 +53,18 @@ function plainOrQuoted(s: Scalars, text: string): string {
   return text;
 }
 
-function remembered(memo: Map<string, string | null>, text: string, probe: (text: string) => string | null): string | undefined {
-  if (text.length > MEMO_LENGTH) return probe(text) ?? undefined;
+/** The library's text of a string as a key or as a value, asked once for a short string. */
+function remembered(s: Scalars, text: string, key: boolean): string | undefined {
+  const probe = key ? probeKey : probeValue;
+  if (text.length > MEMO_LENGTH) return probe(s, text) ?? undefined;
+  const memo = key ? s.keys : s.values;
   let out = memo.get(text);
   if (out === undefined) {
-    out = probe(text);
+    out = probe(s, text);
     if (memo.size >= MEMO_SIZE) memo.delete(memo.keys().next().value as string);
-    memo.set(text, out);
+    // A copy, exact to the code unit (lone surrogates too): a substring of a parsed template's
+    // output would keep that whole text alive in the memo.
+    memo.set(JSON.parse(JSON.stringify(text)) as string, out);
   }
   return out ?? undefined;
 }
@@ -81,14 +86,14 @@ function probeKey(s: Scalars, text: string): string | null {
 }
 
 function valueText(s: Scalars, text: string): string | undefined {
-  return PLAIN.test(text) ? plainOrQuoted(s, text) : remembered(s.values, text, (t) => probeValue(s, t));
+  return PLAIN.test(text) ? plainOrQuoted(s, text) : remembered(s, text, false);
 }
 
 function keyText(s: Scalars, key: string): string | undefined {
   // An inherited name would make the library's sortMaps look up Object.prototype's members.
   if (key in Object.prototype) return undefined;
   if (PLAIN.test(key)) return key.length > MAX_IMPLICIT_KEY - 2 ? undefined : plainOrQuoted(s, key);
-  return remembered(s.keys, key, (t) => probeKey(s, t));
+  return remembered(s, key, true);
 }
 
 function scalarText(s: Scalars, value: unknown): string | undefined {
