@@ -1,6 +1,7 @@
-import { parse, stringify } from "yaml";
+import { parse } from "yaml";
 import type { TreeReader, Draft } from "../gitwriter/index.js";
 import { bindingRecordPath, instanceRecordDir, instanceRecordPath, keyOf } from "./layout.js";
+import { yamlOf, type YamlStyle } from "../yaml/index.js";
 
 /**
  * Instance and binding records: what Service Fabrik kept as SFServiceInstance / SFServiceBinding.
@@ -168,8 +169,11 @@ export async function readLiveBindings(tree: TreeReader, instanceId: string): Pr
   return (await readBindings(tree, instanceId)).filter((b) => !b.status.deleted);
 }
 
+/** Records keep their keys in the order they were built (new-records.ts), in YAML 1.2's core schema. */
+export const RECORD_STYLE: YamlStyle = {};
+
 export function recordYaml(record: InstanceRecord | BindingRecord): string {
-  return stringify(record, { lineWidth: 0, aliasDuplicateObjects: false, sortMapEntries: false });
+  return yamlOf(record, RECORD_STYLE);
 }
 
 export function writeInstance(draft: Draft, record: InstanceRecord): void {

@@ -11,22 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, CREDENTIALS, type Harness } from "../support/broker-harness.js";
 import { rawRequest, type RawRequest } from "../support/raw-http.js";
 import { provisionBody, remoteHead, samplePlans, type SamplePlans } from "./helpers.js";
+import { prng } from "../support/prng.js";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed_2026);
 const COUNT = Number(process.env.FUZZ_COUNT ?? 120);
 const SECRET = "fuzz-webhook-secret";
-
-/** mulberry32: a small seeded PRNG (uniform in [0, 1)). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let h: Harness;
 let plans: SamplePlans;
