@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { compareKeys, libraryYaml, nonStringPatterns, SORTED, type KeyOrder, type YamlStyle } from "./library.js";
 
 /**
@@ -30,11 +31,14 @@ const MAX_IMPLICIT_KEY = 1024;
 const PLAIN = /^[A-Za-z0-9_/][\w./+=@-]*(?:[: ][\w./+=@-]+)*$/;
 const DOCUMENT_MARKER = /^(?:%|---|\.\.\.)/m;
 
+/** What the memo keeps for a string whose text spans lines (no scalar's text is empty). */
+const SPANS_LINES = "";
+
 interface Scalars {
   style: YamlStyle;
   nonString: RegExp[];
-  values: Map<string, string | null>;
-  keys: Map<string, string | null>;
+  values: LRUCache<string, string>;
+  keys: LRUCache<string, string>;
 }
 
 const scalarsOf = new WeakMap<YamlStyle, Scalars>();
@@ -42,7 +46,7 @@ const scalarsOf = new WeakMap<YamlStyle, Scalars>();
 function scalars(style: YamlStyle): Scalars {
   let s = scalarsOf.get(style);
   if (s === undefined) {
-    s = { style, nonString: nonStringPatterns(style), values: new Map(), keys: new Map() };
+    s = { style, nonString: nonStringPatterns(style), values: new LRUCache({ max: MEMO_SIZE }), keys: new LRUCache({ max: MEMO_SIZE }) };
     scalarsOf.set(style, s);
   }
   return s;
@@ -60,13 +64,12 @@ function remembered(s: Scalars, text: string, key: boolean): string | undefined 
   const memo = key ? s.keys : s.values;
   let out = memo.get(text);
   if (out === undefined) {
-    out = probe(s, text);
-    if (memo.size >= MEMO_SIZE) memo.delete(memo.keys().next().value as string);
+    out = probe(s, text) ?? SPANS_LINES;
     // A copy, exact to the code unit (lone surrogates too): a substring of a parsed template's
     // output would keep that whole text alive in the memo.
     memo.set(JSON.parse(JSON.stringify(text)) as string, out);
   }
-  return out ?? undefined;
+  return out === SPANS_LINES ? undefined : out;
 }
 
 /** The library's text of a string as a map value or sequence item, or null when it spans lines. */
