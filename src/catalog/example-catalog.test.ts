@@ -1,27 +1,20 @@
-import * as fs from "node:fs/promises";
-import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
+import { loadExampleCatalog, type ExampleCatalog } from "../../test/support/example-catalog.js";
 import { renderNow } from "../render/index.js";
-import { loadCatalog, validateParameters, type Catalog, type Plan } from "./index.js";
+import { validateParameters, type Catalog, type Plan } from "./index.js";
 
 /** examples/catalog is what the embedded default serves: its templates must render real resources. */
-const EXAMPLES = fileURLToPath(new URL("../../examples/catalog/", import.meta.url));
 const NAMESPACE = "gitops-broker-instances";
 const INSTANCE_KEY = "0304b210-fcfd-11e8-a31b-b6001f10c97f";
 
-let repo: TempDirTree;
+let examples: ExampleCatalog;
 let catalog: Catalog;
 beforeEach(async () => {
-  repo = await tempDirTree("example-catalog-");
-  await fs.cp(EXAMPLES, path.join(repo.root, "catalog"), { recursive: true });
-  const loaded = await loadCatalog(repo.tree);
-  expect(loaded.problems).toEqual([]);
-  catalog = loaded.catalog;
+  examples = await loadExampleCatalog("example-catalog-");
+  catalog = examples.catalog;
 });
 afterEach(async () => {
-  await repo.remove();
+  await examples.remove();
 });
 
 function planNamed(name: string): Plan {

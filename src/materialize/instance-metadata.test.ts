@@ -1,29 +1,21 @@
-import * as fs from "node:fs/promises";
-import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
-import { loadCatalog, type Plan, type Service } from "../catalog/index.js";
+import { loadExampleCatalog, type ExampleCatalog } from "../../test/support/example-catalog.js";
+import type { Plan, Service } from "../catalog/index.js";
 import { RenderError } from "../errors/index.js";
 import type { InstanceRecord } from "../repo/index.js";
 import { renderInstanceMetadataNow } from "./instance-metadata.js";
 
 /** The example catalog's postgresql plans have a metadata template (labels and attributes). */
-const EXAMPLES = fileURLToPath(new URL("../../examples/catalog/", import.meta.url));
-
-let repo: TempDirTree;
+let examples: ExampleCatalog;
 let service: Service;
 let plan: Plan;
 beforeAll(async () => {
-  repo = await tempDirTree("instance-metadata-");
-  await fs.cp(EXAMPLES, path.join(repo.root, "catalog"), { recursive: true });
-  const loaded = await loadCatalog(repo.tree);
-  expect(loaded.problems).toEqual([]);
-  service = loaded.catalog.services[0]!;
+  examples = await loadExampleCatalog("instance-metadata-");
+  service = examples.catalog.services[0]!;
   plan = service.plans.find((p) => p.name === "small")!;
 });
 afterAll(async () => {
-  await repo.remove();
+  await examples.remove();
 });
 
 function instance(id: string, clusterId: string): InstanceRecord {

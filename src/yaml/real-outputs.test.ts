@@ -3,12 +3,12 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { loadCatalog, type Catalog, type PlanTemplate } from "../catalog/index.js";
+import type { Catalog, PlanTemplate } from "../catalog/index.js";
 import { render, sfServiceBinding, sfServiceInstance, type Manifest, type RenderValues } from "../render/index.js";
 import { MANIFEST_STYLE, manifestYaml } from "../render/yaml-output.js";
 import { keyOf, LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, newBindingRecord, newInstanceRecord, recordYaml } from "../repo/index.js";
 import { RECORD_STYLE } from "../repo/records.js";
-import { tempDirTree, type TempDirTree } from "../../test/support/dir-tree.js";
+import { loadExampleCatalog, type ExampleCatalog } from "../../test/support/example-catalog.js";
 import { libraryManifestYaml, libraryRecordYaml } from "../../test/support/yaml-oracle.js";
 import { emitYaml } from "./index.js";
 
@@ -20,23 +20,19 @@ import { emitYaml } from "./index.js";
  * itself (the fallback is for what the broker does not write).
  */
 
-const EXAMPLES = fileURLToPath(new URL("../../examples/catalog/", import.meta.url));
 const SF = fileURLToPath(new URL("../catalog/testdata/service-fabrik/", import.meta.url));
 const ZALANDO = fileURLToPath(new URL("../render/testdata/zalando-postgres-plan.yaml", import.meta.url));
 const NAMESPACE = "gitops-broker-instances";
 const INSTANCE_ID = "0304b210-fcfd-11e8-a31b-b6001f10c97f";
 
-let repo: TempDirTree;
+let examples: ExampleCatalog;
 let catalog: Catalog;
 beforeAll(async () => {
-  repo = await tempDirTree("yaml-real-outputs-");
-  await fs.cp(EXAMPLES, path.join(repo.root, "catalog"), { recursive: true });
-  const loaded = await loadCatalog(repo.tree);
-  expect(loaded.problems).toEqual([]);
-  catalog = loaded.catalog;
+  examples = await loadExampleCatalog("yaml-real-outputs-");
+  catalog = examples.catalog;
 });
 afterAll(async () => {
-  await repo.remove();
+  await examples.remove();
 });
 
 const seen = { manifests: 0, manifestFallbacks: 0, objects: 0, objectFallbacks: 0, records: 0, recordFallbacks: 0 };
