@@ -109,6 +109,8 @@ let firstProvisions = 0;
 /** By `${instances}/${latencyMs}`. */
 const roundTrips = new Map<string, number>();
 const writerCosts = new Map<number, WriterCost>();
+/** --baseline cells: each broker's peak RSS over all its cells. */
+const abPeaks: { instances: number; latencyMs: number; name: string; peakMb: number }[] = [];
 /** By `${instances}/${latencyMs}`. */
 const peakUnderLoad = new Map<string, number>();
 
@@ -217,6 +219,7 @@ async function benchAgainstBaseline(servers: Map<number, GitHttpServer>, instanc
           }
         }
       }
+      for (const [i, broker] of brokers.entries()) abPeaks.push({ instances, latencyMs, name: variants[i]!.name, peakMb: (await broker.memory()).peakMb });
     } finally {
       for (const broker of brokers) await broker.stop();
     }
@@ -504,7 +507,9 @@ function againstBaselineTable(): string[] {
       }
     }
   }
-  return [...out, ...summary];
+  const peaks = ["", "| instances | remote latency | broker | peak RSS over its cells |", "|---:|---:|---|---:|"];
+  for (const p of abPeaks) peaks.push(`| ${kilo(p.instances)} | ${p.latencyMs} ms | ${p.name} | ${p.peakMb.toFixed(0)} MB |`);
+  return [...out, ...summary, ...peaks];
 }
 
 function startsTable(): string[] {
