@@ -26,6 +26,9 @@
  *                      baseline's brokers both running on the same remote, their cells
  *                      alternated `--rounds` times (the order swapped every round)
  *   --clients=200      the cells of these client counts only (default 1, 20, 200)
+ *   --bitmap           with --starts: each start also on a copy of the remote repacked with a
+ *                      reachability bitmap, as hosted remotes keep one (a clone's fetch counts
+ *                      its objects from the bitmap instead of walking every tree)
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -57,6 +60,7 @@ const LATENCIES = metricsCost ? [0] : (numbers("latencies") ?? [...new Set([0, r
 const CPU_PROF = option("cpu-prof");
 const STARTS_ONLY = process.argv.includes("--starts");
 const BASELINE = option("baseline");
+const BITMAP = process.argv.includes("--bitmap");
 const ROUNDS = numbers("rounds")?.[0] ?? 3;
 const CLIENTS = numbers("clients") ?? [1, 20, 200];
 const CELL_MS = quick ? 5_000 : 8_000;
@@ -292,16 +296,24 @@ async function benchStarts(servers: Map<number, GitHttpServer>, instances: numbe
     ...(BASELINE === undefined ? [] : [{ name: `baseline (${BASELINE})`, command: [path.resolve(BASELINE, "bin", "gitops-broker.js"), "serve"] }]),
     { name: "this checkout", command: brokerCommand() },
   ];
+  const remotes = [{ label: "", name: `n${instances}/remote.git`, dir: remoteDir }];
+  if (BITMAP) {
+    await run("cp", ["-a", path.dirname(remoteDir), path.join(root, `n${instances}-bitmap`)]);
+    const copy = path.join(root, `n${instances}-bitmap`, path.basename(remoteDir));
+    await run("git", ["repack", "-adq", "--write-bitmap-index"], { env: { GIT_DIR: copy, ...BENCH_IDENTITY } });
+    remotes.push({ label: ", remote with a bitmap", name: `n${instances}-bitmap/remote.git`, dir: copy });
+  }
   for (let round = 1; round <= ROUNDS; round++) {
     for (const [latencyMs, git] of servers) {
-      for (const variant of variants) {
-        const dataDir = path.join(dir, `start-${round}-${latencyMs}ms-${variants.indexOf(variant)}`);
-        const remoteUrl = git.url(`n${instances}/remote.git`);
-        for (const kind of ["empty (clone)", "existing (restart)"] as const) {
-          await (await startMeasured(instances, latencyMs, dataDir, remoteUrl, kind, variant)).stop();
-          await maintainRemote(remoteDir);
+      for (const remote of remotes) {
+        for (const variant of variants) {
+          const dataDir = path.join(dir, `start-${round}-${latencyMs}ms-${variants.indexOf(variant)}`);
+          for (const kind of ["empty (clone)", "existing (restart)"] as const) {
+            await (await startMeasured(instances, latencyMs, dataDir, git.url(remote.name), kind, { ...variant, name: `${variant.name}${remote.label}` })).stop();
+            await maintainRemote(remote.dir);
+          }
+          await rm(dataDir, { recursive: true, force: true });
         }
-        await rm(dataDir, { recursive: true, force: true });
       }
     }
   }
