@@ -260,6 +260,13 @@ export class Writer implements GitWriter {
     return this.inDoubtPushes.has(entry);
   }
 
+  /** The first deadline of `entries` outside any push in doubt (such a push has no deadline of its own); undefined when none has one. */
+  private firstDeadline(entries: readonly Entry[]): number | undefined {
+    let first: number | undefined;
+    for (const entry of entries) if (!this.inDoubt(entry)) first = Math.min(first ?? Number.POSITIVE_INFINITY, this.deadline(entry));
+    return first;
+  }
+
   private hasWork(): boolean {
     return this.queue.length > 0 || this.fetchWaiters.waiting;
   }
@@ -312,10 +319,8 @@ export class Writer implements GitWriter {
   /** Pushes the chain's tip carrying `batch`; true when the remote accepted it (failures are handled here). */
   private async pushBatch(tip: Tip, batch: Entry[]): Promise<boolean> {
     const started = performance.now();
-    // Killed when its first operation's time is up (a push in doubt has no deadline of its own).
-    const bounded = batch.filter((e) => !this.inDoubt(e));
-    const deadline = bounded.length === 0 ? undefined : Math.min(...bounded.map((e) => this.deadline(e)));
-    const failure = await this.pushWhileBuilding(tip, batch.length, deadline);
+    // Killed when its first operation's time is up.
+    const failure = await this.pushWhileBuilding(tip, batch.length, this.firstDeadline(batch));
     const { metrics } = this.deps;
     metrics.pushSeconds.observe((performance.now() - started) / 1000, this.labels);
     if (failure !== undefined) {
@@ -474,8 +479,7 @@ export class Writer implements GitWriter {
     );
     await delay(backoffDelayMs(rejections, REJECTED_BACKOFF));
     try {
-      const bounded = this.queue.entries.filter((e) => !this.inDoubt(e));
-      await this.adopt(await this.fetchTip(bounded.length === 0 ? undefined : Math.min(...bounded.map((e) => this.deadline(e)))));
+      await this.adopt(await this.fetchTip(this.firstDeadline(this.queue.entries)));
     } catch (fetchError) {
       if (!(fetchError instanceof GitRemoteError)) throw fetchError;
       await this.onUnreachable(fetchError);
@@ -523,8 +527,7 @@ export class Writer implements GitWriter {
     this.expire(this.queue.entries, now, error);
     if (this.queue.length === 0) return;
     logger.warn({ remoteMessage: error.remoteMessage, attempt }, "git remote unreachable, retrying");
-    const bounded = this.queue.entries.filter((e) => !this.inDoubt(e));
-    const nextDeadline = bounded.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...bounded.map((e) => this.deadline(e)));
+    const nextDeadline = this.firstDeadline(this.queue.entries) ?? Number.POSITIVE_INFINITY;
     await delay(Math.max(0, Math.min(backoffDelayMs(attempt, UNREACHABLE_BACKOFF), nextDeadline - now)));
   }
 
@@ -540,9 +543,9 @@ export class Writer implements GitWriter {
     if (waiters.length === 0 && doubted.length === 0) return;
     // Killed by the first deadline of whatever waits: a read, a refusal to confirm, or a queued
     // write (which is answered right after, see below: a fetch must not hold it past its time).
-    const queued = this.queue.entries.filter((e) => !this.inDoubt(e)).map((e) => this.deadline(e));
+    const queued = this.firstDeadline(this.queue.entries) ?? Number.POSITIVE_INFINITY;
     try {
-      const tip = await this.fetchTip(Math.min(...waiters.map((w) => w.deadline), ...doubted.map((e) => this.deadline(e)), ...queued));
+      const tip = await this.fetchTip(Math.min(...waiters.map((w) => w.deadline), ...doubted.map((e) => this.deadline(e)), queued));
       const previous = this.remoteTip.commit;
       await this.adopt(tip);
       for (const waiter of waiters) waiter.resolve(tip.commit);
