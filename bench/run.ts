@@ -83,7 +83,7 @@ interface Cell {
   /** One-minute load average before and after the cell. */
   loadAvg: [number, number];
   /** With --baseline (cells): which broker, and in which round. */
-  variant?: { name: string; round: number };
+  variant?: { name: string; baseline: boolean; round: number };
 }
 
 interface Start {
@@ -103,6 +103,8 @@ interface Start {
 /** The broker a start runs: this checkout's, or the --baseline's. */
 interface Variant {
   name: string;
+  /** The --baseline's broker. */
+  baseline: boolean;
   command: string[];
 }
 
@@ -144,16 +146,22 @@ async function main(): Promise<void> {
   printReport();
 }
 
-async function benchSize(servers: Map<number, GitHttpServer>, instances: number): Promise<void> {
+/** The remote of one size, pre-filled, in its own directory under `root` (`n<instances>/remote.git`). */
+async function prefilled(instances: number): Promise<{ dir: string } & Awaited<ReturnType<typeof prefillRemote>>> {
   const dir = path.join(root, `n${instances}`);
   await mkdir(dir);
   const t = performance.now();
-  const { remoteDir, placement } = await prefillRemote(dir, instances);
+  const filled = await prefillRemote(dir, instances);
   // The remote shares this machine's two cores: its background `git gc` after receiving pushes
   // would compete with the broker. A hosted remote runs its maintenance elsewhere; here it runs
   // between measurements (maintainRemote).
-  await run("git", ["config", "receive.autogc", "false"], { env: { GIT_DIR: remoteDir, ...BENCH_IDENTITY } });
+  await run("git", ["config", "receive.autogc", "false"], { env: { GIT_DIR: filled.remoteDir, ...BENCH_IDENTITY } });
   log(`${instances} instances: pre-filled in ${seconds(t)} s`);
+  return { dir, ...filled };
+}
+
+async function benchSize(servers: Map<number, GitHttpServer>, instances: number): Promise<void> {
+  const { dir, remoteDir, placement } = await prefilled(instances);
   for (const [latencyMs, git] of servers) {
     const remoteUrl = git.url(`n${instances}/remote.git`);
     const dataDir = path.join(dir, `gitwriter-${latencyMs}ms`);
@@ -197,14 +205,8 @@ async function benchBroker(instances: number, latencyMs: number, dataDir: string
  * its warm-up (not measured) takes the rejected push and the fetch that follows.
  */
 async function benchAgainstBaseline(servers: Map<number, GitHttpServer>, instances: number): Promise<void> {
-  const dir = path.join(root, `n${instances}`);
-  await mkdir(dir);
-  const { remoteDir } = await prefillRemote(dir, instances);
-  await run("git", ["config", "receive.autogc", "false"], { env: { GIT_DIR: remoteDir, ...BENCH_IDENTITY } });
-  const variants: Variant[] = [
-    { name: `baseline (${BASELINE})`, command: [path.resolve(BASELINE!, "bin", "gitops-broker.js"), "serve"] },
-    { name: "this checkout", command: brokerCommand() },
-  ];
+  const { dir, remoteDir } = await prefilled(instances);
+  const variants = brokerVariants();
   for (const [latencyMs, git] of servers) {
     const remoteUrl = git.url(`n${instances}/remote.git`);
     const brokers: BrokerProcess[] = [];
@@ -217,7 +219,7 @@ async function benchAgainstBaseline(servers: Map<number, GitHttpServer>, instanc
         for (const clients of CLIENTS) {
           for (const i of order) {
             const c = await measure(brokers[i]!, instances, latencyMs, "gitwriter", clients, CELL_MS, `r${round}-v${i}`);
-            cells.push({ ...c, variant: { name: variants[i]!.name, round } });
+            cells.push({ ...c, variant: { name: variants[i]!.name, baseline: variants[i]!.baseline, round } });
             log(`  (${variants[i]!.name}, round ${round})`);
             await maintainRemote(remoteDir);
           }
@@ -286,16 +288,8 @@ async function measureMetricsCost(instances: number, dataDir: string, remoteUrl:
  * with --baseline the baseline's broker first in each round, then this checkout's.
  */
 async function benchStarts(servers: Map<number, GitHttpServer>, instances: number): Promise<void> {
-  const dir = path.join(root, `n${instances}`);
-  await mkdir(dir);
-  const t = performance.now();
-  const { remoteDir } = await prefillRemote(dir, instances);
-  await run("git", ["config", "receive.autogc", "false"], { env: { GIT_DIR: remoteDir, ...BENCH_IDENTITY } });
-  log(`${instances} instances: pre-filled in ${seconds(t)} s`);
-  const variants: Variant[] = [
-    ...(BASELINE === undefined ? [] : [{ name: `baseline (${BASELINE})`, command: [path.resolve(BASELINE, "bin", "gitops-broker.js"), "serve"] }]),
-    { name: "this checkout", command: brokerCommand() },
-  ];
+  const { dir, remoteDir } = await prefilled(instances);
+  const variants = brokerVariants();
   const remotes = [{ label: "", name: `n${instances}/remote.git`, dir: remoteDir }];
   if (BITMAP) {
     await run("cp", ["-a", path.dirname(remoteDir), path.join(root, `n${instances}-bitmap`)]);
@@ -326,7 +320,7 @@ async function startMeasured(
   dataDir: string,
   remoteUrl: string,
   kind: Start["dataDir"],
-  variant: Variant = { name: "this checkout", command: brokerCommand() },
+  variant: Variant = thisCheckout(),
 ): Promise<BrokerProcess> {
   const loadBefore = os.loadavg()[0]!;
   const spawnedAtWall = Date.now();
@@ -372,6 +366,18 @@ function phases(broker: BrokerProcess, spawnedAtWall: number): Start["phases"] {
 function repackStart(broker: BrokerProcess, endS: number | undefined): number | undefined {
   const ms = broker.logs.find((l) => l.msg === "fetched pack repacked with short delta chains")?.ms;
   return endS === undefined || typeof ms !== "number" ? undefined : endS - ms / 1000;
+}
+
+/** The brokers a run compares: the --baseline's first (if any), then this checkout's. */
+function brokerVariants(): Variant[] {
+  return [
+    ...(BASELINE === undefined ? [] : [{ name: `baseline (${BASELINE})`, baseline: true, command: [path.resolve(BASELINE, "bin", "gitops-broker.js"), "serve"] }]),
+    thisCheckout(),
+  ];
+}
+
+function thisCheckout(): Variant {
+  return { name: "this checkout", baseline: false, command: brokerCommand() };
 }
 
 /** The broker's command line; with --cpu-prof, node writes a profile into that directory on exit. */
@@ -463,14 +469,12 @@ function printReport(): void {
   }
   if (BASELINE !== undefined && !STARTS_ONLY) {
     out.splice(2);
-    out.push(...againstBaselineTable(), "", `Total run time ${seconds(started)} s.`);
-    process.stdout.write(`\n${out.join("\n")}\n`);
+    write([...out, ...againstBaselineTable()]);
     return;
   }
   if (STARTS_ONLY) {
     out.splice(2);
-    out.push(...startsTable(), "", "| target | measured | |", "|---|---|---|", ...startTargets(), "", `Total run time ${seconds(started)} s.`);
-    process.stdout.write(`\n${out.join("\n")}\n`);
+    write([...out, ...startsTable(), "", "| target | measured | |", "|---|---|---|", ...startTargets()]);
     return;
   }
   const compared = cells.filter((c) => c.writer === "naive").map((n) => ({ naive: n, broker: cell(n.instances, n.latencyMs, "gitwriter", n.load.clients) }));
@@ -489,8 +493,12 @@ function printReport(): void {
   out.push(...startsTable());
   out.push("", "| target | measured | |", "|---|---|---|");
   out.push(...targets(compared));
-  out.push("", `Total run time ${seconds(started)} s.`);
-  process.stdout.write(`\n${out.join("\n")}\n`);
+  write(out);
+}
+
+/** The report's tables to stdout, and the run's total time. */
+function write(tables: string[]): void {
+  process.stdout.write(`\n${[...tables, "", `Total run time ${seconds(started)} s.`].join("\n")}\n`);
 }
 
 /** --baseline cells: per round both brokers side by side, then the medians and their ratio. */
@@ -506,8 +514,8 @@ function againstBaselineTable(): string[] {
   for (const n of SIZES) {
     for (const latencyMs of LATENCIES) {
       for (const clients of CLIENTS) {
-        const of = (i: 0 | 1) => cells.filter((c) => c.instances === n && c.latencyMs === latencyMs && c.load.clients === clients && c.variant !== undefined && (i === 0) === c.variant.name.startsWith("baseline"));
-        const [base, mine] = [of(0), of(1)];
+        const of = (baseline: boolean) => cells.filter((c) => c.instances === n && c.latencyMs === latencyMs && c.load.clients === clients && c.variant?.baseline === baseline);
+        const [base, mine] = [of(true), of(false)];
         for (let round = 1; round <= ROUNDS; round++) {
           const [b, m] = [base.find((c) => c.variant!.round === round), mine.find((c) => c.variant!.round === round)];
           if (b && m) out.push(`| ${kilo(n)} | ${latencyMs} ms | ${clients} | ${round} | ${rate(b).toFixed(1)} | ${rate(m).toFixed(1)} | ${b.cpuMsPerOp.toFixed(2)} | ${m.cpuMsPerOp.toFixed(2)} | ${loadAvg(b.loadAvg)}; ${loadAvg(m.loadAvg)} |`);
@@ -595,8 +603,7 @@ function printMetricsCost(out: string[]): void {
       out.push(`| ${kilo(n)} | ${clients} | ${rate(a).toFixed(1)} | ${rate(b).toFixed(1)} | ${pct(rate(a), rate(b))} | ${a.cpuMsPerOp.toFixed(2)} | ${b.cpuMsPerOp.toFixed(2)} | ${pct(a.cpuMsPerOp, b.cpuMsPerOp)} |`);
     }
   }
-  out.push("", `Total run time ${seconds(started)} s.`);
-  process.stdout.write(`\n${out.join("\n")}\n`);
+  write(out);
 }
 
 function cell(instances: number, latencyMs: number, writer: Cell["writer"], clients: number): Cell | undefined {
