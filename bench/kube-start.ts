@@ -13,13 +13,13 @@ import { startKubeApiServer } from "../test/support/kube-api-server.js";
 import { cleanUp } from "../test/support/processes.js";
 import { startRealKube } from "../test/support/real-kube.js";
 import { buildTestTools, testTool } from "../test/support/test-tools.js";
+import { median } from "./load.js";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "5" } } });
 const ROUNDS = Number(values.rounds);
 
 const figures: Record<string, number[]> = { double: [], "real: etcd + kube-apiserver ready": [], "real: kube-apiserver alone": [], "real: 4 CRDs established": [], "real: kill -9 and restart": [] };
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 await buildTestTools();
 const crds = testTool("crds");

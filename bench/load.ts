@@ -90,6 +90,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 }
 
 /** The q-quantile (0..1) of ascending values (nearest rank); NaN for none. */
+/** The middle value; of an even count, the mean of the two middle ones. */
+export function median(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 export function quantile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;

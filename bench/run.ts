@@ -36,7 +36,7 @@ import path from "node:path";
 import { startGitHttpServer, type GitHttpServer } from "../test/support/git-http-server.js";
 import { spawnBroker, CREDENTIALS, type BrokerProcess } from "../test/write-path/broker-process.js";
 import { run } from "./exec.js";
-import { quantile, runLoad, type LoadResult } from "./load.js";
+import { median, quantile, runLoad, type LoadResult } from "./load.js";
 import { NAIVE_STARTED } from "./naive-gitwriter.js";
 import { prefillRemote } from "./prefill.js";
 import { HOSTED_LATENCY_MS, remoteLatencyMs } from "./remote-latency.js";
@@ -505,12 +505,6 @@ function write(tables: string[]): void {
 function againstBaselineTable(): string[] {
   const out = ["| instances | remote latency | clients | round | baseline ops/s | this ops/s | baseline CPU ms/op | this CPU ms/op | load avg (baseline; this) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---|"];
   const summary = ["", "| instances | remote latency | clients | rounds | ops/s: baseline / this (median) | CPU ms/op: baseline / this (median) | CPU this / baseline |", "|---:|---:|---:|---:|---:|---:|---:|"];
-  // The middle value; of an even count, the mean of the two middle ones.
-  const median = (xs: number[]) => {
-    const sorted = [...xs].sort((a, b) => a - b);
-    const mid = sorted.length / 2;
-    return Number.isInteger(mid) ? (sorted[mid - 1]! + sorted[mid]!) / 2 : sorted[Math.floor(mid)]!;
-  };
   for (const n of SIZES) {
     for (const latencyMs of LATENCIES) {
       for (const clients of CLIENTS) {

@@ -39,7 +39,7 @@ import { osbClient } from "../test/support/osb-client.js";
 import { cleanUp, startProcess, type TrackedProcess } from "../test/support/processes.js";
 import { memoryOf } from "../test/write-path/broker-process.js";
 import { run } from "./exec.js";
-import { quantile, runLoad, type LoadResult } from "./load.js";
+import { median, quantile, runLoad, type LoadResult } from "./load.js";
 import { prefillStores, type PrefillCluster, type SamplePlacement } from "./prefill.js";
 import { remoteLatencyMs } from "./remote-latency.js";
 import type { StartedMessage } from "./stores-broker.js";
@@ -435,11 +435,6 @@ async function main(): Promise<void> {
 
 const ms = (x: number): string => x.toFixed(0);
 const s2 = (x: number): string => (x / 1000).toFixed(2);
-const median = (xs: number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 function report(cells: Cell[], starts: Start[]): void {
   const out: string[] = [];

@@ -17,6 +17,7 @@ import { MANIFEST_STYLE } from "../src/render/yaml-output.js";
 import { dirTreeReader, keyOf, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, newInstanceRecord, type InstanceRecord } from "../src/repo/index.js";
 import { RECORD_STYLE } from "../src/repo/records.js";
 import { emitYaml, libraryYaml, type YamlStyle } from "../src/yaml/index.js";
+import { median } from "./load.js";
 
 const { values: args } = parseArgs({
   options: { rounds: { type: "string", default: "15" }, docs: { type: "string", default: "200" }, repeat: { type: "string", default: "10" } },
@@ -80,7 +81,6 @@ function time(docs: unknown[], write: (doc: unknown) => string | undefined): num
   return ns / 1000 / (REPEAT * docs.length);
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 function compare(name: string, docs: unknown[], style: YamlStyle): void {
   for (const doc of docs) {
