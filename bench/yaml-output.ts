@@ -9,14 +9,13 @@
  */
 import { execFileSync } from "node:child_process";
 import os from "node:os";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { loadCatalog } from "../src/catalog/index.js";
 import { render, type RenderValues } from "../src/render/index.js";
 import { MANIFEST_STYLE } from "../src/render/yaml-output.js";
-import { dirTreeReader, keyOf, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, newInstanceRecord, type InstanceRecord } from "../src/repo/index.js";
+import { keyOf, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, newInstanceRecord, type InstanceRecord } from "../src/repo/index.js";
 import { RECORD_STYLE } from "../src/repo/records.js";
 import { emitYaml, libraryYaml, type YamlStyle } from "../src/yaml/index.js";
+import { loadExampleCatalog } from "../test/support/example-catalog.js";
 import { median } from "./load.js";
 
 const { values: args } = parseArgs({
@@ -54,8 +53,7 @@ function instanceRecord(n: number, serviceId: string, planId: string): InstanceR
 }
 
 async function inputs(): Promise<{ manifests: Record<string, unknown>[]; records: InstanceRecord[] }> {
-  const { catalog, problems } = await loadCatalog(dirTreeReader(fileURLToPath(new URL("../examples/", import.meta.url))));
-  if (problems.length > 0) throw new Error(`examples/catalog: ${JSON.stringify(problems)}`);
+  const catalog = await loadExampleCatalog();
   const plans = catalog.services.flatMap((s) => s.plans);
   const manifests: Record<string, unknown>[] = [];
   const records: InstanceRecord[] = [];

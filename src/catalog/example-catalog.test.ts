@@ -1,5 +1,5 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadExampleCatalog, type ExampleCatalog } from "../../test/support/example-catalog.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { loadExampleCatalog } from "../../test/support/example-catalog.js";
 import { renderNow } from "../render/index.js";
 import { validateParameters, type Catalog, type Plan } from "./index.js";
 
@@ -7,14 +7,9 @@ import { validateParameters, type Catalog, type Plan } from "./index.js";
 const NAMESPACE = "gitops-broker-instances";
 const INSTANCE_KEY = "0304b210-fcfd-11e8-a31b-b6001f10c97f";
 
-let examples: ExampleCatalog;
 let catalog: Catalog;
 beforeEach(async () => {
-  examples = await loadExampleCatalog("example-catalog-");
-  catalog = examples.catalog;
-});
-afterEach(async () => {
-  await examples.remove();
+  catalog = await loadExampleCatalog();
 });
 
 function planNamed(name: string): Plan {

@@ -1,21 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadExampleCatalog, type ExampleCatalog } from "../../test/support/example-catalog.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { loadExampleCatalog } from "../../test/support/example-catalog.js";
 import type { Plan, Service } from "../catalog/index.js";
 import { RenderError } from "../errors/index.js";
 import type { InstanceRecord } from "../repo/index.js";
 import { renderInstanceMetadataNow } from "./instance-metadata.js";
 
 /** The example catalog's postgresql plans have a metadata template (labels and attributes). */
-let examples: ExampleCatalog;
 let service: Service;
 let plan: Plan;
 beforeAll(async () => {
-  examples = await loadExampleCatalog("instance-metadata-");
-  service = examples.catalog.services[0]!;
+  service = (await loadExampleCatalog()).services[0]!;
   plan = service.plans.find((p) => p.name === "small")!;
-});
-afterAll(async () => {
-  await examples.remove();
 });
 
 function instance(id: string, clusterId: string): InstanceRecord {

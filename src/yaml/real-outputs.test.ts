@@ -8,7 +8,7 @@ import { render, sfServiceBinding, sfServiceInstance, type Manifest, type Render
 import { MANIFEST_STYLE, manifestYaml } from "../render/yaml-output.js";
 import { keyOf, LABEL_BINDING, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, newBindingRecord, newInstanceRecord, recordYaml } from "../repo/index.js";
 import { RECORD_STYLE } from "../repo/records.js";
-import { loadExampleCatalog, type ExampleCatalog } from "../../test/support/example-catalog.js";
+import { loadExampleCatalog } from "../../test/support/example-catalog.js";
 import { libraryManifestYaml, libraryRecordYaml } from "../../test/support/yaml-oracle.js";
 import { emitYaml } from "./index.js";
 
@@ -25,14 +25,9 @@ const ZALANDO = fileURLToPath(new URL("../render/testdata/zalando-postgres-plan.
 const NAMESPACE = "gitops-broker-instances";
 const INSTANCE_ID = "0304b210-fcfd-11e8-a31b-b6001f10c97f";
 
-let examples: ExampleCatalog;
 let catalog: Catalog;
 beforeAll(async () => {
-  examples = await loadExampleCatalog("yaml-real-outputs-");
-  catalog = examples.catalog;
-});
-afterAll(async () => {
-  await examples.remove();
+  catalog = await loadExampleCatalog();
 });
 
 const seen = { manifests: 0, manifestFallbacks: 0, objects: 0, objectFallbacks: 0, records: 0, recordFallbacks: 0 };
